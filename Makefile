@@ -1,0 +1,59 @@
+# galactic: split SRv6 data plane for Kubernetes.
+#
+# One make builds everything. Each directory contributes a fragment
+# (<dir>/module.mk) that declares its programs, libraries and tests through the
+# macros in mk/rules.mk; this file only wires the top-level targets.
+#
+# Two build variants share the sources:
+#   build/rel  release binaries (-O2)           -> make / make all
+#   build/san  ASan+UBSan binaries for tests     -> make test-unit etc.
+
+.DEFAULT_GOAL := all
+SHELL := /bin/bash
+
+include mk/rules.mk
+include $(sort $(wildcard */module.mk */*/module.mk))
+
+.PHONY: all deps controlplane test test-unit test-netns test-e2e bench demo fuzz clean preflight
+
+all: $(ALL_REL)
+
+# Idempotent: apt packages, then the test control plane (cached outside the repo).
+deps:
+	./mk/deps.sh
+
+controlplane:
+	./tests/controlplane/build.sh
+
+# Every suite; the runner prints one 'N passed, N failed, N skipped' line per
+# suite and a total, and fails if any suite failed.
+test: deps
+	$(MAKE) all
+	$(MAKE) test-unit
+	$(MAKE) test-netns
+	$(MAKE) test-e2e
+	./tests/run-suites.sh --summary
+
+test-unit: $(UNIT_TESTS)
+	./tests/run-suites.sh unit $(UNIT_TESTS)
+
+test-netns: all $(NETNS_TESTS)
+	./tests/run-suites.sh netns $(NETNS_TESTS)
+
+test-e2e: all $(E2E_TESTS)
+	./tests/run-suites.sh e2e $(E2E_TESTS)
+
+bench: all $(BENCHES)
+	./tests/run-benches.sh $(BENCHES)
+
+fuzz: $(FUZZERS)
+	./tests/run-fuzz.sh $(FUZZERS)
+
+demo: deps all
+	./tests/demo/demo.sh
+
+preflight: build/rel/bin/galactic-preflight
+	build/rel/bin/galactic-preflight
+
+clean:
+	rm -rf build
