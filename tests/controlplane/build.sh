@@ -19,7 +19,7 @@ mkdir -p "$bin"
 exec 9>"$dir/.lock"; flock 9       # parallel callers build once
 if have_all; then echo "$bin"; exit 0; fi
 
-export GOFLAGS="-mod=mod -trimpath" CGO_ENABLED=0
+export GOFLAGS=-mod=mod
 build() { # module, packages...
   local mod=$1; shift
   echo "controlplane: building $* ($mod)"
