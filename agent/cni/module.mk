@@ -1,0 +1,5 @@
+# galactic-cni (the plugin) and the CNI pieces shared with the agent.
+CNI_CORE_SRCS := agent/cni/cni.c agent/cni/base62.c agent/cni/config.c \
+	agent/cni/result.c agent/cni/proto.c
+$(eval $(call lib,gcni,$(CNI_CORE_SRCS)))
+$(eval $(call prog,galactic-cni,agent/cni/plugin.c,gcni,jansson))
