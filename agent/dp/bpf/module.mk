@@ -1,0 +1,28 @@
+# eBPF backend (agent/dp/bpf): CO-RE TC programs, their skeleton, the loader
+# library, golden-packet and traffic tests, and the map-population bench.
+# Guarded: the top Makefile globs two levels deep; mk/rules.mk pulls in the
+# third level, and a later glob change must not define everything twice.
+ifndef GALACTIC_DP_BPF_MK
+GALACTIC_DP_BPF_MK := 1
+
+BPFTOOL ?= bpftool
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_x86 -Wall -Werror -I. -Ibuild/gen
+BPF_SRCS := $(wildcard agent/dp/bpf/*.bpf.h) agent/dp/bpf/srv6.h
+
+build/gen/vmlinux.h:
+	@mkdir -p $(@D)
+	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
+
+build/gen/srv6.bpf.o: agent/dp/bpf/srv6.bpf.c $(BPF_SRCS) build/gen/vmlinux.h
+	$(CLANG) $(BPF_CFLAGS) -c -o $@ $<
+
+build/gen/srv6.skel.h: build/gen/srv6.bpf.o
+	$(BPFTOOL) gen skeleton $< name srv6_bpf > $@.tmp && mv $@.tmp $@
+
+GENERATED += build/gen/vmlinux.h build/gen/srv6.skel.h
+
+$(eval $(call lib,gdpbpf,agent/dp/bpf/bpf_dp.c))
+
+$(eval $(call netns_test,test_bpf_golden,tests/netns/test_bpf_golden.c,gdpbpf,bpf))
+
+endif

@@ -1,0 +1,753 @@
+/*
+ * Golden-packet tests of the SRv6 TC programs through BPF_PROG_TEST_RUN:
+ * bytes in, expected bytes and verdict out, one case per behaviour. Each test
+ * runs in its own network namespace (check forks per test and the test
+ * unshares), with real veths, a VPC routing table and permanent neighbours
+ * so bpf_fib_lookup answers as on a node. Failures print a hex diff.
+ */
+#include <arpa/inet.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <net/if.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent/dp/bpf/bpf_dp.h"
+#include "tests/lib/gtest.h"
+
+#define TC_ACT_OK       0
+#define TC_ACT_SHOT     2
+#define TC_ACT_REDIRECT 7
+
+#define ARG_A  0x005    /* VPC A on this node */
+#define ARG_B  0x006    /* VPC B: same addresses as A */
+#define TABLE_A 16389
+#define TABLE_B 16390
+
+static const uint8_t BLOCK[6] = { 0xfc, 0x00, 0x00, 0x00, 0x00, 0x00 };
+static const uint8_t NODE_ID[2] = { 0x00, 0x01 };
+static const uint8_t MAC_UP_PEER[6] = { 0x02, 0xfa, 0, 0, 0, 0x02 }; /* fabric side */
+static const uint8_t MAC_UP[6] = { 0x02, 0xfa, 0, 0, 0, 0x01 };
+static const uint8_t MAC_HV1[6] = { 0x02, 0x00, 0, 0, 1, 0x01 };
+static const uint8_t MAC_POD1[6] = { 0x02, 0x00, 0, 0, 1, 0x02 };
+static const uint8_t MAC_HV2[6] = { 0x02, 0x00, 0, 0, 2, 0x01 };
+static const uint8_t MAC_NH[6] = { 0x02, 0xfe, 0, 0, 0, 0x09 };  /* next hop toward remote SIDs */
+
+static struct gbpf *g;
+static int if_up, if_hv1, if_hv2;
+
+/* ---- packet building (independent of the programs under test) ---- */
+
+struct pkt {
+	uint8_t b[512];
+	size_t n;
+};
+
+static void put(struct pkt *p, const void *d, size_t n)
+{
+	ck_assert_uint_le(p->n + n, sizeof(p->b));
+	memcpy(p->b + p->n, d, n);
+	p->n += n;
+}
+
+static void eth(struct pkt *p, const uint8_t *dst, const uint8_t *src, uint16_t proto)
+{
+	uint16_t be = htons(proto);
+
+	put(p, dst, 6);
+	put(p, src, 6);
+	put(p, &be, 2);
+}
+
+static void a6(const char *s, uint8_t out[16])
+{
+	ck_assert_int_eq(inet_pton(AF_INET6, s, out), 1);
+}
+
+static void ip6(struct pkt *p, uint8_t tclass, uint32_t flow, uint16_t plen, uint8_t nh,
+		uint8_t hop, const char *src, const char *dst)
+{
+	uint8_t h[40];
+	uint32_t w = htonl(6u << 28 | (uint32_t)tclass << 20 | (flow & 0xfffff));
+	uint16_t l = htons(plen);
+
+	memcpy(h, &w, 4);
+	memcpy(h + 4, &l, 2);
+	h[6] = nh;
+	h[7] = hop;
+	a6(src, h + 8);
+	a6(dst, h + 24);
+	put(p, h, 40);
+}
+
+static uint16_t csum(const uint8_t *d, size_t n)
+{
+	uint32_t s = 0;
+
+	for (size_t i = 0; i + 1 < n; i += 2)
+		s += (uint32_t)d[i] << 8 | d[i + 1];
+	while (s >> 16)
+		s = (s & 0xffff) + (s >> 16);
+	return (uint16_t)~s;
+}
+
+static void ip4(struct pkt *p, uint8_t tos, uint16_t tot, uint8_t proto, uint8_t ttl,
+		const char *src, const char *dst)
+{
+	uint8_t h[20] = { 0x45, tos };
+	uint16_t c;
+
+	h[2] = tot >> 8;
+	h[3] = tot & 0xff;
+	h[4] = 0x12;
+	h[5] = 0x34; /* id */
+	h[6] = 0x40; /* DF */
+	h[8] = ttl;
+	h[9] = proto;
+	ck_assert_int_eq(inet_pton(AF_INET, src, h + 12), 1);
+	ck_assert_int_eq(inet_pton(AF_INET, dst, h + 16), 1);
+	c = csum(h, 20);
+	h[10] = c >> 8;
+	h[11] = c & 0xff;
+	put(p, h, 20);
+}
+
+/* 8-byte UDP header + 24 bytes of payload: 32 bytes of L4. */
+#define L4_LEN 32
+static void l4(struct pkt *p)
+{
+	uint8_t d[L4_LEN];
+
+	for (size_t i = 0; i < sizeof(d); i++)
+		d[i] = (uint8_t)(0xa0 + i);
+	d[0] = 0x30; d[1] = 0x39; d[2] = 0x00; d[3] = 0x35; d[4] = 0; d[5] = L4_LEN; /* ports, len */
+	put(p, d, sizeof(d));
+}
+
+/* Inner packets, as a pod sends them (no L2). */
+static void inner6(struct pkt *p, uint8_t hop, const char *src, const char *dst)
+{
+	ip6(p, 0xb8, 0x12345, L4_LEN, 17, hop, src, dst);
+	l4(p);
+}
+
+static void inner4(struct pkt *p, uint8_t ttl, const char *src, const char *dst)
+{
+	ip4(p, 0x10, 20 + L4_LEN, 17, ttl, src, dst);
+	l4(p);
+}
+
+/* ---- running and comparing ---- */
+
+static void hexdump_diff(const char *label, const uint8_t *a, size_t an, const uint8_t *b, size_t bn)
+{
+	size_t n = an > bn ? an : bn;
+
+	printf("%s (got %zu bytes, want %zu); lines marked * differ\n", label, an, bn);
+	for (size_t off = 0; off < n; off += 16) {
+		int differs = 0;
+
+		for (size_t i = off; i < off + 16 && i < n; i++)
+			if (i >= an || i >= bn || a[i] != b[i])
+				differs = 1;
+		printf("%c %04zx  got ", differs ? '*' : ' ', off);
+		for (size_t i = off; i < off + 16; i++)
+			i < an ? printf("%02x", a[i]) : printf("  ");
+		printf("  want ");
+		for (size_t i = off; i < off + 16 && i < bn; i++)
+			printf(i < an && a[i] == b[i] ? "%02x" : "[%02x]", b[i]);
+		printf("\n");
+	}
+	fflush(stdout);
+}
+
+static int run(enum gbpf_prog prog, int ifindex, const struct pkt *in, struct pkt *out)
+{
+	struct __sk_buff ctx = { .ifindex = (uint32_t)ifindex };
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = in->b, .data_size_in = (uint32_t)in->n,
+		    .data_out = out->b, .data_size_out = sizeof(out->b), .ctx_in = &ctx,
+		    .ctx_size_in = sizeof(ctx), .repeat = 1);
+
+	ck_assert_msg(!bpf_prog_test_run_opts(gbpf_prog_fd(g, prog), &o), "test run: %s",
+		      strerror(errno));
+	out->n = o.data_size_out;
+	return (int)o.retval;
+}
+
+static void expect(const char *what, int verdict, int want_verdict, const struct pkt *got,
+		   const struct pkt *want)
+{
+	int same = got->n == want->n && !memcmp(got->b, want->b, got->n);
+
+	if (!same)
+		hexdump_diff(what, got->b, got->n, want->b, want->n);
+	ck_assert_msg(verdict == want_verdict, "%s: verdict %d, want %d", what, verdict, want_verdict);
+	ck_assert_msg(same, "%s: packet differs (hex diff above)", what);
+}
+
+static uint64_t drops(int reason)
+{
+	uint64_t d[GBPF_DROP_MAX];
+
+	ck_assert_int_eq(gbpf_drops(g, d), 0);
+	return d[reason];
+}
+
+static uint64_t drops_total(void)
+{
+	uint64_t d[GBPF_DROP_MAX], t = 0;
+
+	ck_assert_int_eq(gbpf_drops(g, d), 0);
+	for (int i = 0; i < GBPF_DROP_MAX; i++)
+		t += d[i];
+	return t;
+}
+
+/* ---- the node under test ---- */
+
+static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void sh(const char *fmt, ...)
+{
+	char cmd[512];
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	rc = system(cmd);
+	ck_assert_msg(rc == 0, "'%s' exited %d", cmd, rc);
+}
+
+static void sysctl(const char *path, const char *v)
+{
+	FILE *f = fopen(path, "w");
+
+	ck_assert_msg(f, "open %s: %s", path, strerror(errno));
+	fputs(v, f);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+static const char *mac(const uint8_t *m)
+{
+	static char s[4][18];
+	static int i;
+
+	i = (i + 1) % 4;
+	snprintf(s[i], sizeof(s[i]), "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4],
+		 m[5]);
+	return s[i];
+}
+
+/*
+ * A node in a private netns: uplink up0 (peer fab0), two host veths hv1/hv2
+ * (pod ends pv1/pv2) in VPCs A and B, both holding the pod address
+ * fd00:a::2 / 10.1.0.2 in their own tables, and a main-table route toward
+ * the remote SIDs via up0.
+ */
+static void setup(void)
+{
+	struct gbpf_opts o = { .pin_root = "" };
+	struct gbpf_cfg cfg = { .flags = GBPF_CFG_VALID };
+	char err[512];
+
+	g = NULL;
+	if (geteuid())
+		return;
+	ck_assert_msg(!unshare(CLONE_NEWNET), "unshare netns: %s", strerror(errno));
+	sh("ip link set lo up");
+	sh("ip link add up0 address %s type veth peer name fab0 address %s", mac(MAC_UP),
+	   mac(MAC_UP_PEER));
+	sh("ip link add hv1 address %s type veth peer name pv1 address %s", mac(MAC_HV1),
+	   mac(MAC_POD1));
+	sh("ip link add hv2 address %s type veth peer name pv2", mac(MAC_HV2));
+	sh("for l in up0 fab0 hv1 pv1 hv2 pv2; do ip link set $l up; done");
+	sysctl("/proc/sys/net/ipv6/conf/all/forwarding", "1");
+	sysctl("/proc/sys/net/ipv4/ip_forward", "1");
+	sh("ip -6 addr add fc00:0:0:1::1/64 dev up0 nodad");
+	sh("ip -6 route add fc00::/32 via fc00:0:0:1::fe dev up0");
+	sh("ip -6 neigh add fc00:0:0:1::fe lladdr %s dev up0 nud permanent", mac(MAC_NH));
+	sh("ip -6 route add fd00:a::2/128 dev hv1 table %d", TABLE_A);
+	sh("ip route add 10.1.0.2/32 dev hv1 table %d", TABLE_A);
+	sh("ip -6 neigh add fd00:a::2 lladdr %s dev hv1 nud permanent", mac(MAC_POD1));
+	sh("ip neigh add 10.1.0.2 lladdr %s dev hv1 nud permanent", mac(MAC_POD1));
+	sh("ip -6 route add fd00:a::2/128 dev hv2 table %d", TABLE_B);
+	if_up = (int)if_nametoindex("up0");
+	if_hv1 = (int)if_nametoindex("hv1");
+	if_hv2 = (int)if_nametoindex("hv2");
+
+	ck_assert_msg(!gbpf_open(&g, &o, err, sizeof(err)), "%s", err);
+	memcpy(cfg.block, BLOCK, 6);
+	memcpy(cfg.node_id, NODE_ID, 2);
+	a6("fc00:0:0:1::1", cfg.src);
+	ck_assert_msg(!gbpf_set_cfg(g, &cfg, err, sizeof(err)), "%s", err);
+	ck_assert_msg(!gbpf_set_vpc(g, ARG_A, TABLE_A, err, sizeof(err)), "%s", err);
+	ck_assert_msg(!gbpf_set_vpc(g, ARG_B, TABLE_B, err, sizeof(err)), "%s", err);
+	ck_assert_msg(!gbpf_set_iface(g, (uint32_t)if_hv1, ARG_A, err, sizeof(err)), "%s", err);
+	ck_assert_msg(!gbpf_set_iface(g, (uint32_t)if_hv2, ARG_B, err, sizeof(err)), "%s", err);
+}
+
+static void teardown(void)
+{
+	gbpf_close(g); /* the netns goes with the forked test process */
+	g = NULL;
+}
+
+#define NEED_ROOT()                                                              \
+	do {                                                                     \
+		if (geteuid())                                                   \
+			GT_SKIP("needs root (netns, BPF_PROG_TEST_RUN)");       \
+	} while (0)
+
+/* Our SID for VPC arg on this node: fc00:0:0:1:e<arg>:: */
+static const char *sid_of(uint16_t arg, char *buf)
+{
+	sprintf(buf, "fc00:0:0:1:e%03x::", arg);
+	return buf;
+}
+
+/* An SRv6 packet arriving on the uplink. */
+static void outer_in(struct pkt *p, const char *dst_sid, uint8_t nh, const struct pkt *inner)
+{
+	eth(p, MAC_UP, MAC_UP_PEER, 0x86dd);
+	ip6(p, 0, 0, (uint16_t)inner->n, nh, 61, "fc00:0:0:2::1", dst_sid);
+	put(p, inner->b, inner->n);
+}
+
+/* ---- decap ---- */
+
+START_TEST(decap_hit_ipv6)
+{
+	struct pkt inner = { 0 }, in = { 0 }, out, want = { 0 }, winner = { 0 };
+	struct gbpf_vpc_stats st;
+	char sid[64];
+	int v;
+
+	NEED_ROOT();
+	inner6(&inner, 64, "fd00:a::9:1", "fd00:a::2");
+	outer_in(&in, sid_of(ARG_A, sid), 41, &inner);
+	v = run(GBPF_PROG_DECAP, if_up, &in, &out);
+	/* Inner as forwarded: one hop less, L2 toward the pod's MAC from the host veth. */
+	inner6(&winner, 63, "fd00:a::9:1", "fd00:a::2");
+	eth(&want, MAC_POD1, MAC_HV1, 0x86dd);
+	put(&want, winner.b, winner.n);
+	expect("decap IPv6 in SRv6", v, TC_ACT_REDIRECT, &out, &want);
+	ck_assert_int_eq(gbpf_vpc_stats(g, ARG_A, &st), 0);
+	ck_assert_uint_eq(st.decap_pkts, 1);
+	ck_assert_uint_eq(st.decap_bytes, want.n);
+	ck_assert_uint_eq(drops_total(), 0);
+}
+END_TEST
+
+START_TEST(decap_hit_ipv4)
+{
+	struct pkt inner = { 0 }, in = { 0 }, out, want = { 0 }, winner = { 0 };
+	struct gbpf_vpc_stats st;
+	char sid[64];
+	int v;
+
+	NEED_ROOT();
+	inner4(&inner, 64, "10.1.9.1", "10.1.0.2");
+	outer_in(&in, sid_of(ARG_A, sid), 4, &inner);
+	v = run(GBPF_PROG_DECAP, if_up, &in, &out);
+	inner4(&winner, 63, "10.1.9.1", "10.1.0.2"); /* checksum recomputed from scratch */
+	eth(&want, MAC_POD1, MAC_HV1, 0x0800);
+	put(&want, winner.b, winner.n);
+	expect("decap IPv4 in SRv6", v, TC_ACT_REDIRECT, &out, &want);
+	ck_assert_int_eq(gbpf_vpc_stats(g, ARG_A, &st), 0);
+	ck_assert_uint_eq(st.decap_pkts, 1);
+}
+END_TEST
+
+/* Overlapping pod address in VPC B: the argument picks B's table and host veth. */
+START_TEST(decap_vpc_by_argument)
+{
+	struct pkt inner = { 0 }, in = { 0 }, out, want = { 0 }, winner = { 0 };
+	struct gbpf_vpc_stats a, b;
+	char sid[64];
+	int v;
+
+	NEED_ROOT();
+	sh("ip -6 neigh add fd00:a::2 lladdr 02:00:00:00:02:02 dev hv2 nud permanent");
+	inner6(&inner, 64, "fd00:a::9:1", "fd00:a::2");
+	outer_in(&in, sid_of(ARG_B, sid), 41, &inner);
+	v = run(GBPF_PROG_DECAP, if_up, &in, &out);
+	inner6(&winner, 63, "fd00:a::9:1", "fd00:a::2");
+	eth(&want, (const uint8_t[]){ 0x02, 0, 0, 0, 2, 2 }, MAC_HV2, 0x86dd);
+	put(&want, winner.b, winner.n);
+	expect("decap into VPC B", v, TC_ACT_REDIRECT, &out, &want);
+	ck_assert_int_eq(gbpf_vpc_stats(g, ARG_A, &a), 0);
+	ck_assert_int_eq(gbpf_vpc_stats(g, ARG_B, &b), 0);
+	ck_assert_uint_eq(a.decap_pkts, 0);
+	ck_assert_uint_eq(b.decap_pkts, 1);
+}
+END_TEST
+
+START_TEST(decap_foreign_sid_passes_untouched)
+{
+	static const char *const dsts[] = {
+		"fc00:0:0:2:e005::",   /* another node's SID in our block */
+		"fc01:0:0:1:e005::",   /* another block, our node id */
+		"fc00:0:0:1:d005::",   /* our node, End.DX4 function: the kernel's */
+		"fc00:0:0:1::1",       /* our uplink address */
+	};
+	struct pkt inner = { 0 };
+
+	NEED_ROOT();
+	inner6(&inner, 64, "fd00:a::9:1", "fd00:a::2");
+	for (size_t i = 0; i < sizeof(dsts) / sizeof(dsts[0]); i++) {
+		struct pkt in = { 0 }, out;
+		char what[96];
+		int v;
+
+		outer_in(&in, dsts[i], 41, &inner);
+		v = run(GBPF_PROG_DECAP, if_up, &in, &out);
+		snprintf(what, sizeof(what), "foreign destination %s", dsts[i]);
+		expect(what, v, TC_ACT_OK, &out, &in);
+	}
+	ck_assert_uint_eq(drops_total(), 0);
+}
+END_TEST
+
+START_TEST(decap_non_ipv6_passes_untouched)
+{
+	struct pkt in = { 0 }, out;
+	int v;
+
+	NEED_ROOT();
+	eth(&in, MAC_UP, MAC_UP_PEER, 0x0800);
+	inner4(&in, 64, "10.9.9.9", "10.1.0.2");
+	v = run(GBPF_PROG_DECAP, if_up, &in, &out);
+	expect("plain IPv4 on the uplink", v, TC_ACT_OK, &out, &in);
+}
+END_TEST
+
+START_TEST(decap_unknown_argument_dropped)
+{
+	struct pkt inner = { 0 }, in = { 0 }, out;
+	char sid[64];
+	int v;
+
+	NEED_ROOT();
+	inner6(&inner, 64, "fd00:a::9:1", "fd00:a::2");
+	outer_in(&in, sid_of(0x7ff, sid), 41, &inner);
+	v = run(GBPF_PROG_DECAP, if_up, &in, &out);
+	ck_assert_int_eq(v, TC_ACT_SHOT);
+	ck_assert_uint_eq(drops(GBPF_DROP_UNKNOWN_ARG), 1);
+	ck_assert_uint_eq(drops_total(), 1);
+}
+END_TEST
+
+START_TEST(decap_malformed_inner_dropped)
+{
+	struct pkt inner = { 0 }, in = { 0 }, out;
+	struct gbpf_vpc_stats st;
+	char sid[64];
+	int v;
+
+	NEED_ROOT();
+	/* Next header says IPv6, the payload is IPv4. */
+	inner4(&inner, 64, "10.1.9.1", "10.1.0.2");
+	outer_in(&in, sid_of(ARG_A, sid), 41, &inner);
+	v = run(GBPF_PROG_DECAP, if_up, &in, &out);
+	ck_assert_int_eq(v, TC_ACT_SHOT);
+	ck_assert_uint_eq(drops(GBPF_DROP_MALFORMED_INNER), 1);
+
+	/* IPv4 inner with a broken header checksum. */
+	memset(&in, 0, sizeof(in));
+	inner.b[10] ^= 0x55;
+	outer_in(&in, sid_of(ARG_A, sid), 4, &inner);
+	v = run(GBPF_PROG_DECAP, if_up, &in, &out);
+	ck_assert_int_eq(v, TC_ACT_SHOT);
+	ck_assert_uint_eq(drops(GBPF_DROP_MALFORMED_INNER), 2);
+
+	/* Inner IPv6 claiming more payload than the outer carries. */
+	memset(&in, 0, sizeof(in));
+	memset(&inner, 0, sizeof(inner));
+	inner6(&inner, 64, "fd00:a::9:1", "fd00:a::2");
+	inner.b[5] += 8;
+	outer_in(&in, sid_of(ARG_A, sid), 41, &inner);
+	v = run(GBPF_PROG_DECAP, if_up, &in, &out);
+	ck_assert_int_eq(v, TC_ACT_SHOT);
+	ck_assert_uint_eq(drops(GBPF_DROP_MALFORMED_INNER), 3);
+
+	/* Outer payload length beyond the frame. */
+	memset(&in, 0, sizeof(in));
+	memset(&inner, 0, sizeof(inner));
+	inner6(&inner, 64, "fd00:a::9:1", "fd00:a::2");
+	outer_in(&in, sid_of(ARG_A, sid), 41, &inner);
+	in.b[14 + 5] += 16;
+	v = run(GBPF_PROG_DECAP, if_up, &in, &out);
+	ck_assert_int_eq(v, TC_ACT_SHOT);
+	ck_assert_uint_eq(drops(GBPF_DROP_MALFORMED_INNER), 4);
+
+	ck_assert_int_eq(gbpf_vpc_stats(g, ARG_A, &st), 0);
+	ck_assert_uint_eq(st.drop_pkts, 4);
+	ck_assert_uint_eq(st.decap_pkts, 0);
+}
+END_TEST
+
+START_TEST(decap_bad_nexthdr_dropped)
+{
+	struct pkt inner = { 0 }, in = { 0 }, out;
+	char sid[64];
+	int v;
+
+	NEED_ROOT();
+	l4(&inner);
+	outer_in(&in, sid_of(ARG_A, sid), 17, &inner); /* UDP straight to the SID */
+	v = run(GBPF_PROG_DECAP, if_up, &in, &out);
+	ck_assert_int_eq(v, TC_ACT_SHOT);
+	ck_assert_uint_eq(drops(GBPF_DROP_BAD_NEXTHDR), 1);
+}
+END_TEST
+
+START_TEST(decap_ttl_and_no_route_dropped)
+{
+	struct pkt inner = { 0 }, in = { 0 }, out;
+	char sid[64];
+	int v;
+
+	NEED_ROOT();
+	inner6(&inner, 1, "fd00:a::9:1", "fd00:a::2");
+	outer_in(&in, sid_of(ARG_A, sid), 41, &inner);
+	v = run(GBPF_PROG_DECAP, if_up, &in, &out);
+	ck_assert_int_eq(v, TC_ACT_SHOT);
+	ck_assert_uint_eq(drops(GBPF_DROP_TTL), 1);
+
+	memset(&inner, 0, sizeof(inner));
+	memset(&in, 0, sizeof(in));
+	inner6(&inner, 64, "fd00:a::9:1", "fd00:a::77"); /* nobody in VPC A has it */
+	outer_in(&in, sid_of(ARG_A, sid), 41, &inner);
+	v = run(GBPF_PROG_DECAP, if_up, &in, &out);
+	ck_assert_int_eq(v, TC_ACT_SHOT);
+	ck_assert_uint_eq(drops(GBPF_DROP_FIB), 1);
+}
+END_TEST
+
+/* ---- encap ---- */
+
+#define REMOTE_SID_A "fc00:0:0:2:e005::"
+#define REMOTE_SID_B "fc00:0:0:3:e009::"
+
+static void add_route(uint16_t arg, int family, const char *prefix, unsigned plen,
+		      const char *sid, uint32_t flags)
+{
+	struct gbpf_route_key k;
+	struct gbpf_route r = { .flags = flags };
+	uint8_t addr[16] = { 0 };
+	char err[512];
+
+	ck_assert_int_eq(inet_pton(family, prefix, addr), 1);
+	gbpf_route_key(&k, arg, family, addr, plen);
+	if (sid)
+		a6(sid, r.sid);
+	if (flags & GBPF_RT_L2) {
+		r.ifindex = (uint32_t)if_up;
+		memcpy(r.smac, MAC_UP, 6);
+		memcpy(r.dmac, MAC_NH, 6);
+	}
+	ck_assert_msg(!gbpf_set_route(g, &k, &r, err, sizeof(err)), "%s", err);
+}
+
+/* What the uplink must carry: L2 to the next hop + outer IPv6 + inner. */
+static void encap_want(struct pkt *w, uint8_t tclass, uint32_t flow, uint8_t nh, uint8_t hop,
+		       const char *sid, const struct pkt *inner)
+{
+	eth(w, MAC_NH, MAC_UP, 0x86dd);
+	ip6(w, tclass, flow, (uint16_t)inner->n, nh, hop, "fc00:0:0:1::1", sid);
+	put(w, inner->b, inner->n);
+}
+
+static void pod_frame(struct pkt *p, uint16_t proto, const struct pkt *inner)
+{
+	eth(p, MAC_HV1, MAC_POD1, proto);
+	put(p, inner->b, inner->n);
+}
+
+START_TEST(encap_hit_ipv6)
+{
+	struct pkt inner = { 0 }, in = { 0 }, out, want = { 0 }, fwd = { 0 };
+	struct gbpf_vpc_stats st;
+	int v;
+
+	NEED_ROOT();
+	add_route(ARG_A, AF_INET6, "fd00:a:0:2::", 64, REMOTE_SID_A, GBPF_RT_L2);
+	inner6(&inner, 64, "fd00:a::2", "fd00:a:0:2::5");
+	pod_frame(&in, 0x86dd, &inner);
+	v = run(GBPF_PROG_ENCAP, if_hv1, &in, &out);
+	/* Kernel seg6 defaults: tclass, flow label and (forwarded) hop limit from inside. */
+	inner6(&fwd, 63, "fd00:a::2", "fd00:a:0:2::5");
+	encap_want(&want, 0xb8, 0x12345, 41, 63, REMOTE_SID_A, &fwd);
+	expect("encap IPv6 toward " REMOTE_SID_A, v, TC_ACT_REDIRECT, &out, &want);
+	ck_assert_int_eq(gbpf_vpc_stats(g, ARG_A, &st), 0);
+	ck_assert_uint_eq(st.encap_pkts, 1);
+	ck_assert_uint_eq(st.encap_bytes, want.n);
+}
+END_TEST
+
+START_TEST(encap_hit_ipv4)
+{
+	struct pkt inner = { 0 }, in = { 0 }, out, want = { 0 }, fwd = { 0 };
+	int v;
+
+	NEED_ROOT();
+	add_route(ARG_A, AF_INET, "10.1.2.0", 24, REMOTE_SID_A, GBPF_RT_L2);
+	inner4(&inner, 64, "10.1.0.2", "10.1.2.5");
+	pod_frame(&in, 0x0800, &inner);
+	v = run(GBPF_PROG_ENCAP, if_hv1, &in, &out);
+	inner4(&fwd, 63, "10.1.0.2", "10.1.2.5");
+	encap_want(&want, 0, 0, 4, 64, REMOTE_SID_A, &fwd);
+	expect("encap IPv4 toward " REMOTE_SID_A, v, TC_ACT_REDIRECT, &out, &want);
+}
+END_TEST
+
+/* Without precomputed L2 the program asks the main table for the SID's next hop. */
+START_TEST(encap_fib_next_hop)
+{
+	struct pkt inner = { 0 }, in = { 0 }, out, want = { 0 }, fwd = { 0 };
+	int v;
+
+	NEED_ROOT();
+	add_route(ARG_A, AF_INET6, "fd00:a:0:2::", 64, REMOTE_SID_A, 0);
+	inner6(&inner, 64, "fd00:a::2", "fd00:a:0:2::5");
+	pod_frame(&in, 0x86dd, &inner);
+	v = run(GBPF_PROG_ENCAP, if_hv1, &in, &out);
+	inner6(&fwd, 63, "fd00:a::2", "fd00:a:0:2::5");
+	encap_want(&want, 0xb8, 0x12345, 41, 63, REMOTE_SID_A, &fwd);
+	expect("encap with fib next hop", v, TC_ACT_REDIRECT, &out, &want);
+}
+END_TEST
+
+/* Same destination in two VPCs: each attachment's VPC picks its own SID; longest prefix wins. */
+START_TEST(encap_vpc_isolation_and_lpm)
+{
+	struct pkt inner = { 0 }, in = { 0 }, out, want = { 0 }, fwd = { 0 };
+	int v;
+
+	NEED_ROOT();
+	add_route(ARG_A, AF_INET6, "fd00:a:0:2::", 64, REMOTE_SID_A, GBPF_RT_L2);
+	add_route(ARG_B, AF_INET6, "fd00:a::", 32, REMOTE_SID_B, GBPF_RT_L2);
+	add_route(ARG_B, AF_INET6, "fd00:a:0:2::5", 128, "fc00:0:0:4:e00a::", GBPF_RT_L2);
+	inner6(&inner, 64, "fd00:a::2", "fd00:a:0:2::5");
+	inner6(&fwd, 63, "fd00:a::2", "fd00:a:0:2::5");
+
+	eth(&in, MAC_HV2, MAC_POD1, 0x86dd);
+	put(&in, inner.b, inner.n);
+	v = run(GBPF_PROG_ENCAP, if_hv2, &in, &out);
+	encap_want(&want, 0xb8, 0x12345, 41, 63, "fc00:0:0:4:e00a::", &fwd);
+	expect("VPC B, /128 over /32", v, TC_ACT_REDIRECT, &out, &want);
+
+	memset(&in, 0, sizeof(in));
+	memset(&want, 0, sizeof(want));
+	inner.b[39] = 6; /* fd00:a:0:2::6: only B's /32 covers it */
+	fwd.b[39] = 6;
+	eth(&in, MAC_HV2, MAC_POD1, 0x86dd);
+	put(&in, inner.b, inner.n);
+	v = run(GBPF_PROG_ENCAP, if_hv2, &in, &out);
+	encap_want(&want, 0xb8, 0x12345, 41, 63, REMOTE_SID_B, &fwd);
+	expect("VPC B, /32", v, TC_ACT_REDIRECT, &out, &want);
+
+	memset(&in, 0, sizeof(in));
+	memset(&want, 0, sizeof(want));
+	pod_frame(&in, 0x86dd, &inner);
+	v = run(GBPF_PROG_ENCAP, if_hv1, &in, &out);
+	encap_want(&want, 0xb8, 0x12345, 41, 63, REMOTE_SID_A, &fwd);
+	expect("VPC A, same address", v, TC_ACT_REDIRECT, &out, &want);
+}
+END_TEST
+
+START_TEST(encap_local_destination_passes)
+{
+	struct pkt inner = { 0 }, in = { 0 }, out;
+	struct gbpf_vpc_stats st;
+	int v;
+
+	NEED_ROOT();
+	add_route(ARG_A, AF_INET6, "fd00:a::", 48, REMOTE_SID_A, GBPF_RT_L2);
+	add_route(ARG_A, AF_INET6, "fd00:a::3", 128, NULL, GBPF_RT_LOCAL);
+	inner6(&inner, 64, "fd00:a::2", "fd00:a::3");
+	pod_frame(&in, 0x86dd, &inner);
+	v = run(GBPF_PROG_ENCAP, if_hv1, &in, &out);
+	expect("local pod destination", v, TC_ACT_OK, &out, &in);
+	ck_assert_int_eq(gbpf_vpc_stats(g, ARG_A, &st), 0);
+	ck_assert_uint_eq(st.local_pkts, 1);
+	ck_assert_uint_eq(st.encap_pkts, 0);
+
+	/* No route at all (not in the map): also the kernel's. */
+	memset(&in, 0, sizeof(in));
+	memset(&inner, 0, sizeof(inner));
+	inner4(&inner, 64, "10.1.0.2", "192.168.7.7");
+	pod_frame(&in, 0x0800, &inner);
+	v = run(GBPF_PROG_ENCAP, if_hv1, &in, &out);
+	expect("destination outside every prefix", v, TC_ACT_OK, &out, &in);
+
+	/* An interface that is no attachment of ours. */
+	memset(&in, 0, sizeof(in));
+	memset(&inner, 0, sizeof(inner));
+	inner6(&inner, 64, "fd00:a::2", "fd00:a:0:2::5");
+	pod_frame(&in, 0x86dd, &inner);
+	v = run(GBPF_PROG_ENCAP, if_up, &in, &out);
+	expect("not an attachment", v, TC_ACT_OK, &out, &in);
+	ck_assert_uint_eq(drops_total(), 0);
+}
+END_TEST
+
+/* Round trip: what encap emits, the far node's decap turns back into the inner packet. */
+START_TEST(encap_then_decap_round_trip)
+{
+	struct pkt inner = { 0 }, in = { 0 }, wire, out, want = { 0 }, fwd = { 0 };
+	int v;
+
+	NEED_ROOT();
+	/* Pretend the remote is ourselves: SID of VPC A on this node. */
+	add_route(ARG_A, AF_INET, "10.1.0.2", 32, "fc00:0:0:1:e005::", GBPF_RT_L2);
+	inner4(&inner, 64, "10.1.0.9", "10.1.0.2");
+	pod_frame(&in, 0x0800, &inner);
+	v = run(GBPF_PROG_ENCAP, if_hv1, &in, &wire);
+	ck_assert_int_eq(v, TC_ACT_REDIRECT);
+	v = run(GBPF_PROG_DECAP, if_up, &wire, &out);
+	inner4(&fwd, 62, "10.1.0.9", "10.1.0.2");
+	eth(&want, MAC_POD1, MAC_HV1, 0x0800);
+	put(&want, fwd.b, fwd.n);
+	expect("encap then decap", v, TC_ACT_REDIRECT, &out, &want);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("bpf_golden");
+	TCase *d = tcase_create("decap"), *e = tcase_create("encap");
+
+	tcase_add_checked_fixture(d, setup, teardown);
+	tcase_add_checked_fixture(e, setup, teardown);
+	tcase_add_test(d, decap_hit_ipv6);
+	tcase_add_test(d, decap_hit_ipv4);
+	tcase_add_test(d, decap_vpc_by_argument);
+	tcase_add_test(d, decap_foreign_sid_passes_untouched);
+	tcase_add_test(d, decap_non_ipv6_passes_untouched);
+	tcase_add_test(d, decap_unknown_argument_dropped);
+	tcase_add_test(d, decap_malformed_inner_dropped);
+	tcase_add_test(d, decap_bad_nexthdr_dropped);
+	tcase_add_test(d, decap_ttl_and_no_route_dropped);
+	tcase_add_test(e, encap_hit_ipv6);
+	tcase_add_test(e, encap_hit_ipv4);
+	tcase_add_test(e, encap_fib_next_hop);
+	tcase_add_test(e, encap_vpc_isolation_and_lpm);
+	tcase_add_test(e, encap_local_destination_passes);
+	tcase_add_test(e, encap_then_decap_round_trip);
+	suite_add_tcase(s, d);
+	suite_add_tcase(s, e);
+	return s;
+}
+
+int main(void)
+{
+	return gt_run(suite());
+}
