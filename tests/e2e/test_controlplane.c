@@ -46,7 +46,7 @@ static long req(const char *method, const char *path, const char *ctype,
 	CURL *c = curl_easy_init();
 	struct curl_slist *h = NULL;
 	struct buf b = { 0 };
-	char url[512], auth[256], ct[128];
+	char url[512], auth[4200], ct[128];
 	long code = 0;
 
 	snprintf(url, sizeof(url), "%s%s", cp.apiserver, path);
