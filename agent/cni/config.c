@@ -800,7 +800,7 @@ int cni_container_id_valid(const char *s, const char **why)
 	if (n == 0)
 		return *why = "is empty", -1;
 	if (n > CNI_CONTAINERID_MAX)
-		return *why = "is longer than 256 bytes", -1;
+		return *why = "is longer than 127 bytes", -1;
 	if (!isalnum((unsigned char)s[0]))
 		return *why = "must start with a letter or digit", -1;
 	for (const char *p = s; *p; p++)

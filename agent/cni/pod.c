@@ -1,0 +1,388 @@
+#include "agent/cni/pod.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <linux/neighbour.h>
+#include <linux/rtnetlink.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent/cni/result.h"
+#include "agent/nl/nl.h"
+#include "agent/nl/objects.h"
+
+static void to_gnl(const struct cni_ip *ip, int plen, struct gnl_addr *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->family = ip->family;
+	a->len = (uint8_t)plen;
+	memcpy(a->a.raw, ip->addr, ip->family == AF_INET ? 4 : 16);
+}
+
+static int talk(struct gnl_sock *s, struct nl_msg *m, int rc, char *ext, size_t extlen)
+{
+	if (rc)
+		return rc;
+	rc = gnl_talk(s, m, ext, extlen);
+	nlmsg_free(m);
+	return rc;
+}
+
+static int ns_open(struct gnl_sock **s, int nsfd, char *err, size_t errlen)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", nsfd);
+	return gnl_open(s, path, err, errlen);
+}
+
+static int gw_on_link(const struct cni_conf *c, const struct cni_ip *gw)
+{
+	if (gw->family == AF_INET6 && gw->addr[0] == 0xfe && (gw->addr[1] & 0xc0) == 0x80)
+		return 1; /* fe80::/64 is on every IPv6 link */
+	for (int i = 0; i < c->naddrs; i++) {
+		const struct cni_addr *a = &c->addrs[i];
+		int ok = a->ip.family == gw->family;
+
+		for (int b = 0; ok && b < a->plen; b++)
+			ok = !(((a->ip.addr[b / 8] ^ gw->addr[b / 8]) >> (7 - b % 8)) & 1);
+		if (ok)
+			return 1;
+	}
+	return 0;
+}
+
+/* The pod's half: addresses, up, gateway neighbours, routes. */
+static int pod_configure(struct gnl_sock *ps, const struct cni_conf *c, struct pod_link *l,
+			 char *err, size_t errlen)
+{
+	struct cni_route rts[CNI_MAX_ROUTES + 2];
+	struct gnl_link gl;
+	struct nl_msg *m;
+	char ext[128] = "", b[64];
+	int rc, idx, n;
+
+	rc = gnl_link_get(ps, l->ifname, &gl);
+	if (rc) {
+		snprintf(err, errlen, "find %s in the pod namespace: %s", l->ifname, strerror(-rc));
+		return rc;
+	}
+	idx = (int)gl.ifindex;
+	memcpy(l->mac, gl.addr, 6);
+	gnl_link_init(&gl);
+	gl.ifindex = (uint32_t)idx;
+	gl.mtu = (uint32_t)l->mtu;
+	gl.flags = IFF_UP;
+	gl.change = IFF_UP;
+	rc = gnl_link_set(ps, &gl, ext, sizeof(ext));
+	if (rc) {
+		snprintf(err, errlen, "set %s up, mtu %d in the pod: %s %s", l->ifname, l->mtu,
+			 strerror(-rc), ext);
+		return rc;
+	}
+	for (int i = 0; i < c->naddrs; i++) {
+		struct gnl_ifaddr ia = { .family = c->addrs[i].ip.family, .ifindex = (uint32_t)idx };
+
+		to_gnl(&c->addrs[i].ip, c->addrs[i].plen, &ia.addr);
+		/* No DAD: the address is ours by allocation, and DAD would hold
+		 * the pod's traffic for a second or more. */
+		if (ia.family == AF_INET6)
+			ia.flags = IFA_F_NODAD;
+		rc = talk(ps, m, gnl_ifaddr_msg(&m, RTM_NEWADDR, NLM_F_CREATE | NLM_F_REPLACE, &ia),
+			  ext, sizeof(ext));
+		if (rc) {
+			snprintf(err, errlen, "add address %s/%d to %s in the pod: %s %s",
+				 cni_ip_str(&c->addrs[i].ip, b, sizeof(b)), c->addrs[i].plen, l->ifname,
+				 strerror(-rc), ext);
+			return rc;
+		}
+	}
+	n = cni_pod_routes(c, rts, (int)(sizeof(rts) / sizeof(rts[0])));
+	for (int i = 0; i < n; i++) {
+		struct gnl_neigh ne = { .family = rts[i].gw.family, .ifindex = (uint32_t)idx,
+					.has_lladdr = true, .state = NUD_PERMANENT };
+		struct gnl_route hr = { .family = rts[i].gw.family, .oif = (uint32_t)idx,
+					.scope = RT_SCOPE_LINK, .protocol = RTPROT_STATIC };
+		struct gnl_route r = { .family = rts[i].dst.family, .oif = (uint32_t)idx,
+				       .protocol = RTPROT_STATIC };
+
+		/* The gateway answers from the host end's MAC: a permanent entry
+		 * saves ARP/ND (the host end has no address to answer with). */
+		to_gnl(&rts[i].gw, rts[i].gw.family == AF_INET ? 32 : 128, &ne.dst);
+		memcpy(ne.lladdr, l->host_mac, 6);
+		rc = talk(ps, m, gnl_neigh_msg(&m, RTM_NEWNEIGH, NLM_F_CREATE | NLM_F_REPLACE, &ne),
+			  ext, sizeof(ext));
+		if (rc) {
+			snprintf(err, errlen, "add neighbour %s on %s in the pod: %s %s",
+				 cni_ip_str(&rts[i].gw, b, sizeof(b)), l->ifname, strerror(-rc), ext);
+			return rc;
+		}
+		if (!gw_on_link(c, &rts[i].gw)) {
+			to_gnl(&rts[i].gw, rts[i].gw.family == AF_INET ? 32 : 128, &hr.dst);
+			rc = talk(ps, m, gnl_route_msg(&m, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_REPLACE, &hr),
+				  ext, sizeof(ext));
+			if (rc) {
+				snprintf(err, errlen, "add route to gateway %s dev %s in the pod: %s %s",
+					 cni_ip_str(&rts[i].gw, b, sizeof(b)), l->ifname, strerror(-rc), ext);
+				return rc;
+			}
+		}
+		if (rts[i].plen)
+			to_gnl(&rts[i].dst, rts[i].plen, &r.dst);
+		to_gnl(&rts[i].gw, 0, &r.gw);
+		rc = talk(ps, m, gnl_route_msg(&m, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_REPLACE, &r),
+			  ext, sizeof(ext));
+		if (rc) {
+			snprintf(err, errlen, "add route %s/%d via %s dev %s in the pod: %s %s",
+				 rts[i].plen ? cni_ip_str(&rts[i].dst, b, sizeof(b)) : "default",
+				 rts[i].plen, cni_ip_str(&rts[i].gw, ext, sizeof(ext)), l->ifname,
+				 strerror(-rc), "");
+			return rc;
+		}
+	}
+	return 0;
+}
+
+int pod_setup(int nsfd, const struct cni_conf *c, struct pod_link *l, int *clash, char *err,
+	      size_t errlen)
+{
+	struct gnl_sock *hs = NULL, *ps = NULL;
+	struct gnl_link gl;
+	char ext[128] = "", e2[256];
+	int rc;
+
+	*clash = 0;
+	rc = gnl_open(&hs, NULL, err, errlen);
+	if (rc)
+		return rc;
+	/* A host end left by an earlier, interrupted ADD of this attachment:
+	 * its name is derived from the ids, so it is ours to replace. */
+	rc = gnl_link_del(hs, l->host_ifname, ext, sizeof(ext));
+	if (rc && rc != -ENODEV) {
+		snprintf(err, errlen, "remove stale %s: %s %s", l->host_ifname, strerror(-rc), ext);
+		goto out;
+	}
+	rc = gnl_veth_add(hs, l->host_ifname, l->ifname, nsfd, ext, sizeof(ext));
+	if (rc == -EEXIST) {
+		*clash = 1;
+		snprintf(err, errlen, "create veth %s: interface %s already exists in the pod namespace",
+			 l->host_ifname, l->ifname);
+		goto out;
+	}
+	if (rc) {
+		snprintf(err, errlen, "create veth %s with peer %s in the pod namespace: %s %s",
+			 l->host_ifname, l->ifname, strerror(-rc), ext);
+		goto out;
+	}
+	rc = gnl_link_get(hs, l->host_ifname, &gl);
+	if (rc) {
+		snprintf(err, errlen, "read back %s: %s", l->host_ifname, strerror(-rc));
+		goto undo;
+	}
+	memcpy(l->host_mac, gl.addr, 6);
+	{
+		uint32_t idx = gl.ifindex;
+
+		gnl_link_init(&gl);
+		gl.ifindex = idx;
+		gl.mtu = (uint32_t)l->mtu;
+		gl.flags = IFF_UP;
+		gl.change = IFF_UP;
+	}
+	rc = gnl_link_set(hs, &gl, ext, sizeof(ext));
+	if (rc) {
+		snprintf(err, errlen, "set %s up, mtu %d: %s %s", l->host_ifname, l->mtu,
+			 strerror(-rc), ext);
+		goto undo;
+	}
+	rc = ns_open(&ps, nsfd, err, errlen);
+	if (rc)
+		goto undo;
+	rc = pod_configure(ps, c, l, err, errlen);
+	if (rc)
+		goto undo;
+	goto out;
+undo:
+	if (gnl_link_del(hs, l->host_ifname, ext, sizeof(ext)) && errlen > 1) {
+		snprintf(e2, sizeof(e2), "%s", err);
+		snprintf(err, errlen, "%s (and removing %s failed)", e2, l->host_ifname);
+	}
+out:
+	if (ps)
+		gnl_close(ps);
+	gnl_close(hs);
+	return rc;
+}
+
+int pod_teardown(const char *host_ifname, char *err, size_t errlen)
+{
+	struct gnl_sock *hs;
+	char ext[128] = "";
+	int rc = gnl_open(&hs, NULL, err, errlen);
+
+	if (rc)
+		return rc;
+	rc = gnl_link_del(hs, host_ifname, ext, sizeof(ext));
+	if (rc == -ENODEV)
+		rc = 0;
+	if (rc)
+		snprintf(err, errlen, "delete %s: %s %s", host_ifname, strerror(-rc), ext);
+	gnl_close(hs);
+	return rc;
+}
+
+struct addr_scan {
+	int ifindex;
+	const struct cni_conf *c;
+	unsigned found; /* bit per config address */
+};
+
+static int addr_cb(const struct nlmsghdr *h, void *arg)
+{
+	struct addr_scan *sc = arg;
+	struct gnl_ifaddr a;
+
+	if (gnl_ifaddr_parse(h, &a) || (int)a.ifindex != sc->ifindex)
+		return 0;
+	for (int i = 0; i < sc->c->naddrs; i++) {
+		struct gnl_addr want;
+
+		to_gnl(&sc->c->addrs[i].ip, sc->c->addrs[i].plen, &want);
+		if (gnl_addr_eq(&want, &a.addr) && a.addr.len == want.len)
+			sc->found |= 1u << i;
+	}
+	return 0;
+}
+
+struct route_scan {
+	int ifindex;
+	struct cni_route *want;
+	int n;
+	unsigned long long found;
+};
+
+static int route_cb(const struct nlmsghdr *h, void *arg)
+{
+	struct route_scan *sc = arg;
+	struct gnl_route r;
+
+	if (gnl_route_parse(h, &r) || (int)r.oif != sc->ifindex)
+		return 0;
+	for (int i = 0; i < sc->n; i++) {
+		struct gnl_addr d, g;
+
+		to_gnl(&sc->want[i].dst, sc->want[i].plen, &d);
+		to_gnl(&sc->want[i].gw, 0, &g);
+		if (r.family != d.family || r.dst.len != d.len)
+			continue;
+		if (d.len && !gnl_addr_eq(&r.dst, &d))
+			continue;
+		if (r.gw.family != g.family || memcmp(r.gw.a.raw, g.a.raw, gnl_addr_bytes(g.family)))
+			continue;
+		sc->found |= 1ull << i;
+	}
+	return 0;
+}
+
+int pod_check(int nsfd, const struct cni_conf *c, const struct pod_link *l, char *err,
+	      size_t errlen)
+{
+	struct cni_route rts[CNI_MAX_ROUTES + 2];
+	struct gnl_sock *ps = NULL, *hs = NULL;
+	struct gnl_link gl;
+	struct nl_msg *m;
+	char b[64], mac[18];
+	int rc;
+
+	rc = gnl_open(&hs, NULL, err, errlen);
+	if (rc)
+		return -1;
+	rc = gnl_link_get(hs, l->host_ifname, &gl);
+	gnl_close(hs);
+	if (rc) {
+		snprintf(err, errlen, "host interface %s: %s", l->host_ifname, strerror(-rc));
+		return -1;
+	}
+	if (!(gl.flags & IFF_UP)) {
+		snprintf(err, errlen, "host interface %s is down", l->host_ifname);
+		return -1;
+	}
+	if (ns_open(&ps, nsfd, err, errlen))
+		return -1;
+	rc = gnl_link_get(ps, l->ifname, &gl);
+	if (rc) {
+		snprintf(err, errlen, "%s in the pod namespace: %s", l->ifname, strerror(-rc));
+		goto fail;
+	}
+	if (memcmp(gl.addr, l->mac, 6)) {
+		snprintf(err, errlen, "%s in the pod has MAC %s, the attachment made %s", l->ifname,
+			 cni_mac_str(gl.addr, mac), cni_mac_str(l->mac, b));
+		goto fail;
+	}
+	if (!(gl.flags & IFF_UP) || (l->mtu && gl.mtu != (uint32_t)l->mtu)) {
+		snprintf(err, errlen, "%s in the pod is %s with mtu %u (want up, mtu %d)", l->ifname,
+			 gl.flags & IFF_UP ? "up" : "down", gl.mtu, l->mtu);
+		goto fail;
+	}
+	{
+		struct addr_scan sc = { .ifindex = (int)gl.ifindex, .c = c };
+
+		if ((rc = gnl_ifaddr_dump_msg(&m, AF_UNSPEC)) == 0) {
+			rc = gnl_dump(ps, m, addr_cb, &sc);
+			nlmsg_free(m);
+		}
+		if (rc) {
+			snprintf(err, errlen, "dump addresses in the pod: %s", strerror(-rc));
+			goto fail;
+		}
+		for (int i = 0; i < c->naddrs; i++)
+			if (!(sc.found & (1u << i))) {
+				snprintf(err, errlen, "address %s/%d is missing from %s in the pod",
+					 cni_ip_str(&c->addrs[i].ip, b, sizeof(b)), c->addrs[i].plen, l->ifname);
+				goto fail;
+			}
+	}
+	{
+		struct route_scan sc = { .ifindex = (int)gl.ifindex, .want = rts };
+
+		sc.n = cni_pod_routes(c, rts, (int)(sizeof(rts) / sizeof(rts[0])));
+		if ((rc = gnl_route_dump_msg(&m, AF_UNSPEC, RT_TABLE_MAIN)) == 0) {
+			rc = gnl_dump(ps, m, route_cb, &sc);
+			nlmsg_free(m);
+		}
+		if (rc) {
+			snprintf(err, errlen, "dump routes in the pod: %s", strerror(-rc));
+			goto fail;
+		}
+		for (int i = 0; i < sc.n; i++)
+			if (!(sc.found & (1ull << i))) {
+				char g[64];
+
+				snprintf(err, errlen, "route %s/%d via %s is missing in the pod",
+					 rts[i].plen ? cni_ip_str(&rts[i].dst, b, sizeof(b)) : "default",
+					 rts[i].plen, cni_ip_str(&rts[i].gw, g, sizeof(g)));
+				goto fail;
+			}
+	}
+	gnl_close(ps);
+	return 0;
+fail:
+	gnl_close(ps);
+	return -1;
+}
+
+int pod_link_mtu(const char *name)
+{
+	struct gnl_sock *hs;
+	struct gnl_link gl;
+	char err[128];
+	int mtu = 0;
+
+	if (!name || !*name || gnl_open(&hs, NULL, err, sizeof(err)))
+		return 0;
+	if (!gnl_link_get(hs, name, &gl))
+		mtu = (int)gl.mtu;
+	gnl_close(hs);
+	return mtu;
+}
