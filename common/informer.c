@@ -1,0 +1,467 @@
+#include "common/informer.h"
+
+#include "common/backoff.h"
+#include "common/json.h"
+#include "common/kube_watch.h"
+#include "common/log.h"
+
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAX_HANDLERS 8
+
+struct informer {
+	struct kube_client *kc;
+	struct informer_opts o;
+	char *ns, *lsel, *fsel, *name;
+	char group[128], version[64], resource[128];
+	struct kube_store *store;
+	struct informer_handlers h[MAX_HANDLERS];
+	int nh;
+
+	pthread_t thr;
+	bool started, joined;
+	atomic_bool stop, watch_abort;
+	pthread_mutex_t mu;
+	pthread_cond_t cond;
+	bool synced;
+	struct informer_stats st;
+
+	/* informer thread only */
+	char rv[64];
+	struct kube_watch_decoder *dec;
+	long stream_error_code;   /* code of an in-stream ERROR event */
+	char stream_error[512];
+	bool stream_decode_failed;
+	bool got_data;
+	unsigned seed;
+};
+
+static void copy_opt(char **dst, const char *s) { *dst = s ? strdup(s) : NULL; }
+
+struct informer *informer_new(struct kube_client *kc, const struct informer_opts *opts)
+{
+	struct informer *inf = calloc(1, sizeof(*inf));
+	pthread_condattr_t ca;
+
+	if (!inf)
+		return NULL;
+	inf->kc = kc;
+	inf->o = *opts;
+	snprintf(inf->group, sizeof(inf->group), "%s", opts->res.group ? opts->res.group : "");
+	snprintf(inf->version, sizeof(inf->version), "%s", opts->res.version ? opts->res.version : "");
+	snprintf(inf->resource, sizeof(inf->resource), "%s", opts->res.resource ? opts->res.resource : "");
+	inf->o.res.group = inf->group;
+	inf->o.res.version = inf->version;
+	inf->o.res.resource = inf->resource;
+	copy_opt(&inf->ns, opts->ns);
+	copy_opt(&inf->lsel, opts->label_selector);
+	copy_opt(&inf->fsel, opts->field_selector);
+	copy_opt(&inf->name, opts->name ? opts->name : opts->res.resource);
+	inf->o.ns = inf->ns;
+	inf->o.label_selector = inf->lsel;
+	inf->o.field_selector = inf->fsel;
+	inf->o.name = inf->name;
+	if (!inf->o.page_size)
+		inf->o.page_size = 500;
+	if (!inf->o.min_timeout_s)
+		inf->o.min_timeout_s = 300;
+	if (!inf->o.max_timeout_s)
+		inf->o.max_timeout_s = 600;
+	if (inf->o.max_timeout_s < inf->o.min_timeout_s)
+		inf->o.max_timeout_s = inf->o.min_timeout_s;
+	if (!inf->o.idle_timeout_s)
+		inf->o.idle_timeout_s = 150;
+	if (inf->o.backoff_initial_s <= 0)
+		inf->o.backoff_initial_s = 0.8;
+	if (inf->o.backoff_max_s <= 0)
+		inf->o.backoff_max_s = 30;
+	inf->store = kube_store_new();
+	inf->dec = kube_watch_decoder_new(0);
+	pthread_mutex_init(&inf->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&inf->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	inf->seed = (unsigned)time(NULL) ^ (unsigned)(size_t)inf;
+	if (!inf->store || !inf->dec || (opts->ns && !inf->ns) || !inf->name ||
+	    (opts->label_selector && !inf->lsel) || (opts->field_selector && !inf->fsel)) {
+		informer_free(inf);
+		return NULL;
+	}
+	return inf;
+}
+
+int informer_add_index(struct informer *inf, const char *name, kube_index_fn fn, void *ud)
+{
+	if (inf->started)
+		return -1;
+	return kube_store_add_index(inf->store, name, fn, ud);
+}
+
+int informer_add_handlers(struct informer *inf, const struct informer_handlers *h)
+{
+	if (inf->started || inf->nh >= MAX_HANDLERS)
+		return -1;
+	inf->h[inf->nh++] = *h;
+	return 0;
+}
+
+struct kube_store *informer_store(struct informer *inf) { return inf->store; }
+
+void informer_get_stats(struct informer *inf, struct informer_stats *out)
+{
+	pthread_mutex_lock(&inf->mu);
+	*out = inf->st;
+	pthread_mutex_unlock(&inf->mu);
+}
+
+bool informer_synced(struct informer *inf)
+{
+	bool s;
+	pthread_mutex_lock(&inf->mu);
+	s = inf->synced;
+	pthread_mutex_unlock(&inf->mu);
+	return s;
+}
+
+static struct timespec deadline(double s)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	t.tv_sec += (time_t)s;
+	t.tv_nsec += (long)((s - (double)(time_t)s) * 1e9);
+	if (t.tv_nsec >= 1000000000) {
+		t.tv_sec++;
+		t.tv_nsec -= 1000000000;
+	}
+	return t;
+}
+
+bool informer_wait_synced(struct informer *inf, double timeout_s)
+{
+	struct timespec dl = deadline(timeout_s);
+	bool s;
+	pthread_mutex_lock(&inf->mu);
+	while (!inf->synced && !atomic_load(&inf->stop))
+		if (pthread_cond_timedwait(&inf->cond, &inf->mu, &dl))
+			break;
+	s = inf->synced;
+	pthread_mutex_unlock(&inf->mu);
+	return s;
+}
+
+/* Sleeps up to s seconds; returns true if asked to stop. */
+static bool sleep_or_stop(struct informer *inf, double s)
+{
+	struct timespec dl = deadline(s);
+	pthread_mutex_lock(&inf->mu);
+	while (!atomic_load(&inf->stop))
+		if (pthread_cond_timedwait(&inf->cond, &inf->mu, &dl))
+			break;
+	pthread_mutex_unlock(&inf->mu);
+	return atomic_load(&inf->stop);
+}
+
+static void stat_add(struct informer *inf, unsigned long *field)
+{
+	pthread_mutex_lock(&inf->mu);
+	(*field)++;
+	pthread_mutex_unlock(&inf->mu);
+}
+
+static void set_rv(struct informer *inf, const char *rv)
+{
+	snprintf(inf->rv, sizeof(inf->rv), "%s", rv);
+	pthread_mutex_lock(&inf->mu);
+	snprintf(inf->st.resource_version, sizeof(inf->st.resource_version), "%s", rv);
+	pthread_mutex_unlock(&inf->mu);
+}
+
+static void emit(struct informer *inf, char kind, json_t *old, json_t *nw)
+{
+	for (int i = 0; i < inf->nh; i++) {
+		const struct informer_handlers *h = &inf->h[i];
+		if (kind == 'a' && h->on_add)
+			h->on_add(nw, h->ud);
+		else if (kind == 'u' && h->on_update)
+			h->on_update(old, nw, h->ud);
+		else if (kind == 'd' && h->on_delete)
+			h->on_delete(old, h->ud);
+	}
+}
+
+static void diff_cb(char kind, json_t *old, json_t *nw, void *ud) { emit(ud, kind, old, nw); }
+
+static int do_list(struct informer *inf, struct kube_error *err)
+{
+	struct kube_list_opts lo = {
+		.label_selector = inf->lsel, .field_selector = inf->fsel, .limit = inf->o.page_size,
+	};
+	json_t *list;
+	const char *rv;
+
+	stat_add(inf, &inf->st.lists);
+	if (kube_list_all(inf->kc, &inf->o.res, inf->ns, &lo, &list, err))
+		return -1;
+	rv = gj_str(list, "metadata.resourceVersion");
+	if (!rv || !*rv) {
+		snprintf(err->message, sizeof(err->message), "list %s: no resourceVersion", inf->name);
+		err->code = KUBE_ERR_DECODE;
+		json_decref(list);
+		return -1;
+	}
+	set_rv(inf, rv);
+	if (kube_store_replace(inf->store, json_object_get(list, "items"), diff_cb, inf) < 0) {
+		snprintf(err->message, sizeof(err->message), "list %s: cache update failed", inf->name);
+		err->code = KUBE_ERR_DECODE;
+		json_decref(list);
+		return -1;
+	}
+	{
+		char n[32];
+		snprintf(n, sizeof(n), "%zu", json_array_size(json_object_get(list, "items")));
+		glog_kv(GLOG_DEBUG, "informer", "listed", "informer", inf->name, "items", n,
+			"rv", inf->rv, NULL);
+	}
+	json_decref(list);
+	pthread_mutex_lock(&inf->mu);
+	inf->synced = true;
+	pthread_cond_broadcast(&inf->cond);
+	pthread_mutex_unlock(&inf->mu);
+	return 0;
+}
+
+static int on_event(const struct kube_event *ev, void *ud)
+{
+	struct informer *inf = ud;
+	char key[600];
+	json_t *old = NULL;
+
+	if (ev->type == KUBE_EVENT_ERROR) {
+		inf->stream_error_code = ev->error_code ? ev->error_code : -1;
+		snprintf(inf->stream_error, sizeof(inf->stream_error), "%ld %s: %s", ev->error_code,
+			 ev->error_reason ? ev->error_reason : "", ev->error_message ? ev->error_message : "");
+		return 1;
+	}
+	if (ev->type == KUBE_EVENT_BOOKMARK) {
+		stat_add(inf, &inf->st.bookmarks);
+		set_rv(inf, ev->resource_version);
+		return 0;
+	}
+	stat_add(inf, &inf->st.events);
+	if (ev->type == KUBE_EVENT_DELETED) {
+		if (gj_object_key(ev->object, key, sizeof(key)) == 0 &&
+		    (old = kube_store_del(inf->store, key))) {
+			emit(inf, 'd', ev->object, NULL);
+			json_decref(old);
+		}
+	} else {
+		if (kube_store_upsert(inf->store, ev->object, &old) < 0) {
+			snprintf(inf->stream_error, sizeof(inf->stream_error), "cache update failed");
+			inf->stream_decode_failed = true;
+			json_decref(old);
+			return 1;
+		}
+		emit(inf, old ? 'u' : 'a', old, ev->object);
+		json_decref(old);
+	}
+	set_rv(inf, ev->resource_version);
+	return 0;
+}
+
+static int on_bytes(const char *data, size_t len, void *ud)
+{
+	struct informer *inf = ud;
+	char err[512];
+	int r;
+
+	inf->got_data = true;
+	r = kube_watch_decoder_feed(inf->dec, data, len, on_event, inf, err, sizeof(err));
+	if (r < 0) {
+		inf->stream_decode_failed = true;
+		snprintf(inf->stream_error, sizeof(inf->stream_error), "%s", err);
+	}
+	return r != 0;
+}
+
+enum watch_result { W_REWATCH, W_BACKOFF, W_RELIST, W_RELIST_BACKOFF, W_STOP };
+
+static enum watch_result do_watch(struct informer *inf, double *retry_after)
+{
+	char path[4096], what[600], tmp[64];
+	struct kube_error err;
+	struct kube_stream_opts so = { .idle_timeout_s = inf->o.idle_timeout_s, .stop = &inf->watch_abort };
+	int span = inf->o.max_timeout_s - inf->o.min_timeout_s;
+	int timeout = inf->o.min_timeout_s + (span > 0 ? (int)(rand_r(&inf->seed) % (unsigned)(span + 1)) : 0);
+	size_t off;
+	int rc;
+
+	if (kube_path(&inf->o.res, inf->ns, NULL, NULL, path, sizeof(path)) < 0)
+		return W_STOP;
+	off = strlen(path);
+	snprintf(path + off, sizeof(path) - off,
+		 "?watch=1&allowWatchBookmarks=true&resourceVersion=%s&timeoutSeconds=%d", inf->rv,
+		 timeout);
+	for (int i = 0; i < 2; i++) {
+		const char *sel = i ? inf->fsel : inf->lsel;
+		char *e;
+		if (!sel)
+			continue;
+		e = curl_easy_escape(NULL, sel, 0);
+		off = strlen(path);
+		snprintf(path + off, sizeof(path) - off, "&%s=%s", i ? "fieldSelector" : "labelSelector",
+			 e ? e : "");
+		curl_free(e);
+	}
+	snprintf(what, sizeof(what), "watch %s from %s", inf->name, inf->rv);
+	kube_watch_decoder_reset(inf->dec);
+	inf->stream_error_code = 0;
+	inf->stream_error[0] = 0;
+	inf->stream_decode_failed = false;
+	inf->got_data = false;
+	atomic_store(&inf->watch_abort, atomic_load(&inf->stop));
+	stat_add(inf, &inf->st.watches);
+	rc = kube_stream(inf->kc, path, what, on_bytes, inf, &so, &err);
+	*retry_after = 0;
+	if (atomic_load(&inf->stop))
+		return W_STOP;
+	if (inf->stream_error_code) {
+		stat_add(inf, &inf->st.errors);
+		if (inf->stream_error_code == 410) {
+			stat_add(inf, &inf->st.relists_gone);
+			glog_kv(GLOG_INFO, "informer", "watch expired, relisting", "informer", inf->name,
+				"rv", inf->rv, "error", inf->stream_error, NULL);
+			return W_RELIST;
+		}
+		glog_kv(GLOG_WARN, "informer", "error event in watch, relisting", "informer",
+			inf->name, "error", inf->stream_error, NULL);
+		return W_RELIST_BACKOFF;
+	}
+	if (inf->stream_decode_failed) {
+		stat_add(inf, &inf->st.errors);
+		glog_kv(GLOG_WARN, "informer", "undecodable watch stream, relisting", "informer",
+			inf->name, "error", inf->stream_error, NULL);
+		return W_RELIST_BACKOFF;
+	}
+	if (rc == 0) {
+		snprintf(tmp, sizeof(tmp), "%d", timeout);
+		glog_kv(GLOG_DEBUG, "informer", "watch ended", "informer", inf->name, "timeout", tmp, NULL);
+		return W_REWATCH;
+	}
+	if (err.code == KUBE_ERR_ARG) /* informer_rewatch() */
+		return W_REWATCH;
+	stat_add(inf, &inf->st.errors);
+	if (err.code == KUBE_ERR_GONE) {
+		stat_add(inf, &inf->st.relists_gone);
+		glog_kv(GLOG_INFO, "informer", "watch expired, relisting", "informer", inf->name,
+			"error", err.message, NULL);
+		return W_RELIST;
+	}
+	glog_kv(GLOG_WARN, "informer", "watch failed", "informer", inf->name, "error", err.message, NULL);
+	*retry_after = err.retry_after_s;
+	/* A stream that delivered data was healthy: the failure is fresh. */
+	return inf->got_data ? W_REWATCH : W_BACKOFF;
+}
+
+static void *run(void *arg)
+{
+	struct informer *inf = arg;
+	struct backoff bo;
+	bool need_list = true;
+
+	backoff_init(&bo, inf->o.backoff_initial_s, inf->o.backoff_max_s);
+	while (!atomic_load(&inf->stop)) {
+		double ra = 0, d;
+		enum watch_result wr;
+
+		if (need_list) {
+			struct kube_error err;
+			if (do_list(inf, &err) < 0) {
+				stat_add(inf, &inf->st.errors);
+				d = backoff_next(&bo);
+				if (err.retry_after_s > d)
+					d = err.retry_after_s;
+				glog_kv(GLOG_WARN, "informer", "list failed", "informer", inf->name,
+					"error", err.message, NULL);
+				if (sleep_or_stop(inf, d))
+					break;
+				continue;
+			}
+			need_list = false;
+			backoff_reset(&bo);
+		}
+		wr = do_watch(inf, &ra);
+		switch (wr) {
+		case W_STOP:
+			goto out;
+		case W_REWATCH:
+			if (inf->got_data)
+				backoff_reset(&bo);
+			break;
+		case W_RELIST:
+			need_list = true;
+			break;
+		case W_RELIST_BACKOFF:
+			need_list = true;
+			/* fall through */
+		case W_BACKOFF:
+			d = backoff_next(&bo);
+			if (ra > d)
+				d = ra;
+			if (sleep_or_stop(inf, d))
+				goto out;
+			break;
+		}
+	}
+out:
+	return NULL;
+}
+
+int informer_start(struct informer *inf)
+{
+	if (inf->started)
+		return -1;
+	inf->started = true;
+	if (pthread_create(&inf->thr, NULL, run, inf)) {
+		inf->started = false;
+		return -1;
+	}
+	return 0;
+}
+
+void informer_rewatch(struct informer *inf) { atomic_store(&inf->watch_abort, true); }
+
+void informer_stop(struct informer *inf)
+{
+	if (!inf->started || inf->joined)
+		return;
+	atomic_store(&inf->stop, true);
+	atomic_store(&inf->watch_abort, true);
+	pthread_mutex_lock(&inf->mu);
+	pthread_cond_broadcast(&inf->cond);
+	pthread_mutex_unlock(&inf->mu);
+	pthread_join(inf->thr, NULL);
+	inf->joined = true;
+}
+
+void informer_free(struct informer *inf)
+{
+	if (!inf)
+		return;
+	informer_stop(inf);
+	kube_store_free(inf->store);
+	kube_watch_decoder_free(inf->dec);
+	pthread_cond_destroy(&inf->cond);
+	pthread_mutex_destroy(&inf->mu);
+	free(inf->ns);
+	free(inf->lsel);
+	free(inf->fsel);
+	free(inf->name);
+	free(inf);
+}

@@ -1,0 +1,364 @@
+#include "common/kube_store.h"
+
+#include "common/gmap.h"
+#include "common/json.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_INDEXES 8
+
+struct index {
+	char name[64];
+	kube_index_fn fn;
+	void *ud;
+	struct gmap *vals; /* value -> gmap of keys (set) */
+};
+
+struct kube_store {
+	pthread_rwlock_t lock;
+	struct gmap *objs; /* key -> json_t* (one reference) */
+	struct index idx[MAX_INDEXES];
+	int nidx;
+};
+
+void kube_index_values_add(struct kube_index_values *iv, const char *value)
+{
+	if (!value || iv->n >= KUBE_INDEX_MAX_VALUES || strlen(value) >= sizeof(iv->v[0]))
+		return;
+	for (int i = 0; i < iv->n; i++)
+		if (!strcmp(iv->v[i], value))
+			return;
+	strcpy(iv->v[iv->n++], value);
+}
+
+void kube_index_by_namespace(const json_t *obj, struct kube_index_values *out, void *ud)
+{
+	(void)ud;
+	kube_index_values_add(out, gj_str(obj, "metadata.namespace"));
+}
+
+void kube_index_by_label(const json_t *obj, struct kube_index_values *out, void *ud)
+{
+	json_t *labels = gj_get(obj, "metadata.labels");
+	kube_index_values_add(out, json_string_value(json_object_get(labels, (const char *)ud)));
+}
+
+struct kube_store *kube_store_new(void)
+{
+	struct kube_store *s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	if (!(s->objs = gmap_new())) {
+		free(s);
+		return NULL;
+	}
+	pthread_rwlock_init(&s->lock, NULL);
+	return s;
+}
+
+static void decref_val(void *v) { json_decref(v); }
+static void free_set(void *v) { gmap_free(v, NULL); }
+
+void kube_store_free(struct kube_store *s)
+{
+	if (!s)
+		return;
+	gmap_free(s->objs, decref_val);
+	for (int i = 0; i < s->nidx; i++)
+		gmap_free(s->idx[i].vals, free_set);
+	pthread_rwlock_destroy(&s->lock);
+	free(s);
+}
+
+int kube_store_add_index(struct kube_store *s, const char *name, kube_index_fn fn, void *ud)
+{
+	int rc = -1;
+	pthread_rwlock_wrlock(&s->lock);
+	if (s->nidx < MAX_INDEXES && gmap_len(s->objs) == 0 && strlen(name) < 64) {
+		struct index *ix = &s->idx[s->nidx];
+		if ((ix->vals = gmap_new())) {
+			strcpy(ix->name, name);
+			ix->fn = fn;
+			ix->ud = ud;
+			s->nidx++;
+			rc = 0;
+		}
+	}
+	pthread_rwlock_unlock(&s->lock);
+	return rc;
+}
+
+static void index_remove(struct kube_store *s, const char *key, const json_t *obj)
+{
+	for (int i = 0; i < s->nidx; i++) {
+		struct kube_index_values iv = { 0 };
+		s->idx[i].fn(obj, &iv, s->idx[i].ud);
+		for (int k = 0; k < iv.n; k++) {
+			struct gmap *set = gmap_get(s->idx[i].vals, iv.v[k]);
+			if (!set)
+				continue;
+			gmap_del(set, key, NULL);
+			if (!gmap_len(set)) {
+				gmap_del(s->idx[i].vals, iv.v[k], NULL);
+				gmap_free(set, NULL);
+			}
+		}
+	}
+}
+
+static int index_add(struct kube_store *s, const char *key, const json_t *obj)
+{
+	int err = 0;
+	for (int i = 0; i < s->nidx; i++) {
+		struct kube_index_values iv = { 0 };
+		s->idx[i].fn(obj, &iv, s->idx[i].ud);
+		for (int k = 0; k < iv.n; k++) {
+			struct gmap *set = gmap_get(s->idx[i].vals, iv.v[k]);
+			int e = 0;
+			if (!set) {
+				if (!(set = gmap_new()))
+					return -1;
+				gmap_put(s->idx[i].vals, iv.v[k], set, &e);
+				if (e) {
+					gmap_free(set, NULL);
+					return -1;
+				}
+			}
+			gmap_put(set, key, (void *)1, &e);
+			err |= e;
+		}
+	}
+	return err ? -1 : 0;
+}
+
+size_t kube_store_len(struct kube_store *s)
+{
+	size_t n;
+	pthread_rwlock_rdlock(&s->lock);
+	n = gmap_len(s->objs);
+	pthread_rwlock_unlock(&s->lock);
+	return n;
+}
+
+json_t *kube_store_get(struct kube_store *s, const char *key)
+{
+	json_t *o;
+	pthread_rwlock_rdlock(&s->lock);
+	o = json_incref(gmap_get(s->objs, key));
+	pthread_rwlock_unlock(&s->lock);
+	return o;
+}
+
+json_t *kube_store_get_nn(struct kube_store *s, const char *ns, const char *name)
+{
+	char key[600];
+	if (ns && *ns)
+		snprintf(key, sizeof(key), "%s/%s", ns, name);
+	else
+		snprintf(key, sizeof(key), "%s", name);
+	return kube_store_get(s, key);
+}
+
+json_t *kube_store_list(struct kube_store *s)
+{
+	json_t *a = json_array();
+	struct gmap_iter it;
+	void *v;
+
+	pthread_rwlock_rdlock(&s->lock);
+	gmap_iter_init(&it, s->objs);
+	while (gmap_next(&it, NULL, &v))
+		json_array_append(a, v);
+	pthread_rwlock_unlock(&s->lock);
+	return a;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(json_string_value(*(json_t *const *)a), json_string_value(*(json_t *const *)b));
+}
+
+json_t *kube_store_keys(struct kube_store *s)
+{
+	json_t *a = json_array(), *sorted;
+	struct gmap_iter it;
+	const char *k;
+	size_t n;
+
+	pthread_rwlock_rdlock(&s->lock);
+	gmap_iter_init(&it, s->objs);
+	while (gmap_next(&it, &k, NULL))
+		json_array_append_new(a, json_string(k));
+	pthread_rwlock_unlock(&s->lock);
+	n = json_array_size(a);
+	json_t **v = malloc((n ? n : 1) * sizeof(*v));
+	if (!v)
+		return a;
+	for (size_t i = 0; i < n; i++)
+		v[i] = json_array_get(a, i);
+	qsort(v, n, sizeof(*v), cmp_str);
+	sorted = json_array();
+	for (size_t i = 0; i < n; i++)
+		json_array_append(sorted, v[i]);
+	free(v);
+	json_decref(a);
+	return sorted;
+}
+
+json_t *kube_store_by_index(struct kube_store *s, const char *index, const char *value)
+{
+	json_t *a = NULL;
+	pthread_rwlock_rdlock(&s->lock);
+	for (int i = 0; i < s->nidx; i++) {
+		if (strcmp(s->idx[i].name, index))
+			continue;
+		struct gmap *set = gmap_get(s->idx[i].vals, value);
+		struct gmap_iter it;
+		const char *k;
+		a = json_array();
+		if (set) {
+			gmap_iter_init(&it, set);
+			while (gmap_next(&it, &k, NULL))
+				json_array_append(a, gmap_get(s->objs, k));
+		}
+		break;
+	}
+	pthread_rwlock_unlock(&s->lock);
+	return a;
+}
+
+static int upsert_locked(struct kube_store *s, json_t *obj, json_t **old)
+{
+	char key[600];
+	json_t *prev;
+	int e = 0;
+
+	*old = NULL;
+	if (gj_object_key(obj, key, sizeof(key)) < 0)
+		return -1;
+	prev = gmap_get(s->objs, key);
+	if (prev)
+		index_remove(s, key, prev);
+	prev = gmap_put(s->objs, key, json_incref(obj), &e);
+	if (e) {
+		json_decref(obj);
+		return -1;
+	}
+	*old = prev; /* the store's reference passes to the caller */
+	return index_add(s, key, obj);
+}
+
+int kube_store_upsert(struct kube_store *s, json_t *obj, json_t **old)
+{
+	json_t *prev = NULL;
+	int rc;
+	pthread_rwlock_wrlock(&s->lock);
+	rc = upsert_locked(s, obj, &prev);
+	pthread_rwlock_unlock(&s->lock);
+	if (old)
+		*old = prev;
+	else
+		json_decref(prev);
+	return rc;
+}
+
+static json_t *del_locked(struct kube_store *s, const char *key)
+{
+	bool found;
+	json_t *o = gmap_del(s->objs, key, &found);
+	if (o)
+		index_remove(s, key, o);
+	return o;
+}
+
+json_t *kube_store_del(struct kube_store *s, const char *key)
+{
+	json_t *o;
+	pthread_rwlock_wrlock(&s->lock);
+	o = del_locked(s, key);
+	pthread_rwlock_unlock(&s->lock);
+	return o;
+}
+
+struct change {
+	char kind;
+	json_t *old, *new;
+};
+
+int kube_store_replace(struct kube_store *s, json_t *items, kube_store_diff_fn fn, void *ud)
+{
+	struct gmap *seen = gmap_new();
+	struct change *ch = NULL;
+	size_t nch = 0, cap = 0, i;
+	json_t *it;
+	int rc = 0;
+
+	if (!seen || !json_is_array(items)) {
+		gmap_free(seen, NULL);
+		return -1;
+	}
+	pthread_rwlock_wrlock(&s->lock);
+	json_array_foreach(items, i, it) {
+		char key[600];
+		json_t *cur, *old = NULL;
+		const char *rv_old, *rv_new;
+		if (gj_object_key(it, key, sizeof(key)) < 0)
+			continue; /* an item without a name cannot be cached */
+		gmap_put(seen, key, (void *)1, NULL);
+		cur = gmap_get(s->objs, key);
+		rv_old = gj_str(cur, "metadata.resourceVersion");
+		rv_new = gj_str(it, "metadata.resourceVersion");
+		if (cur && rv_old && rv_new && !strcmp(rv_old, rv_new))
+			continue;
+		if (upsert_locked(s, it, &old) < 0)
+			rc = -1;
+		if (nch == cap) {
+			cap = cap ? cap * 2 : 64;
+			struct change *n = realloc(ch, cap * sizeof(*ch));
+			if (!n) {
+				json_decref(old);
+				rc = -1;
+				break;
+			}
+			ch = n;
+		}
+		ch[nch++] = (struct change){ old ? 'u' : 'a', old, json_incref(it) };
+	}
+	/* Whatever was not listed is gone. */
+	{
+		struct gmap_iter gi;
+		const char *k;
+		json_t *gone = json_array();
+		gmap_iter_init(&gi, s->objs);
+		while (gmap_next(&gi, &k, NULL))
+			if (!gmap_has(seen, k))
+				json_array_append_new(gone, json_string(k));
+		json_array_foreach(gone, i, it) {
+			json_t *o = del_locked(s, json_string_value(it));
+			if (nch == cap) {
+				cap = cap ? cap * 2 : 64;
+				struct change *n = realloc(ch, cap * sizeof(*ch));
+				if (!n) {
+					json_decref(o);
+					rc = -1;
+					break;
+				}
+				ch = n;
+			}
+			ch[nch++] = (struct change){ 'd', o, NULL };
+		}
+		json_decref(gone);
+	}
+	pthread_rwlock_unlock(&s->lock);
+	gmap_free(seen, NULL);
+	for (i = 0; i < nch; i++) {
+		if (fn)
+			fn(ch[i].kind, ch[i].old, ch[i].new, ud);
+		json_decref(ch[i].old);
+		json_decref(ch[i].new);
+	}
+	free(ch);
+	return rc;
+}

@@ -1,0 +1,330 @@
+#include "common/leader.h"
+
+#include "common/json.h"
+#include "common/log.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const struct kube_resource LEASES = { "coordination.k8s.io", "v1", "leases", true };
+
+struct leader {
+	struct kube_client *kc;
+	struct leader_opts o;
+	char *ns, *name, *id;
+	pthread_t thr;
+	bool started, joined;
+	atomic_bool stop;
+	pthread_mutex_t mu;
+	pthread_cond_t cond;
+	/* shared under mu */
+	bool leading;
+	double last_renew;  /* monotonic time of our last successful write */
+	char holder[256];
+	/* election thread only */
+	char *observed;     /* spec as last seen, to detect changes */
+	double observed_at; /* monotonic time it was first seen */
+	char rv[64];        /* resourceVersion of our last write or read */
+	unsigned seed;
+};
+
+static double mono(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static double wall(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_REALTIME, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+void leader_format_microtime(double epoch_s, char *buf, size_t n)
+{
+	time_t s = (time_t)epoch_s;
+	long us = (long)((epoch_s - (double)s) * 1e6);
+	struct tm tm;
+	char tmp[32];
+	gmtime_r(&s, &tm);
+	strftime(tmp, sizeof(tmp), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf, n, "%s.%06ldZ", tmp, us);
+}
+
+struct leader *leader_new(struct kube_client *kc, const struct leader_opts *o)
+{
+	struct leader *l;
+	pthread_condattr_t ca;
+
+	if (!o->ns || !o->name || !o->identity || !*o->identity)
+		return NULL;
+	if (!(l = calloc(1, sizeof(*l))))
+		return NULL;
+	l->kc = kc;
+	l->o = *o;
+	l->ns = strdup(o->ns);
+	l->name = strdup(o->name);
+	l->id = strdup(o->identity);
+	if (l->o.lease_duration_s <= 0)
+		l->o.lease_duration_s = 15;
+	if (l->o.renew_deadline_s <= 0)
+		l->o.renew_deadline_s = 10;
+	if (l->o.retry_period_s <= 0)
+		l->o.retry_period_s = 2;
+	l->seed = (unsigned)getpid() ^ (unsigned)(size_t)l ^ (unsigned)time(NULL);
+	pthread_mutex_init(&l->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&l->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	if (!l->ns || !l->name || !l->id || l->o.renew_deadline_s >= l->o.lease_duration_s) {
+		leader_free(l);
+		return NULL;
+	}
+	return l;
+}
+
+bool leader_is_leader(struct leader *l)
+{
+	bool r;
+	pthread_mutex_lock(&l->mu);
+	r = l->leading && mono() - l->last_renew < l->o.renew_deadline_s;
+	pthread_mutex_unlock(&l->mu);
+	return r;
+}
+
+void leader_holder(struct leader *l, char *buf, size_t n)
+{
+	pthread_mutex_lock(&l->mu);
+	snprintf(buf, n, "%s", l->holder);
+	pthread_mutex_unlock(&l->mu);
+}
+
+static void set_holder(struct leader *l, const char *h)
+{
+	bool changed;
+	pthread_mutex_lock(&l->mu);
+	changed = strcmp(l->holder, h ? h : "") != 0;
+	snprintf(l->holder, sizeof(l->holder), "%s", h ? h : "");
+	pthread_mutex_unlock(&l->mu);
+	if (changed && h && *h && l->o.on_new_leader)
+		l->o.on_new_leader(h, l->o.ud);
+}
+
+static json_t *lease_obj(struct leader *l, const char *holder, int duration, const char *acquire,
+			 const char *renew, long transitions)
+{
+	json_t *o = json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:s, s:i, s:s, s:s, s:I}}",
+			      "apiVersion", "coordination.k8s.io/v1", "kind", "Lease",
+			      "metadata", "name", l->name, "namespace", l->ns,
+			      "spec", "holderIdentity", holder, "leaseDurationSeconds", duration,
+			      "acquireTime", acquire, "renewTime", renew,
+			      "leaseTransitions", (json_int_t)transitions);
+	if (o && l->rv[0])
+		gj_set(o, "metadata.resourceVersion", json_string(l->rv));
+	return o;
+}
+
+/* One attempt, as client-go's tryAcquireOrRenew. Returns true if we hold the lease. */
+static bool try_acquire_or_renew(struct leader *l)
+{
+	struct kube_error err;
+	json_t *cur = NULL, *out = NULL, *o;
+	char now[64], *spec_s;
+	const char *holder, *acq;
+	double t = mono();
+	long transitions;
+	bool ok;
+
+	leader_format_microtime(wall(), now, sizeof(now));
+	if (kube_get(l->kc, &LEASES, l->ns, l->name, &cur, &err)) {
+		if (err.code != KUBE_ERR_NOT_FOUND) {
+			glog_kv(GLOG_WARN, "leader", "get lease failed", "error", err.message, NULL);
+			return false;
+		}
+		l->rv[0] = 0;
+		o = lease_obj(l, l->id, (int)l->o.lease_duration_s, now, now, 0);
+		json_object_del(json_object_get(o, "metadata"), "resourceVersion");
+		ok = kube_create(l->kc, &LEASES, l->ns, o, &out, &err) == 0;
+		json_decref(o);
+		if (!ok) {
+			glog_kv(GLOG_INFO, "leader", "create lease failed", "error", err.message, NULL);
+			return false;
+		}
+		goto won;
+	}
+	snprintf(l->rv, sizeof(l->rv), "%s", gj_str(cur, "metadata.resourceVersion") ?: "");
+	holder = gj_str(cur, "spec.holderIdentity") ?: "";
+	spec_s = gj_dumps(json_object_get(cur, "spec"));
+	if (!l->observed || !spec_s || strcmp(l->observed, spec_s)) {
+		free(l->observed);
+		l->observed = spec_s;
+		l->observed_at = t;
+	} else {
+		free(spec_s);
+	}
+	set_holder(l, holder);
+	double dur = (double)gj_int(cur, "spec.leaseDurationSeconds", (int64_t)l->o.lease_duration_s);
+	if (*holder && strcmp(holder, l->id) && l->observed_at + dur > t) {
+		json_decref(cur);
+		return false; /* held by someone else and not expired */
+	}
+	transitions = (long)gj_int(cur, "spec.leaseTransitions", 0);
+	acq = gj_str(cur, "spec.acquireTime");
+	if (strcmp(holder, l->id)) {
+		transitions++;
+		acq = now;
+	}
+	o = lease_obj(l, l->id, (int)l->o.lease_duration_s, acq ? acq : now, now, transitions);
+	ok = kube_update(l->kc, &LEASES, l->ns, l->name, NULL, o, &out, &err) == 0;
+	json_decref(o);
+	json_decref(cur);
+	if (!ok) {
+		/* 409: someone else wrote first; we lost this round. */
+		glog_kv(GLOG_INFO, "leader", "update lease failed", "error", err.message, NULL);
+		return false;
+	}
+won:
+	snprintf(l->rv, sizeof(l->rv), "%s", gj_str(out, "metadata.resourceVersion") ?: "");
+	free(l->observed);
+	l->observed = gj_dumps(json_object_get(out, "spec"));
+	l->observed_at = t;
+	json_decref(out);
+	pthread_mutex_lock(&l->mu);
+	l->last_renew = t;
+	pthread_mutex_unlock(&l->mu);
+	set_holder(l, l->id);
+	return true;
+}
+
+static bool sleep_or_stop(struct leader *l, double s)
+{
+	double end = mono() + s;
+	struct timespec ts = { (time_t)end, (long)((end - (double)(time_t)end) * 1e9) };
+	pthread_mutex_lock(&l->mu);
+	while (!atomic_load(&l->stop))
+		if (pthread_cond_timedwait(&l->cond, &l->mu, &ts))
+			break;
+	pthread_mutex_unlock(&l->mu);
+	return atomic_load(&l->stop);
+}
+
+static double jittered(struct leader *l)
+{
+	return l->o.retry_period_s * (1.0 + 0.2 * (double)rand_r(&l->seed) / (double)RAND_MAX);
+}
+
+static void set_leading(struct leader *l, bool v)
+{
+	pthread_mutex_lock(&l->mu);
+	l->leading = v;
+	pthread_mutex_unlock(&l->mu);
+}
+
+static void release(struct leader *l)
+{
+	struct kube_error err;
+	char now[64];
+	json_t *o, *out = NULL;
+
+	leader_format_microtime(wall(), now, sizeof(now));
+	/* client-go's release: empty holder, 1 s duration, same transition count. */
+	o = lease_obj(l, "", 1, now, now, 0);
+	if (l->observed) {
+		json_t *spec = json_loads(l->observed, 0, NULL);
+		gj_set(o, "spec.leaseTransitions",
+		       json_integer(gj_int(spec, "leaseTransitions", 0)));
+		json_decref(spec);
+	}
+	if (kube_update(l->kc, &LEASES, l->ns, l->name, NULL, o, &out, &err))
+		glog_kv(GLOG_WARN, "leader", "release failed", "error", err.message, NULL);
+	else
+		glog_kv(GLOG_INFO, "leader", "released lease", "identity", l->id, NULL);
+	json_decref(o);
+	json_decref(out);
+}
+
+static void *run(void *arg)
+{
+	struct leader *l = arg;
+
+	while (!atomic_load(&l->stop)) {
+		/* Acquire. */
+		if (!try_acquire_or_renew(l)) {
+			if (sleep_or_stop(l, jittered(l)))
+				break;
+			continue;
+		}
+		set_leading(l, true);
+		glog_kv(GLOG_INFO, "leader", "became leader", "identity", l->id, "lease", l->name, NULL);
+		if (l->o.on_started)
+			l->o.on_started(l->o.ud);
+		/* Renew until a renewal cannot succeed within renew_deadline. */
+		for (;;) {
+			if (sleep_or_stop(l, l->o.retry_period_s))
+				break;
+			if (try_acquire_or_renew(l))
+				continue;
+			double since;
+			pthread_mutex_lock(&l->mu);
+			since = mono() - l->last_renew;
+			pthread_mutex_unlock(&l->mu);
+			if (since >= l->o.renew_deadline_s)
+				break;
+		}
+		set_leading(l, false);
+		if (atomic_load(&l->stop)) {
+			release(l);
+		} else {
+			glog_kv(GLOG_WARN, "leader", "lost leadership", "identity", l->id, NULL);
+		}
+		if (l->o.on_stopped)
+			l->o.on_stopped(l->o.ud);
+	}
+	return NULL;
+}
+
+int leader_start(struct leader *l)
+{
+	if (l->started)
+		return -1;
+	l->started = true;
+	if (pthread_create(&l->thr, NULL, run, l)) {
+		l->started = false;
+		return -1;
+	}
+	return 0;
+}
+
+void leader_stop(struct leader *l)
+{
+	if (!l->started || l->joined)
+		return;
+	atomic_store(&l->stop, true);
+	pthread_mutex_lock(&l->mu);
+	pthread_cond_broadcast(&l->cond);
+	pthread_mutex_unlock(&l->mu);
+	pthread_join(l->thr, NULL);
+	l->joined = true;
+}
+
+void leader_free(struct leader *l)
+{
+	if (!l)
+		return;
+	leader_stop(l);
+	free(l->observed);
+	free(l->ns);
+	free(l->name);
+	free(l->id);
+	pthread_cond_destroy(&l->cond);
+	pthread_mutex_destroy(&l->mu);
+	free(l);
+}

@@ -1,0 +1,52 @@
+/*
+ * Leader election on a coordination.k8s.io/v1 Lease, as client-go does it.
+ *
+ * A background thread tries to acquire the lease every retry period
+ * (jittered): create it if absent, or take it over once the holder has not
+ * renewed for lease_duration as observed on our own clock. Writes are PUTs
+ * carrying the resourceVersion we read, so of two racing candidates one gets
+ * 409 and loses. While leading it renews every retry period; if no renewal
+ * succeeds within renew_deadline it stops leading.
+ *
+ * leader_is_leader() is true only while the last successful renewal is younger
+ * than renew_deadline (< lease_duration), so a leader that cannot renew stops
+ * writing before anyone else may take over. Check it before every write.
+ *
+ * Callbacks run on the election thread and must return quickly.
+ * leader_stop() releases the lease (empty holder) if held: a clean shutdown
+ * hands over at once instead of after lease_duration.
+ */
+#ifndef GALACTIC_COMMON_LEADER_H
+#define GALACTIC_COMMON_LEADER_H
+
+#include "common/kube_client.h"
+
+#include <stdbool.h>
+
+struct leader_opts {
+	const char *ns, *name, *identity;
+	double lease_duration_s; /* 0: 15 */
+	double renew_deadline_s; /* 0: 10 */
+	double retry_period_s;   /* 0: 2 */
+	void (*on_started)(void *ud);
+	void (*on_stopped)(void *ud);
+	void (*on_new_leader)(const char *identity, void *ud); /* holder changed (may be us) */
+	void *ud;
+};
+
+struct leader;
+
+/* kc borrowed; strings copied. */
+struct leader *leader_new(struct kube_client *kc, const struct leader_opts *o);
+int leader_start(struct leader *l);
+bool leader_is_leader(struct leader *l);
+/* Holder last observed (copied into buf; "" if none). */
+void leader_holder(struct leader *l, char *buf, size_t n);
+/* Stops the thread; releases the lease if we hold it. */
+void leader_stop(struct leader *l);
+void leader_free(struct leader *l);
+
+/* RFC 3339 with microseconds, the format of Lease times. */
+void leader_format_microtime(double epoch_s, char *buf, size_t n);
+
+#endif
