@@ -123,7 +123,8 @@ bool gdp_prefix_equal(const struct gdp_prefix *a, const struct gdp_prefix *b);
 /*
  * Validates one object against the node and the rest of the state.
  * Returns 0, or -EINVAL / -EEXIST with a message naming the object in err.
- * The reconciler drops invalid objects (and what depends on them) and keeps
+ * gdp_validate_remote does not look for duplicate remotes (the backend does,
+ * with a hash). The reconciler drops invalid objects (and what depends on them) and keeps
  * programming the rest.
  */
 int gdp_validate_node(const struct gdp_node *n, char *err, size_t errlen);

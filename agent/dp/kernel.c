@@ -1,0 +1,1170 @@
+/*
+ * Kernel backend: makes a node's routing state match the desired model with
+ * netlink (libgnl). Level-triggered: every apply dumps what the kernel has,
+ * diffs it against what the model needs, and sends only the difference.
+ *
+ * What galactic owns in the kernel is marked, never guessed:
+ *   routes, rules   rtm_protocol / FRA_PROTOCOL = opts.rtproto (default 154)
+ *   neighbours      NDA_PROTOCOL = rtproto       addresses  IFA_PROTO = rtproto
+ *   VPC tables      in [table_min, table_max]
+ * Anything else is never modified or deleted; a VPC table that holds foreign
+ * routes or is named by a foreign rule is refused ("used by something else").
+ *
+ * Per VPC (table T, arg a):
+ *   SID(0xE,a)/128 encap seg6local End.DT6 table T   (main table, dev uplink|lo)
+ *   unreachable default (v4 + v6) in T                (no fall-through to main)
+ * Per attachment (host veth H, arg b):
+ *   H up (+ mtu); fe80::1/64 (nodad) and/or 169.254.1.1/32 on H: the pod's gateways
+ *   rule iif H lookup T (v4 + v6); pod address routes dev H in T;
+ *   permanent neighbours pod address -> pod MAC on H
+ *   IPv4: nh4/32 dev H (main), neighbour nh4 -> pod MAC,
+ *         SID(0xD,b)/128 encap seg6local End.DX4 nh4 (main, dev H)
+ * Per remote prefix: prefix in T encap seg6 mode encap.red segs SID dev uplink|lo
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fib_rules.h>
+#include <linux/if_addr.h>
+#include <linux/neighbour.h>
+#include <linux/seg6_iptunnel.h>
+#include <linux/seg6_local.h>
+#include <net/if.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent/dp/backend.h"
+#include "agent/nl/objects.h"
+
+#define V6_METRIC 1024
+
+struct kb {
+	struct gdp_backend base;
+	struct gnl_sock *nl;
+	char *netns;
+	uint8_t proto;
+	uint32_t tmin, tmax, rule_prio;
+	unsigned batch, max_retries;
+	struct gdp_caps caps;
+};
+
+#define VEC(T) struct { T *v; size_t n, cap; }
+#define VEC_PUSH(vec, item)                                                     \
+	({                                                                      \
+		int rc_ = 0;                                                    \
+		if ((vec).n == (vec).cap) {                                     \
+			size_t nc_ = (vec).cap ? (vec).cap * 2 : 64;            \
+			void *nv_ = realloc((vec).v, nc_ * sizeof(*(vec).v));   \
+			if (!nv_)                                               \
+				rc_ = -ENOMEM;                                  \
+			else {                                                  \
+				(vec).v = nv_;                                  \
+				(vec).cap = nc_;                                \
+			}                                                       \
+		}                                                               \
+		if (!rc_)                                                       \
+			(vec).v[(vec).n++] = (item);                            \
+		rc_;                                                            \
+	})
+
+struct snap {
+	VEC(struct gnl_link) links;
+	VEC(struct gnl_route) routes;
+	VEC(struct gnl_rule) rules;
+	VEC(struct gnl_neigh) neighs;
+	VEC(struct gnl_ifaddr) addrs;
+};
+
+static void snap_free(struct snap *s)
+{
+	free(s->links.v);
+	free(s->routes.v);
+	free(s->rules.v);
+	free(s->neighs.v);
+	free(s->addrs.v);
+	memset(s, 0, sizeof(*s));
+}
+
+static int link_cb(const struct nlmsghdr *h, void *arg)
+{
+	struct snap *s = arg;
+	struct gnl_link l;
+
+	return gnl_link_parse(h, &l) ? 0 : VEC_PUSH(s->links, l);
+}
+
+static int route_cb(const struct nlmsghdr *h, void *arg)
+{
+	struct snap *s = arg;
+	struct gnl_route r;
+	const struct rtmsg *rtm = NLMSG_DATA(h);
+
+	if (rtm->rtm_flags & RTM_F_CLONED)
+		return 0;
+	/* A route we cannot decode is kept with what we could read; never abort the dump. */
+	if (gnl_route_parse(h, &r) && !r.family)
+		return 0;
+	return VEC_PUSH(s->routes, r);
+}
+
+static int rule_cb(const struct nlmsghdr *h, void *arg)
+{
+	struct snap *s = arg;
+	struct gnl_rule r;
+
+	return gnl_rule_parse(h, &r) ? 0 : VEC_PUSH(s->rules, r);
+}
+
+static int neigh_cb(const struct nlmsghdr *h, void *arg)
+{
+	struct snap *s = arg;
+	struct gnl_neigh n;
+
+	return gnl_neigh_parse(h, &n) ? 0 : VEC_PUSH(s->neighs, n);
+}
+
+static int addr_cb(const struct nlmsghdr *h, void *arg)
+{
+	struct snap *s = arg;
+	struct gnl_ifaddr a;
+
+	return gnl_ifaddr_parse(h, &a) ? 0 : VEC_PUSH(s->addrs, a);
+}
+
+static int dump_one(struct kb *k, struct nl_msg *m, gnl_dump_cb cb, struct snap *s, size_t *count)
+{
+	size_t base = *count;
+	int rc, tries = 0;
+
+	if (!m)
+		return -ENOMEM;
+	do {
+		*count = base; /* an interrupted dump is re-read from scratch */
+		rc = gnl_dump(k->nl, m, cb, s);
+	} while (rc == -EAGAIN && ++tries < 10);
+	nlmsg_free(m);
+	return rc;
+}
+
+static int snapshot(struct kb *k, struct snap *s)
+{
+	struct nl_msg *m;
+	int rc;
+
+	memset(s, 0, sizeof(*s));
+	gnl_link_dump_msg(&m);
+	if ((rc = dump_one(k, m, link_cb, s, &s->links.n)))
+		return rc;
+	gnl_route_dump_msg(&m, AF_INET6, 0);
+	if ((rc = dump_one(k, m, route_cb, s, &s->routes.n)))
+		return rc;
+	gnl_route_dump_msg(&m, AF_INET, 0);
+	if ((rc = dump_one(k, m, route_cb, s, &s->routes.n)))
+		return rc;
+	gnl_rule_dump_msg(&m, AF_INET6);
+	if ((rc = dump_one(k, m, rule_cb, s, &s->rules.n)))
+		return rc;
+	gnl_rule_dump_msg(&m, AF_INET);
+	if ((rc = dump_one(k, m, rule_cb, s, &s->rules.n)))
+		return rc;
+	gnl_neigh_dump_msg(&m, AF_UNSPEC);
+	if ((rc = dump_one(k, m, neigh_cb, s, &s->neighs.n)))
+		return rc;
+	gnl_ifaddr_dump_msg(&m, AF_UNSPEC);
+	return dump_one(k, m, addr_cb, s, &s->addrs.n);
+}
+
+/* ------------------------------------------------------------ route hash */
+
+struct rhash {
+	int32_t *slot;  /* index + 1, 0 = empty */
+	size_t mask;
+};
+
+static uint64_t route_key_hash(const struct gnl_route *r)
+{
+	uint64_t h = 1469598103934665603ULL;
+	uint8_t buf[32];
+	size_t i, n = 0;
+
+	buf[n++] = (uint8_t)r->family;
+	buf[n++] = r->dst.len;
+	memcpy(buf + n, &r->table, 4), n += 4;
+	memcpy(buf + n, &r->priority, 4), n += 4;
+	memcpy(buf + n, r->dst.a.raw, 16), n += 16;
+	for (i = 0; i < n; i++)
+		h = (h ^ buf[i]) * 1099511628211ULL;
+	return h;
+}
+
+static int rhash_init(struct rhash *h, size_t n)
+{
+	size_t sz = 64;
+
+	while (sz < n * 2)
+		sz *= 2;
+	h->slot = calloc(sz, sizeof(*h->slot));
+	h->mask = sz - 1;
+	return h->slot ? 0 : -ENOMEM;
+}
+
+/* Returns the index of a route with the same key, or -1 after inserting idx. */
+static long rhash_insert(struct rhash *h, const struct gnl_route *base, size_t idx)
+{
+	size_t i = (size_t)route_key_hash(&base[idx]) & h->mask;
+
+	for (; h->slot[i]; i = (i + 1) & h->mask)
+		if (gnl_route_same_key(&base[h->slot[i] - 1], &base[idx]))
+			return h->slot[i] - 1;
+	h->slot[i] = (int32_t)idx + 1;
+	return -1;
+}
+
+static long rhash_find(const struct rhash *h, const struct gnl_route *base, const struct gnl_route *r)
+{
+	size_t i = (size_t)route_key_hash(r) & h->mask;
+
+	for (; h->slot[i]; i = (i + 1) & h->mask)
+		if (gnl_route_same_key(&base[h->slot[i] - 1], r))
+			return h->slot[i] - 1;
+	return -1;
+}
+
+/* ------------------------------------------------------------ wanted state */
+
+enum okind { O_ROUTE, O_RULE, O_NEIGH, O_ADDR, O_LINK };
+enum verb { V_ADD, V_REPLACE, V_DEL, V_SET };
+
+struct want {
+	enum okind k;
+	struct gdp_result *res;
+	union {
+		struct gnl_route r;
+		struct gnl_rule ru;
+		struct gnl_neigh n;
+		struct gnl_ifaddr a;
+		struct gnl_link l;
+	} o;
+};
+
+struct op {
+	enum verb verb;
+	enum okind k;
+	struct gdp_result *res;
+	const void *obj;
+};
+
+struct plan {
+	VEC(struct want) wants;
+	VEC(struct gnl_route) wroutes;  /* desired routes (for the hash) */
+	VEC(struct gdp_result *) wroute_res;
+	VEC(struct op) ops;
+	VEC(uint32_t) prot_tables;      /* tables of invalid VPCs: leave as they are */
+	VEC(uint32_t) prot_ifindex;     /* devices of invalid attachments */
+	VEC(struct gnl_route) prot_routes; /* keys of invalid remotes */
+};
+
+static void plan_free(struct plan *p)
+{
+	free(p->wants.v);
+	free(p->wroutes.v);
+	free(p->wroute_res.v);
+	free(p->ops.v);
+	free(p->prot_tables.v);
+	free(p->prot_ifindex.v);
+	free(p->prot_routes.v);
+	memset(p, 0, sizeof(*p));
+}
+
+static int want_route(struct plan *p, struct gdp_result *res, const struct gnl_route *r)
+{
+	int rc = VEC_PUSH(p->wroutes, *r);
+
+	return rc ? rc : VEC_PUSH(p->wroute_res, res);
+}
+
+static int want_obj(struct plan *p, struct gdp_result *res, enum okind k, const void *obj, size_t sz)
+{
+	struct want w;
+
+	memset(&w, 0, sizeof(w));
+	w.k = k;
+	w.res = res;
+	memcpy(&w.o, obj, sz);
+	return VEC_PUSH(p->wants, w);
+}
+
+static const struct gnl_link *find_link(const struct snap *s, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < s->links.n; i++)
+		if (!strcmp(s->links.v[i].name, name))
+			return &s->links.v[i];
+	return NULL;
+}
+
+static bool u32_in(const uint32_t *v, size_t n, uint32_t x)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (v[i] == x)
+			return true;
+	return false;
+}
+
+static void to_gaddr(const struct gdp_prefix *p, struct gnl_addr *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->family = p->family;
+	a->len = p->len;
+	memcpy(a->a.raw, p->addr.raw, p->family == AF_INET ? 4 : 16);
+}
+
+static void v6_addr(const struct in6_addr *x, uint8_t len, struct gnl_addr *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->family = AF_INET6;
+	a->len = len;
+	a->a.v6 = *x;
+}
+
+static void v4_addr(struct in_addr x, uint8_t len, struct gnl_addr *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->family = AF_INET;
+	a->len = len;
+	a->a.v4 = x;
+}
+
+static void base_route(struct kb *k, struct gnl_route *r, int family, uint32_t table)
+{
+	memset(r, 0, sizeof(*r));
+	r->family = family;
+	r->table = table;
+	r->protocol = k->proto;
+	r->type = RTN_UNICAST;
+	r->scope = RT_SCOPE_UNIVERSE;
+	r->priority = family == AF_INET6 ? V6_METRIC : 0;
+}
+
+static bool mac_set(const uint8_t m[6])
+{
+	return m[0] | m[1] | m[2] | m[3] | m[4] | m[5];
+}
+
+/* Adds the kernel objects one attachment needs. */
+static int plan_attachment(struct kb *k, struct plan *p, const struct gdp_state *d,
+			   const struct gdp_attachment *a, const struct gdp_vpc *v,
+			   const struct gnl_link *hl, struct gdp_result *res)
+{
+	bool has4 = false, has6 = false;
+	struct gnl_route r;
+	struct gnl_rule ru;
+	struct gnl_neigh n;
+	struct gnl_ifaddr ad;
+	struct gnl_link l;
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < a->n_addrs; i++)
+		a->addrs[i].family == AF_INET ? (has4 = true) : (has6 = true);
+
+	gnl_link_init(&l);
+	l.ifindex = hl->ifindex;
+	l.flags = IFF_UP;
+	l.change = IFF_UP;
+	l.mtu = a->mtu;
+	rc |= want_obj(p, res, O_LINK, &l, sizeof(l));
+
+	memset(&ad, 0, sizeof(ad));
+	ad.ifindex = hl->ifindex;
+	ad.protocol = k->proto;
+	ad.scope = RT_SCOPE_LINK;
+	if (has6) {
+		struct in6_addr gw = { .s6_addr = { 0xfe, 0x80, [15] = 1 } };
+
+		ad.family = AF_INET6;
+		v6_addr(&gw, 64, &ad.addr);
+		ad.flags = IFA_F_NODAD | IFA_F_PERMANENT;
+		rc |= want_obj(p, res, O_ADDR, &ad, sizeof(ad));
+	}
+	if (has4) {
+		ad.family = AF_INET;
+		v4_addr((struct in_addr){ htonl(0xA9FE0101) }, 32, &ad.addr);
+		ad.flags = IFA_F_PERMANENT;
+		rc |= want_obj(p, res, O_ADDR, &ad, sizeof(ad));
+	}
+
+	memset(&ru, 0, sizeof(ru));
+	ru.priority = k->rule_prio;
+	ru.table = v->table;
+	ru.action = FR_ACT_TO_TBL;
+	ru.protocol = k->proto;
+	snprintf(ru.iifname, sizeof(ru.iifname), "%s", a->host_ifname);
+	ru.family = AF_INET6;
+	rc |= want_obj(p, res, O_RULE, &ru, sizeof(ru));
+	ru.family = AF_INET;
+	rc |= want_obj(p, res, O_RULE, &ru, sizeof(ru));
+
+	for (i = 0; i < a->n_addrs; i++) {
+		base_route(k, &r, a->addrs[i].family, v->table);
+		to_gaddr(&a->addrs[i], &r.dst);
+		r.oif = hl->ifindex;
+		if (r.family == AF_INET)
+			r.scope = RT_SCOPE_LINK;
+		rc |= want_route(p, res, &r);
+		if (mac_set(a->pod_mac)) {
+			memset(&n, 0, sizeof(n));
+			n.family = a->addrs[i].family;
+			n.ifindex = hl->ifindex;
+			to_gaddr(&a->addrs[i], &n.dst);
+			memcpy(n.lladdr, a->pod_mac, 6);
+			n.has_lladdr = true;
+			n.state = NUD_PERMANENT;
+			n.protocol = k->proto;
+			rc |= want_obj(p, res, O_NEIGH, &n, sizeof(n));
+		}
+	}
+	if (has4 && a->nh4.s_addr) {
+		base_route(k, &r, AF_INET, RT_TABLE_MAIN);
+		v4_addr(a->nh4, 32, &r.dst);
+		r.oif = hl->ifindex;
+		r.scope = RT_SCOPE_LINK;
+		rc |= want_route(p, res, &r);
+		if (mac_set(a->pod_mac)) {
+			memset(&n, 0, sizeof(n));
+			n.family = AF_INET;
+			n.ifindex = hl->ifindex;
+			v4_addr(a->nh4, 32, &n.dst);
+			memcpy(n.lladdr, a->pod_mac, 6);
+			n.has_lladdr = true;
+			n.state = NUD_PERMANENT;
+			n.protocol = k->proto;
+			rc |= want_obj(p, res, O_NEIGH, &n, sizeof(n));
+		}
+		base_route(k, &r, AF_INET6, RT_TABLE_MAIN);
+		{
+			struct in6_addr sid;
+
+			gdp_sid(&d->node, GDP_FN_DX4, a->arg, &sid);
+			v6_addr(&sid, 128, &r.dst);
+		}
+		r.oif = hl->ifindex;
+		r.encap = GNL_ENCAP_SEG6LOCAL;
+		r.s6l.action = SEG6_LOCAL_ACTION_END_DX4;
+		r.s6l.nh4 = a->nh4;
+		rc |= want_route(p, res, &r);
+	}
+	return rc ? -ENOMEM : 0;
+}
+
+/* ------------------------------------------------------------ execution */
+
+static const char *verb_str(enum verb v)
+{
+	return v == V_ADD ? "add" : v == V_REPLACE ? "replace" : v == V_DEL ? "delete" : "set";
+}
+
+static void describe(const struct op *o, char *buf, size_t n)
+{
+	switch (o->k) {
+	case O_ROUTE: {
+		char t[200];
+
+		snprintf(buf, n, "route %s", gnl_route_str(o->obj, t, sizeof(t)));
+		break;
+	}
+	case O_RULE:
+		gnl_rule_str(o->obj, buf, n);
+		break;
+	case O_NEIGH:
+		gnl_neigh_str(o->obj, buf, n);
+		break;
+	case O_ADDR:
+		gnl_ifaddr_str(o->obj, buf, n);
+		break;
+	case O_LINK: {
+		const struct gnl_link *l = o->obj;
+
+		snprintf(buf, n, "link ifindex %u up mtu %u", l->ifindex, l->mtu);
+		break;
+	}
+	}
+}
+
+static int op_msg(const struct op *o, struct nl_msg **m)
+{
+	int cr = o->verb == V_ADD ? NLM_F_CREATE | NLM_F_EXCL :
+		 o->verb == V_REPLACE ? NLM_F_CREATE | NLM_F_REPLACE : 0;
+	bool del = o->verb == V_DEL;
+
+	switch (o->k) {
+	case O_ROUTE:
+		return gnl_route_msg(m, del ? RTM_DELROUTE : RTM_NEWROUTE, cr, o->obj);
+	case O_RULE:
+		return gnl_rule_msg(m, del ? RTM_DELRULE : RTM_NEWRULE, cr, o->obj);
+	case O_NEIGH:
+		return gnl_neigh_msg(m, del ? RTM_DELNEIGH : RTM_NEWNEIGH, cr, o->obj);
+	case O_ADDR:
+		return gnl_ifaddr_msg(m, del ? RTM_DELADDR : RTM_NEWADDR,
+				      o->verb == V_ADD ? NLM_F_CREATE | NLM_F_REPLACE : cr, o->obj);
+	case O_LINK:
+		return gnl_link_msg(m, RTM_NEWLINK, 0, o->obj);
+	}
+	return -EINVAL;
+}
+
+static bool phase_match(const struct op *o, int phase)
+{
+	static const struct { enum okind k; bool del; } order[] = {
+		{ O_LINK, false }, { O_ADDR, false }, { O_NEIGH, false }, { O_ROUTE, false },
+		{ O_RULE, false }, { O_RULE, true }, { O_ROUTE, true }, { O_NEIGH, true },
+		{ O_ADDR, true },
+	};
+
+	return o->k == order[phase].k && (o->verb == V_DEL) == order[phase].del;
+}
+
+static int execute(struct kb *k, struct plan *p, struct gdp_results *res, struct gdp_result *node_res)
+{
+	struct gnl_batch b;
+	int phase, rc = 0;
+	size_t i;
+
+	gnl_batch_init(&b);
+	if (k->batch)
+		b.per_trip = k->batch;
+	if (k->max_retries)
+		b.max_retries = k->max_retries;
+	for (phase = 0; phase < 9 && !rc; phase++) {
+		gnl_batch_clear(&b);
+		for (i = 0; i < p->ops.n; i++) {
+			struct nl_msg *m;
+			struct op *o = &p->ops.v[i];
+			int e;
+
+			if (!phase_match(o, phase))
+				continue;
+			e = op_msg(o, &m);
+			if (e) {
+				char d[256];
+
+				describe(o, d, sizeof(d));
+				gdp_result_fail(o->res ? o->res : node_res, e, "%s %s: %s",
+						verb_str(o->verb), d, strerror(-e));
+				res->failed++;
+				continue;
+			}
+			e = gnl_batch_add(&b, m, o);
+			nlmsg_free(m);
+			if (e) {
+				rc = e;
+				break;
+			}
+		}
+		if (rc || !b.n)
+			continue;
+		rc = gnl_batch_run(k->nl, &b);
+		res->retries += b.retries;
+		if (rc) {
+			gdp_result_fail(node_res, rc, "netlink exchange failed: %s", strerror(-rc));
+			break;
+		}
+		for (i = 0; i < b.n; i++) {
+			const struct op *o = b.v[i].tag;
+			int e = b.v[i].err;
+			char d[256];
+
+			if (o->verb == V_DEL && (e == -ESRCH || e == -ENOENT || e == -EADDRNOTAVAIL))
+				e = 0; /* already gone: the goal is reached */
+			if (!e) {
+				if (o->verb == V_DEL)
+					res->removed++;
+				else
+					res->added++;
+				continue;
+			}
+			res->failed++;
+			describe(o, d, sizeof(d));
+			gdp_result_fail(o->res ? o->res : node_res, e, "%s %s: %s%s%s%s",
+					verb_str(o->verb), d, strerror(-e), b.v[i].ext[0] ? " (" : "",
+					b.v[i].ext, b.v[i].ext[0] ? ")" : "");
+		}
+	}
+	gnl_batch_free(&b);
+	return rc;
+}
+
+/* ------------------------------------------------------------ reconcile */
+
+static int add_op(struct plan *p, enum verb v, enum okind k, struct gdp_result *res, const void *obj)
+{
+	struct op o = { v, k, res, obj };
+
+	return VEC_PUSH(p->ops, o);
+}
+
+static bool neigh_key_eq(const struct gnl_neigh *a, const struct gnl_neigh *b)
+{
+	return a->family == b->family && a->ifindex == b->ifindex && gnl_addr_eq(&a->dst, &b->dst);
+}
+
+static bool addr_key_eq(const struct gnl_ifaddr *a, const struct gnl_ifaddr *b)
+{
+	return a->family == b->family && a->ifindex == b->ifindex && gnl_addr_eq(&a->addr, &b->addr);
+}
+
+static int reconcile(struct kb *k, const struct gdp_state *d, struct gdp_results *res, bool dry)
+{
+	struct snap s;
+	struct plan p;
+	struct rhash kh = { 0 }, wh = { 0 };
+	struct gdp_result *node_res;
+	struct gdp_result **vres = NULL, **ares = NULL, **rres = NULL;
+	bool *vok = NULL, *claimed = NULL, *ruclaimed = NULL, *nclaimed = NULL, *aclaimed = NULL;
+	const struct gnl_link *up;
+	char err[320], pb[64];
+	uint32_t upidx;
+	size_t i, j;
+	int rc = 0, pending = 0;
+
+	memset(&p, 0, sizeof(p));
+	memset(&s, 0, sizeof(s));
+	gdp_results_reset(res);
+	node_res = gdp_results_get(res, GDP_OBJ_NODE, "", "");
+	if (!node_res)
+		return -ENOMEM;
+	if (gdp_validate_node(&d->node, err, sizeof(err))) {
+		gdp_result_fail(node_res, -EINVAL, "%s", err);
+		return -EINVAL;
+	}
+	/* Results are looked up by index from here on: n can be large. */
+	vres = calloc(d->n_vpcs + 1, sizeof(*vres));
+	ares = calloc(d->n_atts + 1, sizeof(*ares));
+	rres = calloc(d->n_remotes + 1, sizeof(*rres));
+	vok = calloc(d->n_vpcs + 1, sizeof(*vok));
+	if (!vres || !ares || !rres || !vok) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if (res->cap < 1 + d->n_vpcs + d->n_atts + d->n_remotes) {
+		size_t nc = 1 + d->n_vpcs + d->n_atts + d->n_remotes;
+		struct gdp_result *nv = realloc(res->v, nc * sizeof(*nv));
+
+		if (!nv) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		res->v = nv;
+		res->cap = nc;
+		node_res = &res->v[0];
+	}
+	for (i = 0; i < d->n_vpcs; i++) {
+		vres[i] = &res->v[res->n++];
+		memset(vres[i], 0, sizeof(**vres));
+		vres[i]->kind = GDP_OBJ_VPC;
+		snprintf(vres[i]->vpc, sizeof(vres[i]->vpc), "%s", d->vpcs[i].id);
+	}
+	for (i = 0; i < d->n_atts; i++) {
+		ares[i] = &res->v[res->n++];
+		memset(ares[i], 0, sizeof(**ares));
+		ares[i]->kind = GDP_OBJ_ATTACHMENT;
+		snprintf(ares[i]->vpc, sizeof(ares[i]->vpc), "%s", d->atts[i].vpc);
+		snprintf(ares[i]->key, sizeof(ares[i]->key), "%s", d->atts[i].id);
+	}
+	for (i = 0; i < d->n_remotes; i++) {
+		rres[i] = &res->v[res->n++];
+		memset(rres[i], 0, sizeof(**rres));
+		rres[i]->kind = GDP_OBJ_REMOTE;
+		snprintf(rres[i]->vpc, sizeof(rres[i]->vpc), "%s", d->remotes[i].vpc);
+		gdp_prefix_str(&d->remotes[i].prefix, rres[i]->key, sizeof(rres[i]->key));
+	}
+
+	rc = snapshot(k, &s);
+	if (rc) {
+		gdp_result_fail(node_res, rc, "dump kernel state: %s", strerror(-rc));
+		goto out;
+	}
+	up = find_link(&s, d->node.uplink[0] ? d->node.uplink : "lo");
+	if (!up) {
+		rc = -ENODEV;
+		gdp_result_fail(node_res, rc, "node: uplink %s not found", d->node.uplink);
+		goto out;
+	}
+	upidx = up->ifindex;
+
+	/* VPCs: model checks, our table range, and nobody else in the table. */
+	for (i = 0; i < d->n_vpcs; i++) {
+		const struct gdp_vpc *v = &d->vpcs[i];
+		int e = gdp_validate_vpc(d, i, err, sizeof(err));
+
+		if (!e && (v->table < k->tmin || v->table > k->tmax)) {
+			snprintf(err, sizeof(err), "vpc %s: table %u outside galactic's range %u-%u",
+				 v->id, v->table, k->tmin, k->tmax);
+			e = -ERANGE;
+		}
+		for (j = 0; !e && j < s.routes.n; j++) {
+			const struct gnl_route *r = &s.routes.v[j];
+
+			if (r->table == v->table && r->protocol != k->proto) {
+				char t[200];
+
+				snprintf(err, sizeof(err), "vpc %s: table %u already used by something else (route %s, protocol %u)",
+					 v->id, v->table, gnl_route_str(r, t, sizeof(t)), r->protocol);
+				e = -EBUSY;
+			}
+		}
+		for (j = 0; !e && j < s.rules.n; j++) {
+			const struct gnl_rule *r = &s.rules.v[j];
+
+			if (r->table == v->table && r->protocol != k->proto) {
+				snprintf(err, sizeof(err), "vpc %s: table %u already used by something else (rule pref %u, protocol %u)",
+					 v->id, v->table, r->priority, r->protocol);
+				e = -EBUSY;
+			}
+		}
+		if (e) {
+			gdp_result_fail(vres[i], e, "%s", err);
+			if (VEC_PUSH(p.prot_tables, v->table))
+				goto nomem;
+			continue;
+		}
+		vok[i] = true;
+	}
+
+	for (i = 0; i < d->n_vpcs; i++) {
+		const struct gdp_vpc *v = &d->vpcs[i];
+		struct gnl_route r;
+		struct in6_addr sid;
+
+		if (!vok[i])
+			continue;
+		base_route(k, &r, AF_INET6, RT_TABLE_MAIN);
+		gdp_sid(&d->node, GDP_FN_DECAP, v->arg, &sid);
+		v6_addr(&sid, 128, &r.dst);
+		r.oif = upidx;
+		r.encap = GNL_ENCAP_SEG6LOCAL;
+		if (k->caps.vrf && k->caps.dt46) {
+			/* Not reachable on kernels without VRF; VRF mode needs a device per VPC. */
+			r.s6l.action = SEG6_LOCAL_ACTION_END_DT6;
+			r.s6l.table = v->table;
+		} else {
+			r.s6l.action = SEG6_LOCAL_ACTION_END_DT6;
+			r.s6l.table = v->table;
+		}
+		if (want_route(&p, vres[i], &r))
+			goto nomem;
+		base_route(k, &r, AF_INET6, v->table);
+		r.type = RTN_UNREACHABLE;
+		if (want_route(&p, vres[i], &r))
+			goto nomem;
+		base_route(k, &r, AF_INET, v->table);
+		r.type = RTN_UNREACHABLE;
+		if (want_route(&p, vres[i], &r))
+			goto nomem;
+	}
+
+	for (i = 0; i < d->n_atts; i++) {
+		const struct gdp_attachment *a = &d->atts[i];
+		const struct gdp_vpc *v = gdp_state_find_vpc(d, a->vpc);
+		const struct gnl_link *hl = find_link(&s, a->host_ifname);
+		int e = gdp_validate_attachment(d, i, err, sizeof(err));
+
+		if (!e && !vok[v - d->vpcs]) {
+			snprintf(err, sizeof(err), "attachment %s/%s: vpc %s is not programmed", a->vpc, a->id, a->vpc);
+			e = -EAGAIN;
+		}
+		if (!e && !hl) {
+			snprintf(err, sizeof(err), "attachment %s/%s: host interface %s not found", a->vpc, a->id,
+				 a->host_ifname);
+			e = -ENODEV;
+		}
+		if (e) {
+			gdp_result_fail(ares[i], e, "%s", err);
+			if (hl && VEC_PUSH(p.prot_ifindex, hl->ifindex))
+				goto nomem;
+			continue;
+		}
+		if (plan_attachment(k, &p, d, a, v, hl, ares[i]))
+			goto nomem;
+	}
+
+	for (i = 0; i < d->n_remotes; i++) {
+		const struct gdp_remote *rm = &d->remotes[i];
+		const struct gdp_vpc *v = gdp_state_find_vpc(d, rm->vpc);
+		struct gnl_route r;
+		int e = gdp_validate_remote(d, i, err, sizeof(err));
+
+		memset(&r, 0, sizeof(r));
+		if (!e && !vok[v - d->vpcs]) {
+			snprintf(err, sizeof(err), "remote %s in vpc %s: vpc is not programmed",
+				 gdp_prefix_str(&rm->prefix, pb, sizeof(pb)), rm->vpc);
+			e = -EAGAIN;
+		}
+		if (v) {
+			base_route(k, &r, rm->prefix.family, v->table);
+			to_gaddr(&rm->prefix, &r.dst);
+		}
+		if (e) {
+			gdp_result_fail(rres[i], e, "%s", err);
+			if (v && VEC_PUSH(p.prot_routes, r))
+				goto nomem;
+			continue;
+		}
+		r.oif = upidx;
+		if (r.family == AF_INET)
+			r.scope = RT_SCOPE_LINK;
+		r.encap = GNL_ENCAP_SEG6;
+		r.seg6.mode = SEG6_IPTUN_MODE_ENCAP_RED;
+		r.seg6.nsegs = 1;
+		r.seg6.segs[0] = rm->sid;
+		if (want_route(&p, rres[i], &r))
+			goto nomem;
+	}
+
+	/* Desired routes: one per key. A later duplicate fails alone. */
+	if (rhash_init(&wh, p.wroutes.n) || rhash_init(&kh, s.routes.n))
+		goto nomem;
+	for (i = 0; i < p.wroutes.n; i++) {
+		long dup = rhash_insert(&wh, p.wroutes.v, i);
+
+		if (dup >= 0) {
+			char t[200];
+
+			gdp_result_fail(p.wroute_res.v[i], -EEXIST, "route %s: duplicate of another object's route",
+					gnl_route_str(&p.wroutes.v[i], t, sizeof(t)));
+			p.wroute_res.v[i] = NULL; /* marks it skipped */
+		}
+	}
+	for (i = 0; i < s.routes.n; i++)
+		rhash_insert(&kh, s.routes.v, i);
+
+	claimed = calloc(s.routes.n + 1, 1);
+	ruclaimed = calloc(s.rules.n + 1, 1);
+	nclaimed = calloc(s.neighs.n + 1, 1);
+	aclaimed = calloc(s.addrs.n + 1, 1);
+	if (!claimed || !ruclaimed || !nclaimed || !aclaimed)
+		goto nomem;
+
+	for (i = 0; i < p.wroutes.n; i++) {
+		const struct gnl_route *w = &p.wroutes.v[i];
+		struct gdp_result *wr = p.wroute_res.v[i];
+		long ki;
+
+		if (!wr)
+			continue;
+		if (wr->err) /* its object already failed (e.g. another of its routes) */
+			continue;
+		ki = rhash_find(&kh, s.routes.v, w);
+		if (ki < 0) {
+			if (add_op(&p, V_ADD, O_ROUTE, wr, w))
+				goto nomem;
+			continue;
+		}
+		claimed[ki] = 1;
+		if (s.routes.v[ki].protocol != k->proto) {
+			char t[200];
+
+			gdp_result_fail(wr, -EEXIST, "add route %s: exists and is not galactic's (protocol %u)",
+					gnl_route_str(w, t, sizeof(t)), s.routes.v[ki].protocol);
+			continue;
+		}
+		if (gnl_route_equal(&s.routes.v[ki], w))
+			res->unchanged++;
+		else if (add_op(&p, V_REPLACE, O_ROUTE, wr, w))
+			goto nomem;
+	}
+	for (i = 0; i < p.wants.n; i++) {
+		struct want *w = &p.wants.v[i];
+		bool found = false;
+
+		switch (w->k) {
+		case O_RULE:
+			for (j = 0; j < s.rules.n && !found; j++)
+				if (s.rules.v[j].protocol == k->proto && gnl_rule_equal(&s.rules.v[j], &w->o.ru))
+					found = true, ruclaimed[j] = 1;
+			if (!found && add_op(&p, V_ADD, O_RULE, w->res, &w->o.ru))
+				goto nomem;
+			break;
+		case O_NEIGH:
+			for (j = 0; j < s.neighs.n && !found; j++)
+				if (neigh_key_eq(&s.neighs.v[j], &w->o.n)) {
+					const struct gnl_neigh *kn = &s.neighs.v[j];
+
+					found = true;
+					nclaimed[j] = 1;
+					if (kn->protocol != k->proto || kn->state != NUD_PERMANENT ||
+					    !kn->has_lladdr || memcmp(kn->lladdr, w->o.n.lladdr, 6)) {
+						if (add_op(&p, V_REPLACE, O_NEIGH, w->res, &w->o.n))
+							goto nomem;
+					} else {
+						res->unchanged++;
+					}
+				}
+			if (!found && add_op(&p, V_ADD, O_NEIGH, w->res, &w->o.n))
+				goto nomem;
+			break;
+		case O_ADDR:
+			for (j = 0; j < s.addrs.n && !found; j++)
+				if (addr_key_eq(&s.addrs.v[j], &w->o.a))
+					found = true, aclaimed[j] = 1;
+			if (!found && add_op(&p, V_ADD, O_ADDR, w->res, &w->o.a))
+				goto nomem;
+			break;
+		case O_LINK:
+			for (j = 0; j < s.links.n; j++)
+				if (s.links.v[j].ifindex == w->o.l.ifindex) {
+					const struct gnl_link *kl = &s.links.v[j];
+
+					if (!(kl->flags & IFF_UP) || (w->o.l.mtu && kl->mtu != w->o.l.mtu)) {
+						if (add_op(&p, V_SET, O_LINK, w->res, &w->o.l))
+							goto nomem;
+					} else {
+						res->unchanged++;
+					}
+				}
+			break;
+		case O_ROUTE:
+			break;
+		}
+	}
+
+	/* Leftovers: ours (by protocol), unclaimed, not belonging to an invalid object. */
+	for (i = 0; i < s.routes.n; i++) {
+		const struct gnl_route *r = &s.routes.v[i];
+		bool prot = false;
+
+		if (claimed[i] || r->protocol != k->proto)
+			continue;
+		if (u32_in(p.prot_tables.v, p.prot_tables.n, r->table) ||
+		    (r->oif && u32_in(p.prot_ifindex.v, p.prot_ifindex.n, r->oif)))
+			prot = true;
+		for (j = 0; j < p.prot_routes.n && !prot; j++)
+			prot = gnl_route_same_key(&p.prot_routes.v[j], r);
+		if (!prot && add_op(&p, V_DEL, O_ROUTE, NULL, r))
+			goto nomem;
+	}
+	for (i = 0; i < s.rules.n; i++) {
+		const struct gnl_rule *r = &s.rules.v[i];
+		bool prot = false;
+
+		if (ruclaimed[i] || r->protocol != k->proto)
+			continue;
+		for (j = 0; j < d->n_atts && !prot; j++)
+			prot = ares[j]->err && !strcmp(d->atts[j].host_ifname, r->iifname);
+		prot = prot || u32_in(p.prot_tables.v, p.prot_tables.n, r->table);
+		if (!prot && add_op(&p, V_DEL, O_RULE, NULL, r))
+			goto nomem;
+	}
+	for (i = 0; i < s.neighs.n; i++)
+		if (!nclaimed[i] && s.neighs.v[i].protocol == k->proto &&
+		    !u32_in(p.prot_ifindex.v, p.prot_ifindex.n, s.neighs.v[i].ifindex) &&
+		    add_op(&p, V_DEL, O_NEIGH, NULL, &s.neighs.v[i]))
+			goto nomem;
+	for (i = 0; i < s.addrs.n; i++)
+		if (!aclaimed[i] && s.addrs.v[i].protocol == k->proto &&
+		    !u32_in(p.prot_ifindex.v, p.prot_ifindex.n, s.addrs.v[i].ifindex) &&
+		    add_op(&p, V_DEL, O_ADDR, NULL, &s.addrs.v[i]))
+			goto nomem;
+
+	if (dry) {
+		for (i = 0; i < p.ops.n; i++)
+			if (p.ops.v[i].res)
+				p.ops.v[i].res->programmed = false, p.ops.v[i].res->err = p.ops.v[i].res->err ? p.ops.v[i].res->err : -ENOENT;
+		pending = (int)p.ops.n;
+		for (i = 0; i < p.ops.n; i++)
+			if (p.ops.v[i].res && p.ops.v[i].res->msg[0] == 0) {
+				char dsc[256];
+
+				describe(&p.ops.v[i], dsc, sizeof(dsc));
+				snprintf(p.ops.v[i].res->msg, sizeof(p.ops.v[i].res->msg), "missing or different: %s", dsc);
+			}
+	} else {
+		rc = execute(k, &p, res, node_res);
+	}
+	for (i = 0; i < res->n; i++) {
+		if (!res->v[i].err)
+			res->v[i].programmed = true;
+		else if (!rc && !dry)
+			rc = res->v[i].err;
+	}
+	if (dry && !rc)
+		rc = pending;
+	goto out;
+nomem:
+	rc = -ENOMEM;
+	gdp_result_fail(node_res, rc, "reconcile: out of memory");
+out:
+	free(vres);
+	free(ares);
+	free(rres);
+	free(vok);
+	free(claimed);
+	free(ruclaimed);
+	free(nclaimed);
+	free(aclaimed);
+	free(kh.slot);
+	free(wh.slot);
+	plan_free(&p);
+	snap_free(&s);
+	return rc;
+}
+
+/* ------------------------------------------------------------ backend ops */
+
+static int write_sysctl(const char *path, const char *val)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = write(fd, val, strlen(val));
+	close(fd);
+	return n < 0 ? -errno : 0;
+}
+
+/* Node-wide switches the datapath needs, written inside the backend's netns. */
+static int node_sysctls(const char *netns, char *err, size_t errlen)
+{
+	static const char *const knobs[] = {
+		"/proc/sys/net/ipv6/conf/all/forwarding",
+		"/proc/sys/net/ipv4/ip_forward",
+		"/proc/sys/net/ipv6/conf/all/seg6_enabled",
+		"/proc/sys/net/ipv6/conf/default/seg6_enabled",
+	};
+	int orig = -1, ns = -1, rc = 0;
+	size_t i;
+
+	if (netns) {
+		char path[512];
+
+		snprintf(path, sizeof(path), strchr(netns, '/') ? "%s" : "/run/netns/%s", netns);
+		orig = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+		ns = open(path, O_RDONLY | O_CLOEXEC);
+		if (orig < 0 || ns < 0 || setns(ns, CLONE_NEWNET) < 0) {
+			rc = -errno;
+			snprintf(err, errlen, "enter netns %s: %s", netns, strerror(errno));
+			goto out;
+		}
+	}
+	/* /proc/sys/net follows the opener's namespace. */
+	for (i = 0; i < sizeof(knobs) / sizeof(knobs[0]) && !rc; i++) {
+		rc = write_sysctl(knobs[i], "1");
+		if (rc)
+			snprintf(err, errlen, "sysctl %s=1: %s", knobs[i], strerror(-rc));
+	}
+	if (netns && setns(orig, CLONE_NEWNET) < 0 && !rc) {
+		rc = -errno;
+		snprintf(err, errlen, "leave netns %s: %s", netns, strerror(errno));
+	}
+out:
+	if (orig >= 0)
+		close(orig);
+	if (ns >= 0)
+		close(ns);
+	return rc;
+}
+
+static void probe_caps(struct kb *k)
+{
+	char name[IFNAMSIZ], ext[128];
+	int rc;
+
+	memset(&k->caps, 0, sizeof(k->caps));
+	snprintf(name, sizeof(name), "gvrfp%d", (int)(getpid() % 100000));
+	rc = gnl_vrf_add(k->nl, name, k->tmax, ext, sizeof(ext));
+	if (!rc) {
+		k->caps.vrf = true;
+		gnl_link_del(k->nl, name, NULL, 0);
+	}
+	k->caps.seg6 = k->caps.seg6local = access("/proc/sys/net/ipv6/conf/all/seg6_enabled", F_OK) == 0;
+	k->caps.dt46 = k->caps.vrf;
+	snprintf(k->caps.detail, sizeof(k->caps.detail), "vrf: %s; seg6: %s; End.DT4/DT46: %s",
+		 k->caps.vrf ? "yes" : rc == -EOPNOTSUPP ? "no (Unknown device type)" : strerror(-rc),
+		 k->caps.seg6 ? "yes" : "no", k->caps.dt46 ? "yes" : "no (needs VRF)");
+}
+
+static int kb_open(struct gdp_backend **out, const struct gdp_backend_opts *o, char *err, size_t errlen)
+{
+	struct kb *k = calloc(1, sizeof(*k));
+	int rc;
+
+	*out = NULL;
+	if (!k) {
+		snprintf(err, errlen, "kernel backend: out of memory");
+		return -ENOMEM;
+	}
+	k->base.ops = &gdp_kernel_backend;
+	k->proto = o && o->rtproto ? o->rtproto : GDP_RTPROT_DEFAULT;
+	k->tmin = o && o->table_min ? o->table_min : GDP_TABLE_MIN_DEFAULT;
+	k->tmax = o && o->table_max ? o->table_max : GDP_TABLE_MAX_DEFAULT;
+	k->rule_prio = o && o->rule_prio ? o->rule_prio : GDP_RULE_PRIO_DEFAULT;
+	k->batch = o ? o->batch : 0;
+	k->max_retries = o ? o->max_retries : 0;
+	if (o && o->netns && !(k->netns = strdup(o->netns))) {
+		free(k);
+		return -ENOMEM;
+	}
+	if (k->tmin > k->tmax || k->proto <= RTPROT_STATIC) {
+		snprintf(err, errlen, "kernel backend: invalid table range %u-%u or protocol %u", k->tmin,
+			 k->tmax, k->proto);
+		rc = -EINVAL;
+		goto fail;
+	}
+	rc = gnl_open(&k->nl, k->netns, err, errlen);
+	if (rc)
+		goto fail;
+	rc = node_sysctls(k->netns, err, errlen);
+	if (rc)
+		goto fail;
+	probe_caps(k);
+	*out = &k->base;
+	return 0;
+fail:
+	gnl_close(k->nl);
+	free(k->netns);
+	free(k);
+	return rc;
+}
+
+static int kb_caps(struct gdp_backend *b, struct gdp_caps *caps)
+{
+	*caps = ((struct kb *)b)->caps;
+	return 0;
+}
+
+static int kb_apply(struct gdp_backend *b, const struct gdp_state *d, struct gdp_results *res)
+{
+	return reconcile((struct kb *)b, d, res, false);
+}
+
+static int kb_observe(struct gdp_backend *b, const struct gdp_state *d, struct gdp_results *res)
+{
+	return reconcile((struct kb *)b, d, res, true);
+}
+
+static void kb_close(struct gdp_backend *b)
+{
+	struct kb *k = (struct kb *)b;
+
+	if (!k)
+		return;
+	gnl_close(k->nl);
+	free(k->netns);
+	free(k);
+}
+
+const struct gdp_backend_ops gdp_kernel_backend = {
+	.name = "kernel",
+	.open = kb_open,
+	.caps = kb_caps,
+	.apply = kb_apply,
+	.observe = kb_observe,
+	.close = kb_close,
+};

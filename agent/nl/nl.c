@@ -1,0 +1,480 @@
+/* Socket, batched requests with per-message acks, dumps. */
+#include "agent/nl/nl.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <netlink/netlink.h>
+#include <netlink/socket.h>
+
+#include "agent/nl/objects.h"
+
+#define RECV_BUF (256 * 1024)
+
+struct gnl_sock {
+	struct nl_sock *sk;
+	uint32_t seq;
+	uint8_t *rbuf;
+};
+
+int gnl_fd(const struct gnl_sock *s)
+{
+	return nl_socket_get_fd(s->sk);
+}
+
+static int open_netns_fd(const char *netns)
+{
+	char path[512];
+
+	if (strchr(netns, '/'))
+		snprintf(path, sizeof(path), "%s", netns);
+	else
+		snprintf(path, sizeof(path), "/run/netns/%s", netns);
+	return open(path, O_RDONLY | O_CLOEXEC);
+}
+
+int gnl_open(struct gnl_sock **out, const char *netns, char *err, size_t errlen)
+{
+	struct gnl_sock *s;
+	int orig = -1, nsfd = -1, rc = 0, one = 1, fd;
+	int bufsz = 16 * 1024 * 1024;
+
+	*out = NULL;
+	s = calloc(1, sizeof(*s));
+	if (!s || !(s->rbuf = malloc(RECV_BUF))) {
+		free(s);
+		snprintf(err, errlen, "netlink socket: out of memory");
+		return -ENOMEM;
+	}
+	s->seq = (uint32_t)time(NULL);
+	if (netns) {
+		/* The socket stays bound to the namespace it was created in. */
+		orig = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+		nsfd = open_netns_fd(netns);
+		if (orig < 0 || nsfd < 0) {
+			rc = -errno;
+			snprintf(err, errlen, "open netns %s: %s", netns, strerror(errno));
+			goto fail;
+		}
+		if (setns(nsfd, CLONE_NEWNET) < 0) {
+			rc = -errno;
+			snprintf(err, errlen, "enter netns %s: %s", netns, strerror(errno));
+			goto fail;
+		}
+	}
+	s->sk = nl_socket_alloc();
+	if (!s->sk) {
+		rc = -ENOMEM;
+		snprintf(err, errlen, "netlink socket: out of memory");
+	} else if ((rc = nl_connect(s->sk, NETLINK_ROUTE)) < 0) {
+		snprintf(err, errlen, "netlink connect: %s", nl_geterror(rc));
+		rc = -EIO;
+	}
+	if (netns && setns(orig, CLONE_NEWNET) < 0 && !rc) {
+		rc = -errno;
+		snprintf(err, errlen, "return from netns %s: %s", netns, strerror(errno));
+	}
+	if (rc)
+		goto fail;
+	fd = nl_socket_get_fd(s->sk);
+	/* Acks for a whole trip queue up before we read them: room for many. */
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &bufsz, sizeof(bufsz)) < 0)
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bufsz, sizeof(bufsz));
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &bufsz, sizeof(bufsz)) < 0)
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bufsz, sizeof(bufsz));
+	setsockopt(fd, SOL_NETLINK, NETLINK_EXT_ACK, &one, sizeof(one));
+	setsockopt(fd, SOL_NETLINK, NETLINK_CAP_ACK, &one, sizeof(one));
+	if (orig >= 0)
+		close(orig);
+	if (nsfd >= 0)
+		close(nsfd);
+	*out = s;
+	return 0;
+fail:
+	if (orig >= 0)
+		close(orig);
+	if (nsfd >= 0)
+		close(nsfd);
+	if (s->sk)
+		nl_socket_free(s->sk);
+	free(s->rbuf);
+	free(s);
+	return rc;
+}
+
+void gnl_close(struct gnl_sock *s)
+{
+	if (!s)
+		return;
+	nl_socket_free(s->sk);
+	free(s->rbuf);
+	free(s);
+}
+
+/* ---------------------------------------------------------------- batches */
+
+void gnl_batch_init(struct gnl_batch *b)
+{
+	memset(b, 0, sizeof(*b));
+	b->per_trip = 256;
+	b->max_retries = 1000;
+	b->backoff_us = 1000;
+}
+
+void gnl_batch_free(struct gnl_batch *b)
+{
+	free(b->buf);
+	free(b->v);
+	memset(b, 0, sizeof(*b));
+}
+
+void gnl_batch_clear(struct gnl_batch *b)
+{
+	b->len = 0;
+	b->n = 0;
+	b->retries = 0;
+	b->trips = 0;
+}
+
+int gnl_batch_add(struct gnl_batch *b, struct nl_msg *msg, void *tag)
+{
+	struct nlmsghdr *h = nlmsg_hdr(msg);
+	size_t need = NLMSG_ALIGN(h->nlmsg_len);
+
+	if (b->len + need > b->cap) {
+		size_t nc = b->cap ? b->cap * 2 : 64 * 1024;
+		uint8_t *nb;
+
+		while (nc < b->len + need)
+			nc *= 2;
+		nb = realloc(b->buf, nc);
+		if (!nb)
+			return -ENOMEM;
+		b->buf = nb;
+		b->cap = nc;
+	}
+	if (b->n == b->capn) {
+		size_t nc = b->capn ? b->capn * 2 : 256;
+		struct gnl_req *nv = realloc(b->v, nc * sizeof(*nv));
+
+		if (!nv)
+			return -ENOMEM;
+		b->v = nv;
+		b->capn = nc;
+	}
+	memcpy(b->buf + b->len, h, h->nlmsg_len);
+	memset(b->buf + b->len + h->nlmsg_len, 0, need - h->nlmsg_len);
+	((struct nlmsghdr *)(b->buf + b->len))->nlmsg_flags |= NLM_F_REQUEST | NLM_F_ACK;
+	b->v[b->n] = (struct gnl_req){ .off = b->len, .len = need, .tag = tag };
+	b->len += need;
+	b->n++;
+	return 0;
+}
+
+static void parse_extack(const struct nlmsghdr *h, char *ext, size_t extlen)
+{
+	const struct nlmsgerr *e = NLMSG_DATA(h);
+	size_t off = sizeof(*e);
+	const uint8_t *end = (const uint8_t *)h + h->nlmsg_len;
+	const struct nlattr *a;
+
+	if (!ext || !extlen)
+		return;
+	ext[0] = 0;
+	if (!(h->nlmsg_flags & NLM_F_ACK_TLVS))
+		return;
+	if (!(h->nlmsg_flags & NLM_F_CAPPED))
+		off += e->msg.nlmsg_len - sizeof(struct nlmsghdr);
+	a = (const struct nlattr *)((const uint8_t *)NLMSG_DATA(h) + NLMSG_ALIGN(off));
+	while ((const uint8_t *)a + sizeof(*a) <= end && a->nla_len >= sizeof(*a) &&
+	       (const uint8_t *)a + a->nla_len <= end) {
+		if ((a->nla_type & NLA_TYPE_MASK) == NLMSGERR_ATTR_MSG) {
+			size_t l = a->nla_len - sizeof(*a);
+
+			if (l >= extlen)
+				l = extlen - 1;
+			memcpy(ext, (const uint8_t *)a + NLA_HDRLEN, l);
+			ext[l] = 0;
+			l = strnlen(ext, l);
+			ext[l] = 0;
+			return;
+		}
+		a = (const struct nlattr *)((const uint8_t *)a + NLA_ALIGN(a->nla_len));
+	}
+}
+
+static int send_all(struct gnl_sock *s, void *buf, size_t len)
+{
+	int rc = nl_sendto(s->sk, buf, len);
+
+	return rc < 0 ? -EIO : 0;
+}
+
+/* One trip: send the requests idx[0..n) and collect their acks. */
+static int trip(struct gnl_sock *s, struct gnl_batch *b, const size_t *idx, size_t n,
+		uint8_t *sendbuf)
+{
+	size_t off = 0, acked = 0, i;
+	uint32_t seq0 = s->seq;
+
+	for (i = 0; i < n; i++) {
+		struct gnl_req *r = &b->v[idx[i]];
+		struct nlmsghdr *h = (struct nlmsghdr *)(b->buf + r->off);
+
+		r->seq = s->seq++;
+		r->err = 1; /* pending */
+		h->nlmsg_seq = r->seq;
+		h->nlmsg_pid = 0;
+		memcpy(sendbuf + off, h, r->len);
+		off += r->len;
+	}
+	if (send_all(s, sendbuf, off) < 0)
+		return -EIO;
+	b->trips++;
+	while (acked < n) {
+		ssize_t got = recv(gnl_fd(s), s->rbuf, RECV_BUF, 0);
+		struct nlmsghdr *h;
+		int left;
+
+		if (got < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		left = (int)got;
+		for (h = (struct nlmsghdr *)s->rbuf; NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
+			const struct nlmsgerr *e;
+			uint32_t k;
+			struct gnl_req *r;
+
+			if (h->nlmsg_type != NLMSG_ERROR)
+				continue;
+			k = h->nlmsg_seq - seq0;
+			if (h->nlmsg_seq < seq0 || k >= n)
+				continue; /* stale ack of an earlier exchange */
+			r = &b->v[idx[k]];
+			if (r->err != 1)
+				continue;
+			e = NLMSG_DATA(h);
+			r->err = e->error;
+			if (e->error)
+				parse_extack(h, r->ext, sizeof(r->ext));
+			else
+				r->ext[0] = 0;
+			acked++;
+		}
+	}
+	return 0;
+}
+
+int gnl_batch_run(struct gnl_sock *s, struct gnl_batch *b)
+{
+	size_t *pend = NULL, *retry = NULL, np = b->n, nr, i;
+	uint8_t *sendbuf = NULL;
+	unsigned backoff = b->backoff_us ? b->backoff_us : 1000;
+	unsigned per = b->per_trip ? b->per_trip : 256;
+	int rc = 0;
+
+	b->retries = 0;
+	b->trips = 0;
+	if (!b->n)
+		return 0;
+	pend = malloc(b->n * sizeof(*pend));
+	retry = malloc(b->n * sizeof(*retry));
+	sendbuf = malloc(b->len);
+	if (!pend || !retry || !sendbuf) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < b->n; i++) {
+		pend[i] = i;
+		b->v[i].retries = 0;
+	}
+	while (np) {
+		nr = 0;
+		for (i = 0; i < np; i += per) {
+			size_t k, cnt = np - i < per ? np - i : per;
+
+			rc = trip(s, b, pend + i, cnt, sendbuf);
+			if (rc)
+				goto out;
+			for (k = 0; k < cnt; k++) {
+				struct gnl_req *r = &b->v[pend[i + k]];
+
+				/* The kernel's per-CPU allocations fail transiently under
+				 * bulk seg6 insertion: try again later, never drop. */
+				if (r->err == -ENOMEM && r->retries < b->max_retries) {
+					r->retries++;
+					b->retries++;
+					retry[nr++] = pend[i + k];
+				}
+			}
+		}
+		if (nr) {
+			struct timespec ts = { backoff / 1000000, (backoff % 1000000) * 1000L };
+
+			nanosleep(&ts, NULL);
+			/* Back off harder only while nothing gets through. */
+			if (nr == np)
+				backoff = backoff * 2 > 100000 ? 100000 : backoff * 2;
+			else
+				backoff = b->backoff_us ? b->backoff_us : 1000;
+		}
+		memcpy(pend, retry, nr * sizeof(*pend));
+		np = nr;
+	}
+out:
+	free(pend);
+	free(retry);
+	free(sendbuf);
+	return rc;
+}
+
+int gnl_talk(struct gnl_sock *s, struct nl_msg *msg, char *ext, size_t extlen)
+{
+	struct gnl_batch b;
+	int rc;
+
+	gnl_batch_init(&b);
+	b.max_retries = 50;
+	rc = gnl_batch_add(&b, msg, NULL);
+	if (!rc)
+		rc = gnl_batch_run(s, &b);
+	if (!rc)
+		rc = b.v[0].err;
+	if (ext && extlen) {
+		ext[0] = 0;
+		if (b.n)
+			snprintf(ext, extlen, "%s", b.v[0].ext);
+	}
+	gnl_batch_free(&b);
+	return rc;
+}
+
+int gnl_dump(struct gnl_sock *s, struct nl_msg *req, gnl_dump_cb cb, void *arg)
+{
+	struct nlmsghdr *rh = nlmsg_hdr(req);
+	uint32_t seq = s->seq++;
+	bool intr = false;
+
+	rh->nlmsg_flags |= NLM_F_REQUEST | NLM_F_DUMP;
+	rh->nlmsg_seq = seq;
+	rh->nlmsg_pid = 0;
+	if (send_all(s, rh, rh->nlmsg_len) < 0)
+		return -EIO;
+	for (;;) {
+		ssize_t got = recv(gnl_fd(s), s->rbuf, RECV_BUF, 0);
+		struct nlmsghdr *h;
+		int left, stop = 0;
+
+		if (got < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		left = (int)got;
+		for (h = (struct nlmsghdr *)s->rbuf; NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
+			if (h->nlmsg_seq != seq)
+				continue;
+			if (h->nlmsg_flags & NLM_F_DUMP_INTR)
+				intr = true;
+			if (h->nlmsg_type == NLMSG_DONE)
+				return stop ? stop : intr ? -EAGAIN : 0;
+			if (h->nlmsg_type == NLMSG_ERROR) {
+				const struct nlmsgerr *e = NLMSG_DATA(h);
+
+				if (e->error)
+					return e->error;
+				continue;
+			}
+			/* Keep reading to the end after a stop so the socket stays in sync. */
+			if (!stop)
+				stop = cb(h, arg);
+		}
+	}
+}
+
+/* ---------------------------------------------------------------- helpers */
+
+bool gnl_addr_eq(const struct gnl_addr *x, const struct gnl_addr *y)
+{
+	if (x->family != y->family || x->len != y->len)
+		return false;
+	return !memcmp(x->a.raw, y->a.raw, gnl_addr_bytes(x->family));
+}
+
+char *gnl_addr_str(const struct gnl_addr *a, bool with_len, char *buf, size_t n)
+{
+	char tmp[INET6_ADDRSTRLEN];
+
+	if (!a->family) {
+		snprintf(buf, n, "default");
+		return buf;
+	}
+	inet_ntop(a->family, a->a.raw, tmp, sizeof(tmp));
+	if (with_len)
+		snprintf(buf, n, "%s/%u", tmp, a->len);
+	else
+		snprintf(buf, n, "%s", tmp);
+	return buf;
+}
+
+int gnl_addr_parse(const char *s, struct gnl_addr *a)
+{
+	char tmp[INET6_ADDRSTRLEN + 8];
+	char *slash, *end;
+	long len = -1;
+
+	memset(a, 0, sizeof(*a));
+	if (strlen(s) >= sizeof(tmp))
+		return -EINVAL;
+	strcpy(tmp, s);
+	slash = strchr(tmp, '/');
+	if (slash) {
+		*slash = 0;
+		errno = 0;
+		len = strtol(slash + 1, &end, 10);
+		if (errno || *end || end == slash + 1)
+			return -EINVAL;
+	}
+	if (inet_pton(AF_INET6, tmp, &a->a.v6) == 1)
+		a->family = AF_INET6;
+	else if (inet_pton(AF_INET, tmp, &a->a.v4) == 1)
+		a->family = AF_INET;
+	else
+		return -EINVAL;
+	if (len < 0)
+		len = a->family == AF_INET ? 32 : 128;
+	if (len > (a->family == AF_INET ? 32 : 128))
+		return -EINVAL;
+	a->len = (uint8_t)len;
+	return 0;
+}
+
+int gnl_ifindex(struct gnl_sock *s, const char *name)
+{
+	struct gnl_link l;
+	int rc = gnl_link_get(s, name, &l);
+
+	return rc < 0 ? rc : (int)l.ifindex;
+}
+
+char *gnl_hex(const void *p, size_t n, char *buf, size_t buflen)
+{
+	const uint8_t *b = p;
+	size_t i, o = 0;
+
+	if (buflen)
+		buf[0] = 0;
+	for (i = 0; i < n && o + 4 < buflen; i++)
+		o += (size_t)snprintf(buf + o, buflen - o, i ? " %02x" : "%02x", b[i]);
+	return buf;
+}

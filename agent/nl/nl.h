@@ -1,0 +1,104 @@
+/*
+ * libgnl: a small rtnetlink library on libnl-3's core message API.
+ *
+ * nl.c      socket (optionally inside a named netns), batched requests with
+ *           per-message acks, ENOMEM retry with backoff, dumps
+ * link.c    links (veth, vrf, up/mtu/netns)     addr.c   addresses
+ * neigh.c   neighbours                          rule.c   policy rules
+ * route.c   routes incl. seg6 / seg6local lightweight tunnels
+ *
+ * Each object family has an encoder (struct -> struct nl_msg) and a decoder
+ * (struct nlmsghdr -> struct) next to each other. Functions return 0 or a
+ * negative errno; nothing here prints.
+ */
+#ifndef GALACTIC_AGENT_NL_NL_H
+#define GALACTIC_AGENT_NL_NL_H
+
+#include <linux/netlink.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <netlink/msg.h>
+
+struct gnl_sock;
+
+/* Opens a NETLINK_ROUTE socket in netns (NULL = current; a name in /run/netns or a path). */
+int gnl_open(struct gnl_sock **out, const char *netns, char *err, size_t errlen);
+void gnl_close(struct gnl_sock *s);
+int gnl_fd(const struct gnl_sock *s);
+
+/* --- batches of requests ------------------------------------------------ */
+
+struct gnl_req {
+	size_t off, len;        /* bytes in the batch buffer */
+	uint32_t seq;
+	int err;                /* 0 or -errno after gnl_batch_run */
+	unsigned retries;       /* ENOMEM retries this request took */
+	void *tag;              /* caller's object */
+	char ext[128];          /* kernel extended ack message, if any */
+};
+
+struct gnl_batch {
+	uint8_t *buf;
+	size_t len, cap;
+	struct gnl_req *v;
+	size_t n, capn;
+	unsigned per_trip;          /* requests per sendmsg (default 256) */
+	unsigned max_retries;       /* per request (default 200) */
+	unsigned backoff_us;        /* first ENOMEM backoff (default 1000, doubles, max 100ms) */
+	unsigned long retries;      /* total ENOMEM retries in the last run */
+	unsigned long trips;        /* sendmsg calls in the last run */
+};
+
+void gnl_batch_init(struct gnl_batch *b);
+void gnl_batch_free(struct gnl_batch *b);
+void gnl_batch_clear(struct gnl_batch *b);
+/* Appends msg's bytes (msg stays the caller's). Adds NLM_F_REQUEST|NLM_F_ACK. */
+int gnl_batch_add(struct gnl_batch *b, struct nl_msg *msg, void *tag);
+/*
+ * Sends every request, many per round trip, matching each ack to its request
+ * by sequence number. ENOMEM answers are retried (after the rest of the trip)
+ * with exponential backoff, up to max_retries each. Returns 0 when the
+ * exchange worked (per-request errors are in v[i].err), or -errno when the
+ * socket failed.
+ */
+int gnl_batch_run(struct gnl_sock *s, struct gnl_batch *b);
+
+/* Sends one request and waits for its ack. ext (may be NULL) gets the extack text. */
+int gnl_talk(struct gnl_sock *s, struct nl_msg *msg, char *ext, size_t extlen);
+
+/* Dumps: cb is called for every message; a non-zero return stops with that value. */
+typedef int (*gnl_dump_cb)(const struct nlmsghdr *h, void *arg);
+int gnl_dump(struct gnl_sock *s, struct nl_msg *req, gnl_dump_cb cb, void *arg);
+
+/* --- helpers --------------------------------------------------------------- */
+
+/* Address: family + bytes. */
+struct gnl_addr {
+	int family;             /* 0 = absent, AF_INET, AF_INET6 */
+	uint8_t len;            /* prefix length where it matters */
+	union {
+		struct in_addr v4;
+		struct in6_addr v6;
+		uint8_t raw[16];
+	} a;
+};
+
+static inline size_t gnl_addr_bytes(int family)
+{
+	return family == AF_INET ? 4 : family == AF_INET6 ? 16 : 0;
+}
+bool gnl_addr_eq(const struct gnl_addr *x, const struct gnl_addr *y);
+/* "addr/len" (or "addr" when host is true). buf >= 64. */
+char *gnl_addr_str(const struct gnl_addr *a, bool with_len, char *buf, size_t n);
+int gnl_addr_parse(const char *s, struct gnl_addr *a);
+
+/* Returns the ifindex of name in the socket's namespace, or -errno. */
+int gnl_ifindex(struct gnl_sock *s, const char *name);
+
+/* Hex dump helper for tests / debugging: "0a 1b ..." into buf. */
+char *gnl_hex(const void *p, size_t n, char *buf, size_t buflen);
+
+#endif
