@@ -1,2 +1,3 @@
 # Suites of the foundation: the test control plane itself.
-$(eval $(call e2e_test,test_controlplane,tests/e2e/test_controlplane.c tests/lib/cp.c,,curl jansson))
+$(eval $(call e2e_test,test_controlplane,tests/e2e/test_controlplane.c tests/lib/cp.c tests/lib/kreq.c,,curl jansson))
+$(eval $(call e2e_test,test_crds,tests/e2e/test_crds.c tests/lib/cp.c tests/lib/kreq.c,,curl jansson))
