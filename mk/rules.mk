@@ -44,17 +44,26 @@ BENCHES     :=
 FUZZERS     :=
 GENERATED   :=
 
+# V=1 shows full command lines.
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
 objs = $(addprefix build/$(1)/,$(2:.c=.o))
 libfiles = $(foreach l,$(2),build/$(1)/lib$(l).a)
 ldlibs = $(foreach l,$(1),$(LIB_$(l)))
 
 build/rel/%.o: %.c | $$(GENERATED)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_rel) -c -o $@ $<
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(CFLAGS_rel) -c -o $@ $<
 
 build/san/%.o: %.c | $$(GENERATED)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_san) -c -o $@ $<
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(CFLAGS_san) -c -o $@ $<
 
 define lib
 SRCS_$(1) := $(2)
@@ -69,10 +78,12 @@ endef
 define prog
 build/rel/bin/$(1): $(call objs,rel,$(2)) $(call libfiles,rel,$(3))
 	@mkdir -p $$(@D)
-	$(CC) $(LDFLAGS_rel) -o $$@ $$^ $(call ldlibs,$(4))
+	@$(if $(Q),echo "  LD      $$@")
+	$(Q)$(CC) $(LDFLAGS_rel) -o $$@ $$^ $(call ldlibs,$(4))
 build/san/bin/$(1): $(call objs,san,$(2)) $(call libfiles,san,$(3))
 	@mkdir -p $$(@D)
-	$(CC) $(LDFLAGS_san) -o $$@ $$^ $(call ldlibs,$(4))
+	@$(if $(Q),echo "  LD      $$@")
+	$(Q)$(CC) $(LDFLAGS_san) -o $$@ $$^ $(call ldlibs,$(4))
 ALL_REL += build/rel/bin/$(1)
 -include $(patsubst %.o,%.d,$(call objs,rel,$(2)) $(call objs,san,$(2)))
 endef
@@ -80,7 +91,8 @@ endef
 define _test
 build/san/tests/$(2): $(call objs,san,$(3)) $(call libfiles,san,$(4))
 	@mkdir -p $$(@D)
-	$(CC) $(LDFLAGS_san) -o $$@ $$^ $(call ldlibs,$(5) check)
+	@$(if $(Q),echo "  LD      $$@")
+	$(Q)$(CC) $(LDFLAGS_san) -o $$@ $$^ $(call ldlibs,$(5) check)
 $(1) += build/san/tests/$(2)
 -include $(patsubst %.o,%.d,$(call objs,san,$(3)))
 endef
