@@ -156,6 +156,7 @@ static struct bpf_program *prog_of(const struct gbpf *g, enum gbpf_prog p)
 	case GBPF_PROG_ENCAP: return g->skel->progs.galactic_encap;
 	case GBPF_PROG_PROBE_FIB: return g->skel->progs.galactic_probe_fib;
 	case GBPF_PROG_PROBE_ADJ: return g->skel->progs.galactic_probe_adj;
+	case GBPF_PROG_RESOLVE: return g->skel->progs.galactic_resolve;
 	default: return NULL;
 	}
 }
@@ -163,7 +164,8 @@ static struct bpf_program *prog_of(const struct gbpf *g, enum gbpf_prog p)
 static const char *prog_name(enum gbpf_prog p)
 {
 	static const char *const n[] = { "galactic_decap", "galactic_encap",
-					 "galactic_probe_fib", "galactic_probe_adj" };
+					 "galactic_probe_fib", "galactic_probe_adj",
+					 "galactic_resolve" };
 	return (unsigned)p < sizeof(n) / sizeof(n[0]) ? n[p] : "?";
 }
 
@@ -366,7 +368,16 @@ int gbpf_detach(int ifindex, char *err, size_t errlen)
 	return 0;
 }
 
-int gbpf_attached(int ifindex, enum gbpf_prog p)
+static __u32 prog_id(int fd)
+{
+	struct bpf_prog_info info;
+	__u32 len = sizeof(info);
+
+	memset(&info, 0, sizeof(info));
+	return bpf_obj_get_info_by_fd(fd, &info, &len) ? 0 : info.id;
+}
+
+int gbpf_attached(const struct gbpf *g, int ifindex, enum gbpf_prog p)
 {
 	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex, .attach_point = BPF_TC_INGRESS);
 	LIBBPF_OPTS(bpf_tc_opts, opts, .handle = GBPF_TC_HANDLE, .priority = GBPF_TC_PRIO);
@@ -389,7 +400,9 @@ int gbpf_attached(int ifindex, enum gbpf_prog p)
 	if (e)
 		return -errno;
 	/* Kernel names are cut at 15 characters; ours fit. */
-	return !strncmp(info.name, prog_name(p), sizeof(info.name) - 1);
+	if (strncmp(info.name, prog_name(p), sizeof(info.name) - 1))
+		return 0;
+	return opts.prog_id == prog_id(gbpf_prog_fd(g, p)) ? 2 : 1;
 }
 
 /* ---- maps ---- */
@@ -563,6 +576,33 @@ int gbpf_set_routes(struct gbpf *g, const struct gbpf_route_key *k, const struct
 				    done, n, what);
 		}
 	}
+	return 0;
+}
+
+int gbpf_resolve(struct gbpf *g, const uint8_t src[16], const uint8_t sid[16], struct gbpf_route *r)
+{
+	unsigned char pkt[14 + 40 + sizeof(struct gbpf_resolved)] = { [12] = 0x86, [13] = 0xdd,
+								      [14] = 0x60, [20] = 59, [21] = 64 };
+	unsigned char out[sizeof(pkt)];
+	struct gbpf_resolved res;
+	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = pkt, .data_size_in = sizeof(pkt),
+		    .data_out = out, .data_size_out = sizeof(out), .repeat = 1);
+
+	memcpy(pkt + 22, src, 16);
+	memcpy(pkt + 38, sid, 16);
+	if (bpf_prog_test_run_opts(gbpf_prog_fd(g, GBPF_PROG_RESOLVE), &opts))
+		return -errno;
+	if (opts.retval || opts.data_size_out < sizeof(pkt))
+		return -EIO;
+	memcpy(&res, out + 54, sizeof(res));
+	if (res.rc == 7 /* BPF_FIB_LKUP_RET_NO_NEIGH */)
+		return -EAGAIN;
+	if (res.rc != 0)
+		return -EHOSTUNREACH;
+	r->ifindex = res.ifindex;
+	memcpy(r->smac, res.smac, 6);
+	memcpy(r->dmac, res.dmac, 6);
+	r->flags |= GBPF_RT_L2;
 	return 0;
 }
 

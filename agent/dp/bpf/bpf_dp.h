@@ -19,7 +19,8 @@
 #define GBPF_TC_HANDLE 0x5336   /* "S6": our filter's handle on clsact ingress */
 #define GBPF_TC_PRIO   0x5336
 
-enum gbpf_prog { GBPF_PROG_DECAP, GBPF_PROG_ENCAP, GBPF_PROG_PROBE_FIB, GBPF_PROG_PROBE_ADJ };
+enum gbpf_prog { GBPF_PROG_DECAP, GBPF_PROG_ENCAP, GBPF_PROG_PROBE_FIB, GBPF_PROG_PROBE_ADJ,
+		 GBPF_PROG_RESOLVE };
 enum gbpf_map { GBPF_MAP_CFG, GBPF_MAP_VPCS, GBPF_MAP_IFACES, GBPF_MAP_ROUTES,
 		GBPF_MAP_VSTATS, GBPF_MAP_DROPS, GBPF_MAP_COUNT };
 
@@ -55,8 +56,11 @@ const char *gbpf_map_name(enum gbpf_map m);
 /* clsact ingress of ifindex (in the caller's network namespace). */
 int gbpf_attach(struct gbpf *g, int ifindex, enum gbpf_prog p, char *err, size_t errlen);
 int gbpf_detach(int ifindex, char *err, size_t errlen);
-/* 1 if our filter holds program p (by name, any load of it), 0 if not, -errno. */
-int gbpf_attached(int ifindex, enum gbpf_prog p);
+/*
+ * What our filter on ifindex runs: 2 = this handle's program p, 1 = another
+ * load of p (a previous agent, or an older layout), 0 = nothing/other, -errno.
+ */
+int gbpf_attached(const struct gbpf *g, int ifindex, enum gbpf_prog p);
 
 int gbpf_set_cfg(struct gbpf *g, const struct gbpf_cfg *c, char *err, size_t errlen);
 int gbpf_get_cfg(struct gbpf *g, struct gbpf_cfg *c);
@@ -75,6 +79,13 @@ int gbpf_del_route(struct gbpf *g, const struct gbpf_route_key *k, char *err, si
 /* n routes in as few bpf_map_update_batch calls as the kernel allows. */
 int gbpf_set_routes(struct gbpf *g, const struct gbpf_route_key *k, const struct gbpf_route *r,
 		    size_t n, char *err, size_t errlen);
+
+/*
+ * Precomputed L2 toward sid from src, as the kernel would route it now (main
+ * table, in the caller's netns): fills r->ifindex/smac/dmac and sets
+ * GBPF_RT_L2, or returns -EHOSTUNREACH / -EAGAIN (no neighbour entry yet).
+ */
+int gbpf_resolve(struct gbpf *g, const uint8_t src[16], const uint8_t sid[16], struct gbpf_route *r);
 
 /* Counters summed over CPUs. */
 int gbpf_vpc_stats(struct gbpf *g, uint16_t arg, struct gbpf_vpc_stats *out);

@@ -21,7 +21,7 @@ build/gen/srv6.skel.h: build/gen/srv6.bpf.o
 
 GENERATED += build/gen/vmlinux.h build/gen/srv6.skel.h
 
-$(eval $(call lib,gdpbpf,agent/dp/bpf/bpf_dp.c))
+$(eval $(call lib,gdpbpf,agent/dp/bpf/bpf_dp.c agent/dp/bpf/bpf_sync.c agent/dp/bpf/bpf_backend.c))
 
 $(eval $(call netns_test,test_bpf_golden,tests/netns/test_bpf_golden.c,gdpbpf,bpf))
 

@@ -143,3 +143,30 @@ int galactic_probe_adj(struct __sk_buff *skb)
 	return (int)bpf_skb_adjust_room(skb, -IP6_HLEN, BPF_ADJ_ROOM_MAC,
 					BPF_F_ADJ_ROOM_FIXED_GSO | BPF_F_ADJ_ROOM_DECAP_L3_IPV4);
 }
+
+/*
+ * Next-hop resolution for user space (test run in the node's netns): the
+ * packet carries an IPv6 header toward a SID; the program writes
+ * {rc, ifindex, smac, dmac} after it, so the loader can precompute L2.
+ */
+SEC("tc")
+int galactic_resolve(struct __sk_buff *skb)
+{
+	struct bpf_fib_lookup fib = {};
+	struct ipv6hdr *ip6 = pkt_ptr(skb, ETH_HLEN, sizeof(*ip6));
+	struct gbpf_resolved *out = pkt_ptr(skb, ETH_HLEN + IP6_HLEN, sizeof(*out));
+	long rc;
+
+	if (!ip6 || !out)
+		return -1;
+	fib.family = AF_INET6;
+	fib.ifindex = skb->ifindex;
+	__builtin_memcpy(fib.ipv6_src, &ip6->saddr, 16);
+	__builtin_memcpy(fib.ipv6_dst, &ip6->daddr, 16);
+	rc = bpf_fib_lookup(skb, &fib, sizeof(fib), BPF_FIB_LOOKUP_OUTPUT);
+	out->rc = (__s32)rc;
+	out->ifindex = fib.ifindex;
+	__builtin_memcpy(out->smac, fib.smac, 6);
+	__builtin_memcpy(out->dmac, fib.dmac, 6);
+	return 0;
+}

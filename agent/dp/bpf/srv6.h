@@ -74,6 +74,14 @@ struct gbpf_route {
 #define GBPF_RT_LOCAL 1u     /* destination on this node: hand to the kernel */
 #define GBPF_RT_L2    2u     /* ifindex/smac/dmac are valid */
 
+/* galactic_resolve's answer (written into the test-run packet). */
+struct gbpf_resolved {
+	__s32 rc;           /* BPF_FIB_LKUP_RET_* */
+	__u32 ifindex;
+	__u8 smac[6];
+	__u8 dmac[6];
+};
+
 /* Per-VPC counters (per-CPU array indexed by SID argument). */
 struct gbpf_vpc_stats {
 	__u64 decap_pkts, decap_bytes;

@@ -1,0 +1,493 @@
+/* The bpf backend: kernel backend for pod plumbing, TC programs for SRv6. */
+#include "agent/dp/bpf/bpf_backend.h"
+
+#include <bpf/bpf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent/dp/bpf/bpf_sync.h"
+
+struct bpf_backend {
+	struct gdp_backend base;
+	struct gdp_backend *kernel;
+	struct gbpf *g;
+	int nsfd;                    /* the node's netns; -1 = the caller's */
+	char pin_root[256];
+};
+
+static struct bpf_backend *of(struct gdp_backend *b)
+{
+	return b && b->ops == &gdp_bpf_backend ? (struct bpf_backend *)b : NULL;
+}
+
+/* TC and ifindexes belong to the node's netns: enter it around those calls. */
+static int enter(const struct bpf_backend *b, int *saved)
+{
+	*saved = -1;
+	if (b->nsfd < 0)
+		return 0;
+	*saved = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (*saved < 0)
+		return -errno;
+	if (setns(b->nsfd, CLONE_NEWNET)) {
+		int e = -errno;
+
+		close(*saved);
+		*saved = -1;
+		return e;
+	}
+	return 0;
+}
+
+static void leave(int saved)
+{
+	if (saved < 0)
+		return;
+	/* Failing to return would leave the thread elsewhere: nothing sane to do but stop. */
+	if (setns(saved, CLONE_NEWNET))
+		abort();
+	close(saved);
+}
+
+static void bpf_close(struct gdp_backend *base)
+{
+	struct bpf_backend *b = of(base);
+
+	if (!b)
+		return;
+	if (b->kernel)
+		b->kernel->ops->close(b->kernel);
+	gbpf_close(b->g); /* pins and filters stay: a restart loses nothing */
+	if (b->nsfd >= 0)
+		close(b->nsfd);
+	free(b);
+}
+
+static int bpf_open(struct gdp_backend **out, const struct gdp_backend_opts *opts, char *err,
+		    size_t errlen)
+{
+	struct gdp_backend_opts none = { 0 };
+	struct bpf_backend *b;
+	struct gbpf_opts go;
+	char why[512];
+	int e;
+
+	*out = NULL;
+	opts = opts ? opts : &none;
+	b = calloc(1, sizeof(*b));
+	if (!b) {
+		snprintf(err, errlen, "bpf backend: out of memory");
+		return -ENOMEM;
+	}
+	b->base.ops = &gdp_bpf_backend;
+	b->nsfd = -1;
+	snprintf(b->pin_root, sizeof(b->pin_root), "%s",
+		 opts->bpffs_dir ? opts->bpffs_dir : GBPF_PIN_ROOT_DEFAULT);
+	if (opts->netns) {
+		char path[300];
+
+		snprintf(path, sizeof(path), strchr(opts->netns, '/') ? "%s" : "/run/netns/%s",
+			 opts->netns);
+		b->nsfd = open(path, O_RDONLY | O_CLOEXEC);
+		if (b->nsfd < 0) {
+			e = -errno;
+			snprintf(err, errlen, "bpf backend: open netns %s: %s", path, strerror(errno));
+			goto fail;
+		}
+	}
+	go.pin_root = b->pin_root;
+	if ((e = gbpf_open(&b->g, &go, why, sizeof(why)))) {
+		snprintf(err, errlen, "bpf backend: %s", why);
+		goto fail;
+	}
+	if ((e = gdp_kernel_backend.open(&b->kernel, opts, why, sizeof(why)))) {
+		snprintf(err, errlen, "bpf backend: pod plumbing (kernel backend): %s", why);
+		goto fail;
+	}
+	*out = &b->base;
+	return 0;
+fail:
+	bpf_close(&b->base);
+	return e;
+}
+
+static int bpf_caps(struct gdp_backend *base, struct gdp_caps *caps)
+{
+	struct bpf_backend *b = of(base);
+	int e = b->kernel->ops->caps(b->kernel, caps);
+
+	if (!e) {
+		size_t n = strlen(caps->detail);
+
+		snprintf(caps->detail + n, sizeof(caps->detail) - n,
+			 "%sbpf: tc decap/encap, maps v%d in %s", n ? "; " : "", GBPF_BPF_LAYOUT,
+			 b->pin_root);
+	}
+	return e;
+}
+
+/* The desired state without remotes: the kernel backend must not program seg6 routes. */
+static struct gdp_state no_remotes(const struct gdp_state *d)
+{
+	struct gdp_state k = *d;
+
+	k.remotes = NULL;
+	k.n_remotes = k.cap_remotes = 0;
+	return k;
+}
+
+/* Uplinks: the node's named uplink, else every link with a global IPv6 address. */
+static bool is_uplink(const struct gdp_state *d, const char *name, struct ifaddrs *ifa)
+{
+	const char *up = d->node.uplink;
+
+	if (up[0] && strcmp(up, "lo"))
+		return !strcmp(name, up);
+	for (size_t i = 0; i < d->n_atts; i++)
+		if (!strcmp(d->atts[i].host_ifname, name))
+			return false;
+	for (struct ifaddrs *a = ifa; a; a = a->ifa_next) {
+		const struct sockaddr_in6 *s6 = (const void *)a->ifa_addr;
+
+		if (!a->ifa_addr || a->ifa_addr->sa_family != AF_INET6 || strcmp(a->ifa_name, name) ||
+		    (a->ifa_flags & IFF_LOOPBACK))
+			continue;
+		if (!IN6_IS_ADDR_LINKLOCAL(&s6->sin6_addr) && !IN6_IS_ADDR_LOOPBACK(&s6->sin6_addr))
+			return true;
+	}
+	return false;
+}
+
+static const struct gdp_attachment *att_of(const struct gdp_state *d, const char *ifname)
+{
+	for (size_t i = 0; i < d->n_atts; i++)
+		if (!strcmp(d->atts[i].host_ifname, ifname))
+			return &d->atts[i];
+	return NULL;
+}
+
+/*
+ * Interfaces, filters and next hops, inside the node's netns: every link gets
+ * the filter it should have (decap on uplinks, encap on attachments) and
+ * loses ours otherwise; the ifaces map follows.
+ */
+static int sync_links(struct bpf_backend *b, const struct gdp_state *d, struct gdp_results *res,
+		      bool fix, int *bad)
+{
+	struct if_nameindex *links = if_nameindex(), *l;
+	struct ifaddrs *ifa = NULL;
+	char err[512];
+	int first = 0, e;
+	__u32 key, next, *prev = NULL, *want_if = NULL;
+	size_t nwant = 0, nlinks = 0;
+
+	if (!links)
+		return -errno;
+	for (l = links; l->if_index; l++)
+		nlinks++;
+	want_if = calloc(nlinks + 1, sizeof(*want_if));
+	if (!want_if) {
+		if_freenameindex(links);
+		return -ENOMEM;
+	}
+	if (getifaddrs(&ifa))
+		ifa = NULL;
+	for (l = links; l->if_index; l++) {
+		const struct gdp_attachment *a = att_of(d, l->if_name);
+		const struct gdp_vpc *v = a ? gdp_state_find_vpc(d, a->vpc) : NULL;
+		struct gdp_result *r = a ? gdp_results_get(res, GDP_OBJ_ATTACHMENT, a->vpc, a->id) : NULL;
+		enum gbpf_prog want;
+		int have;
+
+		if (a && v) {
+			struct gbpf_iface hv;
+
+			want = GBPF_PROG_ENCAP;
+			want_if[nwant++] = l->if_index;
+			key = l->if_index;
+			if (bpf_map_lookup_elem(gbpf_map_fd(b->g, GBPF_MAP_IFACES), &key, &hv) ||
+			    hv.arg != v->arg || !(hv.flags & GBPF_IFACE_VALID)) {
+				e = fix ? gbpf_set_iface(b->g, l->if_index, v->arg, err, sizeof(err))
+					: -ENOENT;
+				if (e) {
+					if (!fix)
+						snprintf(err, sizeof(err), "ifaces map lacks %s", l->if_name);
+					gdp_result_fail(r, e, "%s", err);
+					(*bad)++;
+					first = first ? first : e;
+				}
+			}
+		} else if (is_uplink(d, l->if_name, ifa)) {
+			want = GBPF_PROG_DECAP;
+		} else {
+			have = gbpf_attached(b->g, (int)l->if_index, GBPF_PROG_DECAP) |
+			       gbpf_attached(b->g, (int)l->if_index, GBPF_PROG_ENCAP);
+			if (have > 0 && fix && (e = gbpf_detach((int)l->if_index, err, sizeof(err))))
+				first = first ? first : e;
+			else if (have > 0 && !fix)
+				(*bad)++; /* an owned leftover */
+			continue;
+		}
+		have = gbpf_attached(b->g, (int)l->if_index, want);
+		if (have == 2)
+			continue;
+		/* 1: a previous load; REPLACE swaps it in place, no packet sees no filter. */
+		e = fix ? gbpf_attach(b->g, (int)l->if_index, want, err, sizeof(err)) : -ENOENT;
+		if (e) {
+			if (!fix)
+				snprintf(err, sizeof(err), "%s: %s filter not attached", l->if_name,
+					 want == GBPF_PROG_DECAP ? "decap" : "encap");
+			if (r)
+				gdp_result_fail(r, e, "%s", err);
+			else {
+				struct gdp_result *nr = gdp_results_get(res, GDP_OBJ_NODE, "", "");
+
+				gdp_result_fail(nr, e, "%s", err);
+			}
+			(*bad)++;
+			first = first ? first : e;
+		}
+	}
+	/* ifaces entries for links that are gone or no longer attachments. */
+	while (!bpf_map_get_next_key(gbpf_map_fd(b->g, GBPF_MAP_IFACES), prev, &next)) {
+		key = next;
+		prev = &key;
+		bool wanted = false;
+
+		for (size_t i = 0; i < nwant && !wanted; i++)
+			wanted = want_if[i] == key;
+		if (wanted)
+			continue;
+		if (!fix) {
+			(*bad)++;
+			continue;
+		}
+		if ((e = gbpf_del_iface(b->g, key, err, sizeof(err))))
+			first = first ? first : e;
+		else
+			prev = NULL; /* restart the walk: the key we stood on is gone */
+	}
+	for (size_t i = 0; i < d->n_atts; i++) {
+		struct gdp_result *r = gdp_results_get(res, GDP_OBJ_ATTACHMENT, d->atts[i].vpc,
+						       d->atts[i].id);
+		if (r && !if_nametoindex(d->atts[i].host_ifname)) {
+			gdp_result_fail(r, -ENODEV, "attachment %s: host interface %s not found",
+					d->atts[i].id, d->atts[i].host_ifname);
+			(*bad)++;
+		}
+	}
+	if (ifa)
+		freeifaddrs(ifa);
+	if_freenameindex(links);
+	free(want_if);
+	return first;
+}
+
+/* Precomputed L2 per distinct SID (few next hops, many prefixes). */
+struct l2_cache {
+	struct bpf_backend *b;
+	uint8_t src[16];
+	struct { uint8_t sid[16]; struct gbpf_route r; int e; } *v;
+	size_t n, cap, last;
+};
+
+static const struct gbpf_route *l2_for(void *ctx, const uint8_t sid[16])
+{
+	struct l2_cache *c = ctx;
+	size_t i;
+
+	/* Remotes come grouped by node: the last answer is usually the one. */
+	if (c->n && !memcmp(c->v[c->last].sid, sid, 16))
+		return c->v[c->last].e ? NULL : &c->v[c->last].r;
+	for (i = 0; i < c->n; i++)
+		if (!memcmp(c->v[i].sid, sid, 16))
+			goto found;
+	if (c->n == c->cap) {
+		size_t nc = c->cap ? c->cap * 2 : 16;
+		void *nv = realloc(c->v, nc * sizeof(*c->v));
+
+		if (!nv)
+			return NULL;
+		c->v = nv;
+		c->cap = nc;
+	}
+	memcpy(c->v[i].sid, sid, 16);
+	memset(&c->v[i].r, 0, sizeof(c->v[i].r));
+	/* No neighbour yet or no route: the program resolves per packet instead. */
+	c->v[i].e = gbpf_resolve(c->b->g, c->src, sid, &c->v[i].r);
+	c->n++;
+found:
+	c->last = i;
+	return c->v[i].e ? NULL : &c->v[i].r;
+}
+
+static int sync_routes(struct bpf_backend *b, const struct gdp_state *d, struct gdp_results *res,
+		       struct gbpf_sync_stats *st)
+{
+	struct l2_cache c = { .b = b };
+	int e;
+
+	gbpf_node_src(&d->node, c.src);
+	e = gbpf_sync_routes(b->g, d, l2_for, &c, res, st);
+	free(c.v);
+	return e;
+}
+
+static int bpf_apply(struct gdp_backend *base, const struct gdp_state *desired,
+		     struct gdp_results *res)
+{
+	struct bpf_backend *b = of(base);
+	struct gdp_state k = no_remotes(desired);
+	struct gbpf_sync_stats st = { 0 };
+	char err[512];
+	int first, e, saved, bad = 0;
+
+	first = b->kernel->ops->apply(b->kernel, &k, res);
+	if ((e = gbpf_sync_node(b->g, desired, res)))
+		first = first ? first : e;
+	if ((e = gbpf_sync_vpcs(b->g, desired, res, &st)))
+		first = first ? first : e;
+	if ((e = enter(b, &saved))) {
+		gdp_result_fail(gdp_results_get(res, GDP_OBJ_NODE, "", ""), e,
+				"bpf backend: enter netns: %s", strerror(-e));
+		return first ? first : e;
+	}
+	/* Routes before filters: a fresh encap filter finds its prefixes. */
+	if ((e = sync_routes(b, desired, res, &st)))
+		first = first ? first : e;
+	if ((e = sync_links(b, desired, res, true, &bad)))
+		first = first ? first : e;
+	leave(saved);
+	/* Only once the new programs hold every link may an old layout's maps go. */
+	if (!first && gbpf_stale_layouts(b->g) && (e = gbpf_prune_layouts(b->g, err, sizeof(err))))
+		gdp_result_fail(gdp_results_get(res, GDP_OBJ_NODE, "", ""), e, "%s", err);
+	res->added += st.added;
+	res->removed += st.removed;
+	res->unchanged += st.unchanged;
+	res->failed += st.failed;
+	return first;
+}
+
+static int bpf_observe(struct gdp_backend *base, const struct gdp_state *desired,
+		       struct gdp_results *res)
+{
+	struct bpf_backend *b = of(base);
+	struct gdp_state k = no_remotes(desired);
+	int n, e, saved, bad = 0, fd = gbpf_map_fd(b->g, GBPF_MAP_ROUTES);
+	struct gbpf_cfg cfg;
+
+	n = b->kernel->ops->observe(b->kernel, &k, res);
+	if (n < 0)
+		return n;
+	{
+		struct gdp_result *r = gdp_results_get(res, GDP_OBJ_NODE, "", "");
+		uint8_t src[16];
+
+		gbpf_node_src(&desired->node, src);
+		if (gbpf_get_cfg(b->g, &cfg) || !(cfg.flags & GBPF_CFG_VALID) ||
+		    memcmp(cfg.block, desired->node.block, 6) || memcmp(cfg.src, src, 16)) {
+			gdp_result_fail(r, -ENOENT, "bpf node config missing or different");
+			bad++;
+		}
+	}
+	for (size_t i = 0; i < desired->n_vpcs; i++) {
+		const struct gdp_vpc *v = &desired->vpcs[i];
+		struct gdp_result *r = gdp_results_get(res, GDP_OBJ_VPC, v->id, "");
+		struct gbpf_vpc have;
+
+		if (v->arg >= GBPF_MAX_ARG || gbpf_get_vpc(b->g, v->arg, &have) ||
+		    !(have.flags & GBPF_VPC_VALID) || have.table != v->table) {
+			gdp_result_fail(r, -ENOENT, "vpc %s: bpf vpcs map lacks arg %u -> table %u",
+					v->id, v->arg, v->table);
+			bad++;
+		}
+	}
+	for (size_t i = 0; i < desired->n_remotes; i++) {
+		const struct gdp_remote *rm = &desired->remotes[i];
+		const struct gdp_vpc *v = gdp_state_find_vpc(desired, rm->vpc);
+		struct gbpf_route_key key;
+		struct gbpf_route have;
+		char pb[64];
+		struct gdp_result *r;
+
+		gdp_prefix_str(&rm->prefix, pb, sizeof(pb));
+		r = gdp_results_get(res, GDP_OBJ_REMOTE, rm->vpc, pb);
+		if (v)
+			gbpf_route_key(&key, v->arg, rm->prefix.family, rm->prefix.addr.raw,
+				       rm->prefix.len);
+		if (!v || bpf_map_lookup_elem(fd, &key, &have) ||
+		    memcmp(have.sid, rm->sid.s6_addr, 16)) {
+			gdp_result_fail(r, -ENOENT, "remote %s in vpc %s: not in the bpf routes map", pb,
+					rm->vpc);
+			bad++;
+		} else if (r && !r->err) {
+			r->programmed = true;
+		}
+	}
+	if ((e = enter(b, &saved)))
+		return e;
+	sync_links(b, desired, res, false, &bad);
+	leave(saved);
+	return n + bad;
+}
+
+const struct gdp_backend_ops gdp_bpf_backend = {
+	.name = "bpf",
+	.open = bpf_open,
+	.caps = bpf_caps,
+	.apply = bpf_apply,
+	.observe = bpf_observe,
+	.close = bpf_close,
+};
+
+const struct gdp_backend_ops *gdp_bpf_choose(const char *mode, bool fallback, const char *pin_root,
+					     char *why, size_t whylen)
+{
+	char pf[512];
+
+	why[0] = 0;
+	gdp_backend_register(&gdp_bpf_backend);
+	if (!strcmp(mode, "kernel"))
+		return &gdp_kernel_backend;
+	if (strcmp(mode, "bpf") && strcmp(mode, "auto")) {
+		snprintf(why, whylen, "unknown datapath mode '%s' (kernel, bpf, auto)", mode);
+		return NULL;
+	}
+	if (!gbpf_preflight(pin_root, pf, sizeof(pf)))
+		return &gdp_bpf_backend;
+	if (!strcmp(mode, "bpf") && !fallback) {
+		snprintf(why, whylen, "bpf backend refused: %s", pf);
+		return NULL;
+	}
+	snprintf(why, whylen, "bpf backend unavailable (%s): using the kernel backend", pf);
+	return &gdp_kernel_backend;
+}
+
+int gdp_bpf_vpc_stats(struct gdp_backend *base, uint16_t arg, struct gbpf_vpc_stats *out)
+{
+	struct bpf_backend *b = of(base);
+
+	return b ? gbpf_vpc_stats(b->g, arg, out) : -EINVAL;
+}
+
+int gdp_bpf_drops(struct gdp_backend *base, uint64_t out[GBPF_DROP_MAX])
+{
+	struct bpf_backend *b = of(base);
+
+	return b ? gbpf_drops(b->g, out) : -EINVAL;
+}
+
+struct gbpf *gdp_bpf_handle(struct gdp_backend *base)
+{
+	struct bpf_backend *b = of(base);
+
+	return b ? b->g : NULL;
+}

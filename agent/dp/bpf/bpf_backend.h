@@ -1,0 +1,32 @@
+/*
+ * The bpf backend (backend.h ops "bpf"). It leaves pod plumbing to the
+ * kernel backend (VPC tables, iif rules, pod routes, permanent neighbours,
+ * and the seg6local SIDs, which stay as a standby should a filter go) and
+ * replaces the part that does not scale, the seg6 encap routes, with the
+ * LPM trie; decap and encap run in TC (see docs/dataplane-bpf.md).
+ */
+#ifndef GALACTIC_DP_BPF_BPF_BACKEND_H
+#define GALACTIC_DP_BPF_BPF_BACKEND_H
+
+#include "agent/dp/backend.h"
+#include "agent/dp/bpf/bpf_dp.h"
+
+extern const struct gdp_backend_ops gdp_bpf_backend;
+
+/*
+ * Picks the backend for mode "kernel", "bpf" or "auto". For "bpf" and "auto"
+ * it runs gbpf_preflight(); when that fails, "bpf" without fallback returns
+ * NULL (refuse to start) and why says what is missing; with fallback (and
+ * for "auto") it returns the kernel backend and why says why. Registers the
+ * bpf backend with gdp_backend_register().
+ */
+const struct gdp_backend_ops *gdp_bpf_choose(const char *mode, bool fallback, const char *pin_root,
+					     char *why, size_t whylen);
+
+/* Counters of a bpf backend handle (status and metrics). -EINVAL for other backends. */
+int gdp_bpf_vpc_stats(struct gdp_backend *b, uint16_t arg, struct gbpf_vpc_stats *out);
+int gdp_bpf_drops(struct gdp_backend *b, uint64_t out[GBPF_DROP_MAX]);
+/* The loader handle (tests, tools). */
+struct gbpf *gdp_bpf_handle(struct gdp_backend *b);
+
+#endif

@@ -1,0 +1,336 @@
+/* Desired state -> bpf maps, level-triggered (see bpf_sync.h). */
+#include "agent/dp/bpf/bpf_sync.h"
+
+#include <arpa/inet.h>
+#include <bpf/bpf.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void gbpf_node_src(const struct gdp_node *n, uint8_t out[16])
+{
+	memset(out, 0, 16);
+	memcpy(out, n->block, 6);
+	out[6] = (uint8_t)(n->node_id >> 8);
+	out[7] = (uint8_t)(n->node_id & 0xff);
+}
+
+int gbpf_sync_node(struct gbpf *g, const struct gdp_state *d, struct gdp_results *res)
+{
+	struct gdp_result *r = res ? gdp_results_get(res, GDP_OBJ_NODE, "", "") : NULL;
+	struct gbpf_cfg want = { .flags = GBPF_CFG_VALID }, have;
+	char err[512];
+	int e;
+
+	if ((e = gdp_validate_node(&d->node, err, sizeof(err)))) {
+		gdp_result_fail(r, e, "%s", err);
+		return e;
+	}
+	memcpy(want.block, d->node.block, 6);
+	want.node_id[0] = (uint8_t)(d->node.node_id >> 8);
+	want.node_id[1] = (uint8_t)(d->node.node_id & 0xff);
+	gbpf_node_src(&d->node, want.src);
+	if (!gbpf_get_cfg(g, &have) && !memcmp(&have, &want, sizeof(want))) {
+		if (r)
+			r->programmed = !r->err;
+		return 0;
+	}
+	if ((e = gbpf_set_cfg(g, &want, err, sizeof(err)))) {
+		gdp_result_fail(r, e, "%s", err);
+		return e;
+	}
+	if (r)
+		r->programmed = !r->err;
+	return 0;
+}
+
+int gbpf_sync_vpcs(struct gbpf *g, const struct gdp_state *d, struct gdp_results *res,
+		   struct gbpf_sync_stats *st)
+{
+	uint32_t want[GBPF_MAX_ARG] = { 0 }; /* arg -> table, 0 = none */
+	char err[512];
+	int first = 0, e;
+
+	for (size_t i = 0; i < d->n_vpcs; i++) {
+		const struct gdp_vpc *v = &d->vpcs[i];
+		struct gdp_result *r = res ? gdp_results_get(res, GDP_OBJ_VPC, v->id, "") : NULL;
+
+		if ((e = gdp_validate_vpc(d, i, err, sizeof(err)))) {
+			gdp_result_fail(r, e, "%s", err);
+			first = first ? first : e;
+			continue;
+		}
+		want[v->arg] = v->table;
+	}
+	for (uint16_t arg = 1; arg < GBPF_MAX_ARG; arg++) {
+		struct gbpf_vpc have = { 0 };
+		bool valid;
+
+		if ((e = gbpf_get_vpc(g, arg, &have)))
+			return e;
+		valid = have.flags & GBPF_VPC_VALID;
+		if (want[arg] && valid && have.table == want[arg]) {
+			st->unchanged++;
+			continue;
+		}
+		if (!want[arg] && !valid)
+			continue;
+		e = want[arg] ? gbpf_set_vpc(g, arg, want[arg], err, sizeof(err))
+			      : gbpf_del_vpc(g, arg, err, sizeof(err));
+		if (e) {
+			for (size_t i = 0; res && i < d->n_vpcs; i++)
+				if (d->vpcs[i].arg == arg)
+					gdp_result_fail(gdp_results_get(res, GDP_OBJ_VPC, d->vpcs[i].id, ""),
+							e, "%s", err);
+			st->failed++;
+			first = first ? first : e;
+			continue;
+		}
+		if (want[arg])
+			st->added++;
+		else
+			st->removed++;
+	}
+	for (size_t i = 0; res && i < d->n_vpcs; i++) {
+		struct gdp_result *r = gdp_results_get(res, GDP_OBJ_VPC, d->vpcs[i].id, "");
+
+		if (r && !r->err)
+			r->programmed = true;
+	}
+	return first;
+}
+
+/* One wanted trie entry and the remote it came from (-1: a local pod address). */
+struct want {
+	struct gbpf_route_key k;
+	struct gbpf_route v;
+	long remote;
+};
+
+static int cmp_want(const void *a, const void *b)
+{
+	const struct want *x = a, *y = b;
+	int c = memcmp(&x->k, &y->k, sizeof(x->k));
+
+	if (c)
+		return c;
+	return x->remote < y->remote ? -1 : x->remote > y->remote;
+}
+
+static int cmp_key(const void *key, const void *elem)
+{
+	return memcmp(key, &((const struct want *)elem)->k, sizeof(struct gbpf_route_key));
+}
+
+/*
+ * Results for 100k remotes: appended without gdp_results_get's search (each
+ * remote key is unique once duplicates are failed), which would be quadratic.
+ */
+static struct gdp_result *res_append(struct gdp_results *res, const struct gdp_remote *rm)
+{
+	struct gdp_result *x;
+
+	if (res->n == res->cap) {
+		size_t nc = res->cap ? res->cap * 2 : 64;
+		struct gdp_result *nv = realloc(res->v, nc * sizeof(*nv));
+
+		if (!nv)
+			return NULL;
+		res->v = nv;
+		res->cap = nc;
+	}
+	x = &res->v[res->n++];
+	memset(x, 0, sizeof(*x));
+	x->kind = GDP_OBJ_REMOTE;
+	snprintf(x->vpc, sizeof(x->vpc), "%s", rm->vpc);
+	gdp_prefix_str(&rm->prefix, x->key, sizeof(x->key));
+	return x;
+}
+
+static void want_key(struct want *w, uint16_t arg, const struct gdp_prefix *p)
+{
+	gbpf_route_key(&w->k, arg, p->family, p->addr.raw, p->len);
+}
+
+int gbpf_sync_routes(struct gbpf *g, const struct gdp_state *d, gbpf_l2_fn l2, void *l2ctx,
+		     struct gdp_results *res, struct gbpf_sync_stats *st)
+{
+	int fd = gbpf_map_fd(g, GBPF_MAP_ROUTES), first = 0, e;
+	size_t n = 0, cap = d->n_remotes + 64, nupd = 0, base = res ? res->n : 0;
+	struct gbpf_route_key *uk = NULL, *stale = NULL, cur, next;
+	struct gbpf_route *uv = NULL;
+	size_t nstale = 0, capstale = 0;
+	struct want *w;
+	bool *failed;
+	char err[512];
+	void *prev;
+
+	for (size_t i = 0; i < d->n_atts; i++)
+		cap += d->atts[i].n_addrs;
+	w = calloc(cap, sizeof(*w));
+	failed = calloc(d->n_remotes + 1, sizeof(*failed));
+	if (!w || !failed) {
+		e = -ENOMEM;
+		goto out;
+	}
+	if (res && d->n_remotes && res->cap < res->n + d->n_remotes) {
+		struct gdp_result *nv = realloc(res->v, (res->n + d->n_remotes) * sizeof(*nv));
+
+		if (!nv) {
+			e = -ENOMEM;
+			goto out;
+		}
+		res->v = nv;
+		res->cap = res->n + d->n_remotes;
+	}
+	for (size_t i = 0; i < d->n_remotes; i++) {
+		const struct gdp_remote *rm = &d->remotes[i];
+		const struct gdp_vpc *v = gdp_state_find_vpc(d, rm->vpc);
+		struct gdp_result *r = res ? res_append(res, rm) : NULL;
+
+		if ((e = gdp_validate_remote(d, i, err, sizeof(err)))) {
+			gdp_result_fail(r, e, "%s", err);
+			failed[i] = true;
+			continue;
+		}
+		want_key(&w[n], v->arg, &rm->prefix);
+		if (l2) {
+			const struct gbpf_route *t = l2(l2ctx, rm->sid.s6_addr);
+
+			if (t)
+				w[n].v = *t;
+		}
+		memcpy(w[n].v.sid, rm->sid.s6_addr, 16);
+		w[n].remote = (long)i;
+		n++;
+	}
+	for (size_t i = 0; i < d->n_atts; i++) {
+		const struct gdp_vpc *v = gdp_state_find_vpc(d, d->atts[i].vpc);
+
+		for (size_t j = 0; v && j < d->atts[i].n_addrs; j++) {
+			want_key(&w[n], v->arg, &d->atts[i].addrs[j]);
+			w[n].v.flags = GBPF_RT_LOCAL;
+			w[n].remote = -1;
+			n++;
+		}
+	}
+	/* Sorted: duplicates sit side by side, and the map walk can bsearch. */
+	qsort(w, n, sizeof(*w), cmp_want);
+	{
+		size_t o = 0;
+
+		for (size_t i = 0; i < n; i++) {
+			if (o && !memcmp(&w[o - 1].k, &w[i].k, sizeof(w[i].k))) {
+				if (w[i].remote >= 0) {
+					const struct gdp_remote *rm = &d->remotes[w[i].remote];
+					char pb[64];
+
+					failed[w[i].remote] = true;
+					if (res)
+						gdp_result_fail(&res->v[base + (size_t)w[i].remote], -EEXIST,
+								"remote %s in vpc %s: %s",
+								gdp_prefix_str(&rm->prefix, pb, sizeof(pb)),
+								rm->vpc, w[o - 1].remote < 0
+									? "a local attachment has it"
+									: "duplicate of an earlier remote");
+				}
+				continue;
+			}
+			w[o++] = w[i];
+		}
+		n = o;
+	}
+
+	/* What the trie holds now: stale keys go, equal entries stay untouched. */
+	uk = malloc((n + 1) * sizeof(*uk));
+	uv = malloc((n + 1) * sizeof(*uv));
+	bool *same = calloc(n + 1, sizeof(*same));
+	if (!uk || !uv || !same) {
+		free(same);
+		e = -ENOMEM;
+		goto out;
+	}
+	prev = NULL;
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		struct want *hit = bsearch(&next, w, n, sizeof(*w), cmp_key);
+		struct gbpf_route have;
+
+		cur = next;
+		prev = &cur;
+		if (hit && !bpf_map_lookup_elem(fd, &cur, &have) &&
+		    !memcmp(&have, &hit->v, sizeof(have))) {
+			same[hit - w] = true;
+			continue;
+		}
+		if (hit)
+			continue; /* present but different: rewritten below */
+		if (nstale == capstale) {
+			size_t nc = capstale ? capstale * 2 : 256;
+			struct gbpf_route_key *ns = realloc(stale, nc * sizeof(*ns));
+
+			if (!ns) {
+				free(same);
+				e = -ENOMEM;
+				goto out;
+			}
+			stale = ns;
+			capstale = nc;
+		}
+		stale[nstale++] = cur;
+	}
+	for (size_t i = 0; i < nstale; i++) {
+		if ((e = gbpf_del_route(g, &stale[i], err, sizeof(err)))) {
+			st->failed++;
+			first = first ? first : e;
+			continue;
+		}
+		st->removed++;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (same[i]) {
+			st->unchanged++;
+			continue;
+		}
+		uk[nupd] = w[i].k;
+		uv[nupd] = w[i].v;
+		nupd++;
+	}
+	free(same);
+	if (nupd && gbpf_set_routes(g, uk, uv, nupd, err, sizeof(err))) {
+		/* Find who failed: one by one, each error to its own object. */
+		for (size_t i = 0; i < n; i++) {
+			struct gbpf_route have;
+
+			if (!bpf_map_lookup_elem(fd, &w[i].k, &have) &&
+			    !memcmp(&have, &w[i].v, sizeof(have)))
+				continue;
+			if ((e = gbpf_set_route(g, &w[i].k, &w[i].v, err, sizeof(err)))) {
+				first = first ? first : e;
+				if (w[i].remote >= 0) {
+					failed[w[i].remote] = true;
+					if (res)
+						gdp_result_fail(&res->v[base + (size_t)w[i].remote], e,
+								"%s", err);
+				}
+			}
+		}
+	}
+	st->added += nupd;
+	e = 0;
+out:
+	for (size_t i = 0; i < d->n_remotes; i++) {
+		if (failed && failed[i]) {
+			st->failed++;
+			first = first ? first : -EINVAL;
+		} else if (res && !e) {
+			res->v[base + i].programmed = true;
+		}
+	}
+	free(w);
+	free(failed);
+	free(uk);
+	free(uv);
+	free(stale);
+	return e ? e : first;
+}
