@@ -49,7 +49,11 @@ int gj_set(json_t *obj, const char *path, json_t *value)
 		if (!dot)
 			return json_object_set_new(cur, seg, value);
 		json_t *next = json_object_get(cur, seg);
-		if (!json_is_object(next)) {
+		if (next && !json_is_object(next)) {
+			json_decref(value); /* never clobber a non-object on the way */
+			return -1;
+		}
+		if (!next) {
 			next = json_object();
 			if (json_object_set_new(cur, seg, next) < 0) {
 				json_decref(value);

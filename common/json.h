@@ -11,7 +11,8 @@ json_t *gj_get(const json_t *obj, const char *path);
 const char *gj_str(const json_t *obj, const char *path);
 /* Integer at path, or def. */
 int64_t gj_int(const json_t *obj, const char *path, int64_t def);
-/* Sets path to value (reference stolen), creating objects on the way. */
+/* Sets path to value (reference stolen), creating missing objects on the way;
+ * -1 if a non-object is in the way. */
 int gj_set(json_t *obj, const char *path, json_t *value);
 /* Compact dump (malloc'd, free()); never NULL for a valid value except on ENOMEM. */
 char *gj_dumps(const json_t *v);

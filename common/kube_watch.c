@@ -131,6 +131,14 @@ int kube_watch_decoder_feed(struct kube_watch_decoder *d, const char *data, size
 		memcpy(d->buf + d->len, data, len);
 		d->len += len;
 	}
+	/* Every value is an object: reject anything else before waiting for more. */
+	while (pos < d->len && is_ws(d->buf[pos]))
+		pos++;
+	if (pos < d->len && d->buf[pos] != '{') {
+		snprintf(err, errlen, "watch stream: expected '{' at byte %zu, got 0x%02x", pos,
+			 (unsigned char)d->buf[pos]);
+		return -1;
+	}
 	if (!d->len || !may_complete(d)) {
 		d->scanned = d->len;
 		return 0;

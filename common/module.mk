@@ -7,3 +7,9 @@ COMMON_SRCS := common/log.c common/gmap.c common/json.c common/yaml_lite.c \
 COMMON_LDLIBS := curl jansson mhd pthread m
 
 $(eval $(call lib,gcommon,$(COMMON_SRCS)))
+
+$(eval $(call unit_test,test_common_watch,tests/unit/test_common_watch.c,gcommon,$(COMMON_LDLIBS)))
+$(eval $(call unit_test,test_common_config,tests/unit/test_common_config.c,gcommon,$(COMMON_LDLIBS)))
+$(eval $(call unit_test,test_common_workqueue,tests/unit/test_common_workqueue.c,gcommon,$(COMMON_LDLIBS)))
+$(eval $(call unit_test,test_common_store,tests/unit/test_common_store.c,gcommon,$(COMMON_LDLIBS)))
+$(eval $(call unit_test,test_common_metrics,tests/unit/test_common_metrics.c,gcommon,$(COMMON_LDLIBS)))

@@ -1,0 +1,221 @@
+/* Cache + indexes + relist diff, JSON helpers, typed API errors, paths. */
+#include "common/gmap.h"
+#include "common/json.h"
+#include "common/kube_client.h"
+#include "common/kube_store.h"
+#include "tests/lib/gtest.h"
+
+#include <string.h>
+
+static json_t *obj(const char *ns, const char *name, const char *rv, const char *node)
+{
+	return json_pack("{s:{s:s, s:s, s:s, s:{s:s}}}", "metadata", "namespace", ns, "name", name,
+			 "resourceVersion", rv, "labels", "node", node);
+}
+
+struct diffs {
+	char log[1024];
+};
+
+static void on_diff(char kind, json_t *old, json_t *nw, void *ud)
+{
+	struct diffs *d = ud;
+	char key[128];
+	gj_object_key(nw ? nw : old, key, sizeof(key));
+	snprintf(d->log + strlen(d->log), sizeof(d->log) - strlen(d->log), "%c:%s ", kind, key);
+	if (kind == 'u')
+		ck_assert_str_ne(gj_str(old, "metadata.resourceVersion"), gj_str(nw, "metadata.resourceVersion"));
+}
+
+START_TEST(store_indexes_and_replace)
+{
+	struct kube_store *s = kube_store_new();
+	json_t *o, *old = NULL, *a;
+	struct diffs d = { "" };
+
+	ck_assert_int_eq(kube_store_add_index(s, "node", kube_index_by_label, (void *)"node"), 0);
+	ck_assert_int_eq(kube_store_add_index(s, "ns", kube_index_by_namespace, NULL), 0);
+	o = obj("n1", "a", "1", "node-1");
+	ck_assert_int_eq(kube_store_upsert(s, o, &old), 0);
+	ck_assert_ptr_null(old);
+	json_decref(o);
+	o = obj("n1", "b", "2", "node-2");
+	kube_store_upsert(s, o, NULL);
+	json_decref(o);
+	o = obj("n2", "c", "3", "node-1");
+	kube_store_upsert(s, o, NULL);
+	json_decref(o);
+	/* Index added after objects: refused (the index would be incomplete). */
+	ck_assert_int_eq(kube_store_add_index(s, "late", kube_index_by_namespace, NULL), -1);
+
+	a = kube_store_by_index(s, "node", "node-1");
+	ck_assert_uint_eq(json_array_size(a), 2);
+	json_decref(a);
+	ck_assert_ptr_null(kube_store_by_index(s, "missing", "x"));
+
+	/* Moving a to node-2 updates the index. */
+	o = obj("n1", "a", "4", "node-2");
+	kube_store_upsert(s, o, &old);
+	ck_assert_str_eq(gj_str(old, "metadata.resourceVersion"), "1");
+	json_decref(old);
+	json_decref(o);
+	a = kube_store_by_index(s, "node", "node-1");
+	ck_assert_uint_eq(json_array_size(a), 1);
+	ck_assert_str_eq(gj_str(json_array_get(a, 0), "metadata.name"), "c");
+	json_decref(a);
+	a = kube_store_by_index(s, "node", "node-2");
+	ck_assert_uint_eq(json_array_size(a), 2);
+	json_decref(a);
+
+	/* Relist: b unchanged, a changed, c gone, d new. */
+	json_t *items = json_array();
+	json_array_append_new(items, obj("n1", "a", "5", "node-3"));
+	json_array_append_new(items, obj("n1", "b", "2", "node-2"));
+	json_array_append_new(items, obj("n1", "d", "6", "node-1"));
+	ck_assert_int_eq(kube_store_replace(s, items, on_diff, &d), 0);
+	json_decref(items);
+	ck_assert_str_eq(d.log, "u:n1/a a:n1/d d:n2/c ");
+	ck_assert_uint_eq(kube_store_len(s), 3);
+	json_t *keys = kube_store_keys(s);
+	ck_assert_str_eq(json_string_value(json_array_get(keys, 0)), "n1/a");
+	ck_assert_str_eq(json_string_value(json_array_get(keys, 2)), "n1/d");
+	json_decref(keys);
+	a = kube_store_by_index(s, "ns", "n2");
+	ck_assert_uint_eq(json_array_size(a), 0);
+	json_decref(a);
+	a = kube_store_by_index(s, "node", "node-1");
+	ck_assert_uint_eq(json_array_size(a), 1);
+	json_decref(a);
+
+	o = kube_store_del(s, "n1/d");
+	ck_assert_ptr_nonnull(o);
+	json_decref(o);
+	ck_assert_ptr_null(kube_store_del(s, "n1/d"));
+	o = kube_store_get_nn(s, "n1", "a");
+	ck_assert_str_eq(gj_str(o, "metadata.resourceVersion"), "5");
+	json_decref(o);
+	a = kube_store_list(s);
+	ck_assert_uint_eq(json_array_size(a), 2);
+	json_decref(a);
+	kube_store_free(s);
+}
+END_TEST
+
+START_TEST(gmap_grows)
+{
+	struct gmap *m = gmap_new();
+	char k[32];
+	for (long i = 0; i < 5000; i++) {
+		snprintf(k, sizeof(k), "key-%ld", i);
+		gmap_put(m, k, (void *)(i + 1), NULL);
+	}
+	ck_assert_uint_eq(gmap_len(m), 5000);
+	ck_assert_ptr_eq(gmap_get(m, "key-4321"), (void *)4322);
+	bool found;
+	ck_assert_ptr_eq(gmap_del(m, "key-7", &found), (void *)8);
+	ck_assert(found);
+	ck_assert(!gmap_has(m, "key-7"));
+	struct gmap_iter it;
+	size_t n = 0;
+	gmap_iter_init(&it, m);
+	while (gmap_next(&it, NULL, NULL))
+		n++;
+	ck_assert_uint_eq(n, 4999);
+	gmap_free(m, NULL);
+}
+END_TEST
+
+START_TEST(json_helpers)
+{
+	json_t *o = json_object();
+	char key[64];
+	ck_assert_int_eq(gj_set(o, "metadata.labels.app", json_string("x")), 0);
+	ck_assert_str_eq(gj_str(o, "metadata.labels.app"), "x");
+	ck_assert_ptr_null(gj_str(o, "metadata.labels"));
+	ck_assert_int_eq(gj_int(o, "metadata.generation", -1), -1);
+	ck_assert_int_eq(gj_object_key(o, key, sizeof(key)), -1);
+	gj_set(o, "metadata.name", json_string("n"));
+	ck_assert_int_eq(gj_object_key(o, key, sizeof(key)), 0);
+	ck_assert_str_eq(key, "n");
+	gj_set(o, "metadata.namespace", json_string("ns"));
+	gj_object_key(o, key, sizeof(key));
+	ck_assert_str_eq(key, "ns/n");
+	ck_assert_int_eq(gj_set(o, "metadata.name.x", json_true()), -1); /* name is a string */
+	json_decref(o);
+}
+END_TEST
+
+static const char *APPLY_CONFLICT =
+	"{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"message\":\"Apply failed with 1 conflict: conflict with \\\"a\\\": .data.k\","
+	"\"reason\":\"Conflict\",\"details\":{\"causes\":[{\"type\":\"FieldManagerConflict\",\"message\":\"conflict with \\\"a\\\"\",\"field\":\".data.k\"}]},\"code\":409}";
+static const char *LOCK_CONFLICT =
+	"{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"message\":\"Operation cannot be fulfilled on configmaps \\\"x\\\": the object has been modified; please apply your changes to the latest version and try again\","
+	"\"reason\":\"Conflict\",\"details\":{\"name\":\"x\",\"kind\":\"configmaps\"},\"code\":409}";
+
+START_TEST(typed_errors)
+{
+	struct kube_error e;
+	kube_error_from_response(&e, "apply configmaps/ns/x", 409, APPLY_CONFLICT, strlen(APPLY_CONFLICT), 0);
+	ck_assert_int_eq(e.code, KUBE_ERR_APPLY_CONFLICT);
+	ck_assert_str_eq(e.reason, "Conflict");
+	ck_assert_str_eq(e.message, "apply configmaps/ns/x: 409 Conflict: Apply failed with 1 conflict: conflict with \"a\": .data.k");
+	kube_error_from_response(&e, "update configmaps/ns/x", 409, LOCK_CONFLICT, strlen(LOCK_CONFLICT), 0);
+	ck_assert_int_eq(e.code, KUBE_ERR_CONFLICT);
+	const char *exists = "{\"kind\":\"Status\",\"reason\":\"AlreadyExists\",\"message\":\"exists\",\"code\":409}";
+	kube_error_from_response(&e, "create x", 409, exists, strlen(exists), 0);
+	ck_assert_int_eq(e.code, KUBE_ERR_ALREADY_EXISTS);
+	const char *throttled = "{\"kind\":\"Status\",\"reason\":\"TooManyRequests\",\"message\":\"slow down\",\"details\":{\"retryAfterSeconds\":3},\"code\":429}";
+	kube_error_from_response(&e, "list x", 429, throttled, strlen(throttled), 0);
+	ck_assert_int_eq(e.code, KUBE_ERR_TOO_MANY);
+	ck_assert_double_eq(e.retry_after_s, 3);
+	ck_assert(kube_error_retryable(&e));
+	kube_error_from_response(&e, "list x", 429, throttled, strlen(throttled), 7); /* header wins */
+	ck_assert_double_eq(e.retry_after_s, 7);
+	kube_error_from_response(&e, "get x", 404, "not json\n\x01", 10, 0);
+	ck_assert_int_eq(e.code, KUBE_ERR_NOT_FOUND);
+	ck_assert_str_eq(e.message, "get x: 404 Not Found: not json  ");
+	ck_assert(!kube_error_retryable(&e));
+	kube_error_from_response(&e, "watch x", 410, NULL, 0, 0);
+	ck_assert_int_eq(e.code, KUBE_ERR_GONE);
+	kube_error_from_response(&e, "patch x", 422, NULL, 0, 0);
+	ck_assert_int_eq(e.code, KUBE_ERR_INVALID);
+	kube_error_from_response(&e, "get x", 503, NULL, 0, 1);
+	ck_assert_int_eq(e.code, KUBE_ERR_SERVER);
+	ck_assert(kube_error_retryable(&e));
+	ck_assert_str_eq(kube_errc_name(KUBE_ERR_APPLY_CONFLICT), "ApplyConflict");
+}
+END_TEST
+
+START_TEST(paths)
+{
+	char p[256];
+	struct kube_resource cm = { "", "v1", "configmaps", true };
+	struct kube_resource ni = { "networking.datumapis.com", "v1alpha", "networkinterfaces", true };
+	struct kube_resource node = { "", "v1", "nodes", false };
+	ck_assert_int_eq(kube_path(&cm, "ns", "x", NULL, p, sizeof(p)), 0);
+	ck_assert_str_eq(p, "/api/v1/namespaces/ns/configmaps/x");
+	ck_assert_int_eq(kube_path(&ni, "ns", "x", "status", p, sizeof(p)), 0);
+	ck_assert_str_eq(p, "/apis/networking.datumapis.com/v1alpha/namespaces/ns/networkinterfaces/x/status");
+	ck_assert_int_eq(kube_path(&ni, NULL, NULL, NULL, p, sizeof(p)), 0);
+	ck_assert_str_eq(p, "/apis/networking.datumapis.com/v1alpha/networkinterfaces");
+	ck_assert_int_eq(kube_path(&node, NULL, "n1", NULL, p, sizeof(p)), 0);
+	ck_assert_str_eq(p, "/api/v1/nodes/n1");
+	ck_assert_int_eq(kube_path(&cm, "ns", "../x", NULL, p, sizeof(p)), -1);
+	ck_assert_int_eq(kube_path(&cm, "ns", "a?b", NULL, p, sizeof(p)), -1);
+	ck_assert_int_eq(kube_path(&cm, "ns", NULL, "status", p, sizeof(p)), -1);
+	ck_assert_int_eq(kube_path(&cm, "ns", "x", NULL, p, 10), -1);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("common_store");
+	TCase *tc = tcase_create("store");
+	tcase_add_test(tc, store_indexes_and_replace);
+	tcase_add_test(tc, gmap_grows);
+	tcase_add_test(tc, json_helpers);
+	tcase_add_test(tc, typed_errors);
+	tcase_add_test(tc, paths);
+	suite_add_tcase(s, tc);
+	return gt_run(s);
+}
