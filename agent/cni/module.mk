@@ -5,3 +5,9 @@ $(eval $(call lib,gcni,$(CNI_CORE_SRCS)))
 $(eval $(call prog,galactic-cni,agent/cni/plugin.c,gcni,jansson))
 # The agent side (linked into galactic-agent): socket server + attach path.
 $(eval $(call lib,gcniagent,agent/cni/server.c agent/cni/pod.c))
+
+# Tests, benchmarks and fuzzers of the CNI path.
+$(eval $(call unit_test,test_cni_config,tests/unit/test_cni_config.c,gcni,jansson))
+$(eval $(call unit_test,test_cni_proto,tests/unit/test_cni_proto.c,gcni,jansson))
+$(eval $(call fuzzer,fuzz_cni_config,tests/fuzz/fuzz_cni_config.c,gcni,jansson))
+$(eval $(call fuzzer,fuzz_cni_proto,tests/fuzz/fuzz_cni_proto.c,gcni,jansson))

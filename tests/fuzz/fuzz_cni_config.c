@@ -1,0 +1,38 @@
+/* libFuzzer: the galactic-cni network configuration parser (stdin of the
+ * plugin) for every command; accepted configs must survive a round trip. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/cni/config.h"
+#include "agent/cni/result.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static const enum cni_cmd cmds[] = { CNI_CMD_ADD, CNI_CMD_DEL, CNI_CMD_CHECK, CNI_CMD_GC };
+	struct cni_conf c, d;
+	struct cni_err e;
+
+	if (!size)
+		return 0;
+	if (cni_conf_parse((const char *)data + 1, size - 1, cmds[data[0] % 4], &c, &e) == 0) {
+		json_t *j = cni_conf_to_json(&c);
+		struct cni_result r = { .host_ifname = "gc0", .ifname = "eth0", .sandbox = "/x" };
+		json_t *res;
+
+		if (cni_conf_parse_json(j, cmds[data[0] % 4], &d, &e) != 0)
+			abort(); /* what we accepted and re-encoded must parse again */
+		if (memcmp(c.addrs, d.addrs, sizeof(c.addrs)) || c.naddrs != d.naddrs ||
+		    c.nroutes != d.nroutes || c.vpc != d.vpc || c.att != d.att)
+			abort();
+		res = cni_result_json(&r, &c, c.ver);
+		free(json_dumps(res, 0));
+		json_decref(res);
+		json_decref(j);
+		cni_conf_free(&d);
+		cni_conf_free(&c);
+	} else if (!e.code || !e.msg[0]) {
+		abort(); /* every refusal carries a code and a message */
+	}
+	return 0;
+}
