@@ -5,6 +5,7 @@ $(eval $(call lib,gcni,$(CNI_CORE_SRCS)))
 $(eval $(call prog,galactic-cni,agent/cni/plugin.c,gcni,jansson))
 # The agent side (linked into galactic-agent): socket server + attach path.
 $(eval $(call lib,gcniagent,agent/cni/server.c agent/cni/pod.c))
+# (links with gagent gdp gnl: agent/state, the model/backend and libgnl)
 
 # Tests, benchmarks and fuzzers of the CNI path.
 $(eval $(call unit_test,test_cni_config,tests/unit/test_cni_config.c,gcni,jansson))

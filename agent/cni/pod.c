@@ -144,8 +144,8 @@ static int pod_configure(struct gnl_sock *ps, const struct cni_conf *c, struct p
 	return 0;
 }
 
-int pod_setup(int nsfd, const struct cni_conf *c, struct pod_link *l, int *clash, char *err,
-	      size_t errlen)
+int pod_setup(const char *host_netns, int nsfd, const struct cni_conf *c, struct pod_link *l,
+	      int *clash, char *err, size_t errlen)
 {
 	struct gnl_sock *hs = NULL, *ps = NULL;
 	struct gnl_link gl;
@@ -153,7 +153,7 @@ int pod_setup(int nsfd, const struct cni_conf *c, struct pod_link *l, int *clash
 	int rc;
 
 	*clash = 0;
-	rc = gnl_open(&hs, NULL, err, errlen);
+	rc = gnl_open(&hs, host_netns, err, errlen);
 	if (rc)
 		return rc;
 	/* A host end left by an earlier, interrupted ADD of this attachment:
@@ -215,11 +215,11 @@ out:
 	return rc;
 }
 
-int pod_teardown(const char *host_ifname, char *err, size_t errlen)
+int pod_teardown(const char *host_netns, const char *host_ifname, char *err, size_t errlen)
 {
 	struct gnl_sock *hs;
 	char ext[128] = "";
-	int rc = gnl_open(&hs, NULL, err, errlen);
+	int rc = gnl_open(&hs, host_netns, err, errlen);
 
 	if (rc)
 		return rc;
@@ -285,8 +285,8 @@ static int route_cb(const struct nlmsghdr *h, void *arg)
 	return 0;
 }
 
-int pod_check(int nsfd, const struct cni_conf *c, const struct pod_link *l, char *err,
-	      size_t errlen)
+int pod_check(const char *host_netns, int nsfd, const struct cni_conf *c,
+	      const struct pod_link *l, char *err, size_t errlen)
 {
 	struct cni_route rts[CNI_MAX_ROUTES + 2];
 	struct gnl_sock *ps = NULL, *hs = NULL;
@@ -295,7 +295,7 @@ int pod_check(int nsfd, const struct cni_conf *c, const struct pod_link *l, char
 	char b[64], mac[18];
 	int rc;
 
-	rc = gnl_open(&hs, NULL, err, errlen);
+	rc = gnl_open(&hs, host_netns, err, errlen);
 	if (rc)
 		return -1;
 	rc = gnl_link_get(hs, l->host_ifname, &gl);
@@ -372,14 +372,14 @@ fail:
 	return -1;
 }
 
-int pod_link_mtu(const char *name)
+int pod_link_mtu(const char *host_netns, const char *name)
 {
 	struct gnl_sock *hs;
 	struct gnl_link gl;
 	char err[128];
 	int mtu = 0;
 
-	if (!name || !*name || gnl_open(&hs, NULL, err, sizeof(err)))
+	if (!name || !*name || gnl_open(&hs, host_netns, err, sizeof(err)))
 		return 0;
 	if (!gnl_link_get(hs, name, &gl))
 		mtu = (int)gl.mtu;

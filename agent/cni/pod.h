@@ -2,7 +2,8 @@
  * The pod side of an attachment, done with agent/nl (libgnl) inside the
  * container's namespace: the veth pair (guest end created directly in the
  * namespace under CNI_IFNAME), MTU, addresses, the gateway as a permanent
- * neighbour toward the host end, and the pod's routes.
+ * neighbour toward the host end, and the pod's routes. host_netns is the
+ * node's namespace (NULL: the agent's own), as the backend's --netns.
  */
 #ifndef GALACTIC_CNI_POD_H
 #define GALACTIC_CNI_POD_H
@@ -25,14 +26,14 @@ struct pod_link {
  * returns -errno with err naming the step and object. -EEXIST with
  * *clash set means CNI_IFNAME already exists in the namespace.
  */
-int pod_setup(int nsfd, const struct cni_conf *c, struct pod_link *l, int *clash,
-	      char *err, size_t errlen);
+int pod_setup(const char *host_netns, int nsfd, const struct cni_conf *c, struct pod_link *l,
+	      int *clash, char *err, size_t errlen);
 /* Deletes the host end (the kernel removes the peer). Missing is fine. */
-int pod_teardown(const char *host_ifname, char *err, size_t errlen);
+int pod_teardown(const char *host_netns, const char *host_ifname, char *err, size_t errlen);
 /* Verifies the pod side; returns 0 or -1 with err saying what differs. */
-int pod_check(int nsfd, const struct cni_conf *c, const struct pod_link *l, char *err,
-	      size_t errlen);
+int pod_check(const char *host_netns, int nsfd, const struct cni_conf *c,
+	      const struct pod_link *l, char *err, size_t errlen);
 /* The uplink's MTU (0 if unknown). */
-int pod_link_mtu(const char *name);
+int pod_link_mtu(const char *host_netns, const char *name);
 
 #endif

@@ -18,6 +18,7 @@
 #include "agent/cni/pod.h"
 #include "agent/cni/proto.h"
 #include "agent/cni/result.h"
+#include "agent/state.h"
 
 #define STORE_NAME "cni-attachments.json"
 #define REQ_IO_MS 10000
@@ -155,21 +156,34 @@ static void drop_vpc_if_unused(struct gcni_server *s, const char *id)
 		}
 }
 
-static struct vrec *get_vpc(struct gcni_server *s, const char *id, char *err, size_t errlen)
+/*
+ * The agent's own record (agent/state.h) may already name VPCs and
+ * attachments: reuse its number and table for a VPC it knows, and never hand
+ * out a number it uses. rec may be NULL.
+ */
+static struct vrec *get_vpc(struct gcni_server *s, const char *id, const struct gdp_state *rec,
+			    char *err, size_t errlen)
 {
+	const struct gdp_vpc *known = rec ? gdp_state_find_vpc(rec, id) : NULL;
 	struct vrec *v = find_vpc(s, id);
-	uint16_t arg;
+	uint16_t arg = 0;
 
 	if (v)
 		return v;
-	/* Lowest free number: the argument is node-local, we are its only allocator. */
-	for (arg = 1; arg <= GDP_ARG_MAX; arg++) {
-		size_t i;
+	if (known) {
+		arg = known->arg;
+	} else {
+		/* Lowest free number: the argument is node-local, we are its only allocator. */
+		for (arg = 1; arg <= GDP_ARG_MAX; arg++) {
+			int used = 0;
 
-		for (i = 0; i < s->nvpcs && s->vpcs[i].arg != arg; i++)
-			;
-		if (i == s->nvpcs)
-			break;
+			for (size_t i = 0; i < s->nvpcs && !used; i++)
+				used = s->vpcs[i].arg == arg;
+			for (size_t i = 0; rec && i < rec->n_vpcs && !used; i++)
+				used = rec->vpcs[i].arg == arg || rec->vpcs[i].table == s->o.table_min + arg;
+			if (!used)
+				break;
+		}
 	}
 	if (arg > GDP_ARG_MAX) {
 		snprintf(err, errlen, "vpc %s: all %d VPC numbers of this node are in use", id, GDP_ARG_MAX);
@@ -190,25 +204,39 @@ static struct vrec *get_vpc(struct gcni_server *s, const char *id, char *err, si
 	memset(v, 0, sizeof(*v));
 	snprintf(v->id, sizeof(v->id), "%s", id);
 	v->arg = arg;
-	v->table = s->o.table_min + arg;
+	v->table = known ? known->table : s->o.table_min + arg;
 	return v;
 }
 
-static int alloc_att_arg(struct gcni_server *s, uint16_t *out)
+static int alloc_att_arg(struct gcni_server *s, const struct gdp_state *rec, uint16_t *out)
 {
 	/* A bitmap keeps this linear in the number of attachments. */
-	static const size_t words = (GDP_ARG_MAX + 64) / 64;
 	uint64_t used[(GDP_ARG_MAX + 64) / 64] = { 0 };
 
 	for (size_t i = 0; i < s->nrecs; i++)
 		used[s->recs[i]->arg / 64] |= 1ull << (s->recs[i]->arg % 64);
+	for (size_t i = 0; rec && i < rec->n_atts; i++)
+		if (rec->atts[i].arg <= GDP_ARG_MAX)
+			used[rec->atts[i].arg / 64] |= 1ull << (rec->atts[i].arg % 64);
 	for (uint16_t a = 1; a <= GDP_ARG_MAX; a++)
 		if (!(used[a / 64] & (1ull << (a % 64)))) {
 			*out = a;
 			return 0;
 		}
-	(void)words;
 	return -ENOSPC;
+}
+
+/* The agent's record, or an empty state if there is none or it is unreadable
+ * (the backend reports a broken record; allocation must not depend on it). */
+static void load_agent_record(struct gcni_server *s, struct gdp_state *rec)
+{
+	struct gdp_results bad;
+	char err[256];
+
+	gdp_results_init(&bad);
+	if (gst_load(s->o.state_dir, rec, &bad, err, sizeof(err)))
+		gdp_state_init(rec);
+	gdp_results_free(&bad);
 }
 
 /* ---- durable record ---------------------------------------------------- */
@@ -338,7 +366,7 @@ static int store_load(struct gcni_server *s, char *err, size_t errlen)
 		}
 		vr.arg = (uint16_t)json_integer_value(json_object_get(v, "arg"));
 		vr.table = (uint32_t)json_integer_value(json_object_get(v, "table"));
-		if (!get_vpc(s, vr.id, err, errlen)) {
+		if (!get_vpc(s, vr.id, NULL, err, errlen)) {
 			json_decref(o);
 			return -ENOMEM;
 		}
@@ -602,11 +630,13 @@ static json_t *do_add(struct gcni_server *s, struct cni_req *q, int nsfd, struct
 {
 	const struct cni_conf *c = &q->conf;
 	char err[512] = "", host[16];
+	struct gdp_state rec;
 	struct rec *r, *o;
 	int clash = 0, rc;
 	json_t *out;
 
 	gcni_host_ifname(c->vpc_s, c->att_s, host);
+	load_agent_record(s, &rec);
 	pthread_mutex_lock(&s->mu);
 	while ((r = find_key(s, c->name, q->env.container_id, q->env.ifname)) && r->busy)
 		wait_idle(s);
@@ -620,9 +650,9 @@ static json_t *do_add(struct gcni_server *s, struct cni_req *q, int nsfd, struct
 		/* Idempotent ADD: verify, repair the pod side if it drifted. */
 		r->busy = 1;
 		pthread_mutex_unlock(&s->mu);
-		rc = pod_check(nsfd, c, &r->link, err, sizeof(err));
+		rc = pod_check(s->o.netns, nsfd, c, &r->link, err, sizeof(err));
 		if (rc)
-			rc = pod_setup(nsfd, c, &r->link, &clash, err, sizeof(err));
+			rc = pod_setup(s->o.netns, nsfd, c, &r->link, &clash, err, sizeof(err));
 		pthread_mutex_lock(&s->mu);
 		if (rc) {
 			r->busy = 0;
@@ -664,12 +694,12 @@ static json_t *do_add(struct gcni_server *s, struct cni_req *q, int nsfd, struct
 		cni_err_set(e, CNI_ERR_IO, "out of memory", "allocating the attachment record");
 		goto unlock_fail;
 	}
-	if (!get_vpc(s, c->vpc_s, err, sizeof(err))) {
+	if (!get_vpc(s, c->vpc_s, &rec, err, sizeof(err))) {
 		cni_err_set(e, CNI_ERR_PROGRAMMING, "cannot allocate the VPC on this node", "%s", err);
 		free(r);
 		goto unlock_fail;
 	}
-	if (alloc_att_arg(s, &r->arg) || add_rec(s, r)) {
+	if (alloc_att_arg(s, &rec, &r->arg) || add_rec(s, r)) {
 		cni_err_set(e, CNI_ERR_PROGRAMMING, "cannot allocate the attachment on this node",
 			    "vpc %s attachment %s: all %d attachment numbers are in use", c->vpc_s,
 			    c->att_s, GDP_ARG_MAX);
@@ -697,7 +727,7 @@ static json_t *do_add(struct gcni_server *s, struct cni_req *q, int nsfd, struct
 	pthread_mutex_unlock(&s->mu);
 
 	/* The slow, parallel part: nothing shared is touched here. */
-	rc = pod_setup(nsfd, c, &r->link, &clash, err, sizeof(err));
+	rc = pod_setup(s->o.netns, nsfd, c, &r->link, &clash, err, sizeof(err));
 
 	pthread_mutex_lock(&s->mu);
 	if (rc) {
@@ -718,7 +748,7 @@ finish:
 		r->st = R_PENDING;
 		commit_wait(s); /* takes back what the failed apply did program */
 		pthread_mutex_unlock(&s->mu);
-		pod_teardown(r->link.host_ifname, err, sizeof(err));
+		pod_teardown(s->o.netns, r->link.host_ifname, err, sizeof(err));
 		pthread_mutex_lock(&s->mu);
 		goto undo_rec;
 	}
@@ -727,6 +757,7 @@ finish:
 	r->busy = 0;
 	pthread_cond_broadcast(&s->cv);
 	pthread_mutex_unlock(&s->mu);
+	gdp_state_free(&rec);
 	return out;
 undo_rec:
 	{
@@ -740,6 +771,7 @@ undo_rec:
 	}
 unlock_fail:
 	pthread_mutex_unlock(&s->mu);
+	gdp_state_free(&rec);
 	return NULL;
 }
 
@@ -769,7 +801,7 @@ static int remove_recs(struct gcni_server *s, struct rec **v, size_t n, struct c
 	pthread_cond_broadcast(&s->cv);
 	pthread_mutex_unlock(&s->mu);
 	for (size_t i = 0; i < n; i++)
-		if (pod_teardown(hosts[i], err, sizeof(err)) && !rc) {
+		if (pod_teardown(s->o.netns, hosts[i], err, sizeof(err)) && !rc) {
 			rc = -1;
 			cni_err_set(e, CNI_ERR_PROGRAMMING, "removing the attachment failed", "%s", err);
 		}
@@ -795,7 +827,7 @@ static int do_del(struct gcni_server *s, struct cni_req *q, struct cni_err *e)
 		gcni_host_ifname(c->vpc_s, c->att_s, host);
 		r = find_att(s, c->vpc_s, c->att_s);
 		pthread_mutex_unlock(&s->mu);
-		if (!r && pod_teardown(host, err, sizeof(err))) {
+		if (!r && pod_teardown(s->o.netns, host, err, sizeof(err))) {
 			cni_err_set(e, CNI_ERR_PROGRAMMING, "removing a leftover interface failed", "%s", err);
 			return -1;
 		}
@@ -913,7 +945,7 @@ static int do_check(struct gcni_server *s, struct cni_req *q, int nsfd, struct c
 	link = r->link;
 	pthread_mutex_unlock(&s->mu);
 
-	rc = pod_check(nsfd, c, &link, err, sizeof(err));
+	rc = pod_check(s->o.netns, nsfd, c, &link, err, sizeof(err));
 	if (!rc && s->o.backend && s->o.backend->ops->observe) {
 		struct gdp_results res;
 		struct gdp_state st;
@@ -1157,7 +1189,7 @@ int gcni_server_start(struct gcni_server **out, const struct gcni_server_opts *o
 	snprintf(s->store_path, sizeof(s->store_path), "%s/%s", opts->state_dir, STORE_NAME);
 	s->default_mtu = opts->default_mtu;
 	if (!s->default_mtu) {
-		int up = pod_link_mtu(opts->node.uplink);
+		int up = pod_link_mtu(opts->netns, opts->node.uplink);
 
 		/* Reduced encap adds one IPv6 header (40 bytes) and no SRH. */
 		s->default_mtu = up > CNI_MTU_MIN_V6 + 40 ? up - 40 : 1460;

@@ -28,7 +28,10 @@ struct gcni_server;
 
 struct gcni_server_opts {
 	const char *socket_path;      /* NULL: /run/galactic/cni.sock */
-	const char *state_dir;        /* durable record: <dir>/cni-attachments.json */
+	const char *state_dir;        /* durable record: <dir>/cni-attachments.json; the
+				       * agent's own record (agent/state.h) there is read to
+				       * reuse its VPC numbers and avoid its arguments */
+	const char *netns;            /* the node's namespace (NULL: ours), as the backend's */
 	struct gdp_node node;         /* block, node id, uplink (for SIDs) */
 	struct gdp_backend *backend;  /* opened by the daemon; used when apply is NULL */
 	/*
