@@ -23,6 +23,7 @@ struct kube_client {
 	bool h2;
 	long timeout_s;
 	atomic_ulong requests, connects;
+	atomic_long http_version; /* CURL_HTTP_VERSION_* of the last response */
 };
 
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
@@ -203,6 +204,16 @@ void kube_client_free(struct kube_client *kc)
 }
 
 bool kube_client_http2(const struct kube_client *kc) { return kc->h2; }
+
+int kube_client_last_http_version(struct kube_client *kc)
+{
+	switch (atomic_load(&kc->http_version)) {
+	case CURL_HTTP_VERSION_1_0: return 10;
+	case CURL_HTTP_VERSION_1_1: return 11;
+	case CURL_HTTP_VERSION_2_0: return 20;
+	default: return 0;
+	}
+}
 struct kube_config *kube_client_config(struct kube_client *kc) { return kc->cfg; }
 void kube_client_set_timeout(struct kube_client *kc, long s) { kc->timeout_s = s; }
 
@@ -448,6 +459,12 @@ static int perform(struct kube_client *kc, struct xfer *x, const char *method,
 		rc = curl_easy_perform(x->h);
 		curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &x->status);
 		curl_easy_getinfo(x->h, CURLINFO_NUM_CONNECTS, &nconn);
+		{
+			long hv = 0;
+			curl_easy_getinfo(x->h, CURLINFO_HTTP_VERSION, &hv);
+			if (hv)
+				atomic_store(&kc->http_version, hv);
+		}
 		atomic_fetch_add(&kc->connects, (unsigned long)nconn);
 		curl_slist_free_all(hdrs);
 		curl_easy_setopt(x->h, CURLOPT_ERRORBUFFER, NULL);

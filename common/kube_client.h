@@ -77,6 +77,8 @@ struct kube_client *kube_client_new(struct kube_config *cfg, char *errbuf, size_
 void kube_client_free(struct kube_client *kc);
 bool kube_client_http2(const struct kube_client *kc);
 struct kube_config *kube_client_config(struct kube_client *kc);
+/* HTTP version of the last response: 11, 20, or 0 before any. */
+int kube_client_last_http_version(struct kube_client *kc);
 /* Requests issued and new connections opened so far (connection reuse check). */
 void kube_client_counters(struct kube_client *kc, unsigned long *requests, unsigned long *connects);
 /* Per-request timeout in seconds for non-streaming calls (default 60). */

@@ -13,3 +13,6 @@ $(eval $(call unit_test,test_common_config,tests/unit/test_common_config.c,gcomm
 $(eval $(call unit_test,test_common_workqueue,tests/unit/test_common_workqueue.c,gcommon,$(COMMON_LDLIBS)))
 $(eval $(call unit_test,test_common_store,tests/unit/test_common_store.c,gcommon,$(COMMON_LDLIBS)))
 $(eval $(call unit_test,test_common_metrics,tests/unit/test_common_metrics.c,gcommon,$(COMMON_LDLIBS)))
+
+COMMON_E2E_LIB := tests/lib/cp.c tests/lib/common_e2e.c tests/lib/common_proxy.c
+$(eval $(call e2e_test,test_common_client,tests/e2e/test_common_client.c $(COMMON_E2E_LIB),gcommon,$(COMMON_LDLIBS)))

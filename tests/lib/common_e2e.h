@@ -1,0 +1,23 @@
+/* Helpers shared by the e2e suites of common/ (tests/e2e/test_common_*.c). */
+#ifndef GALACTIC_TESTS_COMMON_E2E_H
+#define GALACTIC_TESTS_COMMON_E2E_H
+
+#include "common/kube_client.h"
+#include "tests/lib/cp.h"
+
+extern const struct kube_resource CE_CONFIGMAPS, CE_NAMESPACES, CE_CRDS;
+
+/* Brings the control plane up once per process (exits the process on failure). */
+void ce_setup(struct cp *cp);
+/* Client with the admin bearer token (server may be overridden, e.g. a proxy). */
+struct kube_client *ce_client_token(const struct cp *cp, const char *server, struct kube_config **cfg);
+int ce_port(const struct cp *cp);
+void ce_namespace(struct kube_client *kc, const char *ns);
+/* Creates a namespaced CRD with a status subresource and waits until established:
+ * group e2e.galactic.io, version v1, kind Widget, plural `plural`. */
+void ce_crd(struct kube_client *kc, const char *plural, const char *kind);
+double ce_now(void);       /* monotonic seconds */
+double ce_wall_ms(void);   /* epoch milliseconds */
+json_t *ce_cm(const char *ns, const char *name, const char *k, const char *v);
+
+#endif

@@ -1,0 +1,22 @@
+/*
+ * A TCP pass-through proxy on 127.0.0.1 for e2e tests of common/: the client
+ * under test connects through it, and the test can cut every connection and
+ * refuse new ones (a network partition between one client and a real API
+ * server) and later restore it. Bytes pass unchanged (TLS end to end).
+ */
+#ifndef GALACTIC_TESTS_COMMON_PROXY_H
+#define GALACTIC_TESTS_COMMON_PROXY_H
+
+struct tproxy;
+
+/* upstream_port on 127.0.0.1; returns NULL on error. */
+struct tproxy *tproxy_start(int upstream_port);
+int tproxy_port(const struct tproxy *p);
+/* Closes all connections; new ones are closed at once until restored. */
+void tproxy_cut(struct tproxy *p);
+void tproxy_restore(struct tproxy *p);
+/* Connections accepted and passed upstream so far. */
+int tproxy_accepted(struct tproxy *p);
+void tproxy_stop(struct tproxy *p);
+
+#endif
