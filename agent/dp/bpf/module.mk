@@ -24,5 +24,6 @@ GENERATED += build/gen/vmlinux.h build/gen/srv6.skel.h
 $(eval $(call lib,gdpbpf,agent/dp/bpf/bpf_dp.c agent/dp/bpf/bpf_sync.c agent/dp/bpf/bpf_backend.c))
 
 $(eval $(call netns_test,test_bpf_golden,tests/netns/test_bpf_golden.c,gdpbpf,bpf))
+$(eval $(call netns_test,test_bpf_traffic,tests/netns/test_bpf_traffic.c,gdpbpf gdp gnl,bpf nl))
 
 endif
