@@ -320,7 +320,7 @@ static int parse_addrs(json_t *root, struct cni_conf *c, struct cni_err *e)
 		if (a->gw.family != a->ip.family)
 			return bad(e, f, "gateway %s is not in the address's family (%s)", s,
 				   fam_name(a->ip.family));
-		if ((why = bad_unicast(&a->gw, a->gw.family == AF_INET6)))
+		if ((why = bad_unicast(&a->gw, 1)))
 			return bad(e, f, "gateway %s is %s", s, why);
 		if (ip_eq(&a->gw, &a->ip))
 			return bad(e, f, "gateway %s equals the address", s);
@@ -382,7 +382,7 @@ static int parse_routes(json_t *root, struct cni_conf *c, struct cni_err *e)
 		if (cni_ip_parse(s, &r->gw) || r->gw.family != r->dst.family)
 			return bad(e, f, "gw \"%s\" is not an %s address", echo(s, b, sizeof(b)),
 				   fam_name(r->dst.family));
-		if ((why = bad_unicast(&r->gw, r->gw.family == AF_INET6)))
+		if ((why = bad_unicast(&r->gw, 1)))
 			return bad(e, f, "gw %s is %s", s, why);
 		r->has_gw = 1;
 	}

@@ -86,9 +86,10 @@ static int pod_configure(struct gnl_sock *ps, const struct cni_conf *c, struct p
 
 		to_gnl(&c->addrs[i].ip, c->addrs[i].plen, &ia.addr);
 		/* No DAD: the address is ours by allocation, and DAD would hold
-		 * the pod's traffic for a second or more. */
-		if (ia.family == AF_INET6)
-			ia.flags = IFA_F_NODAD;
+		 * the pod's traffic for a second or more. No prefix route: the
+		 * node routes (there is no L2 segment to ARP/ND across), so the
+		 * prefix goes via the gateway below. */
+		ia.flags = IFA_F_NOPREFIXROUTE | (ia.family == AF_INET6 ? IFA_F_NODAD : 0);
 		rc = talk(ps, m, gnl_ifaddr_msg(&m, RTM_NEWADDR, NLM_F_CREATE | NLM_F_REPLACE, &ia),
 			  ext, sizeof(ext));
 		if (rc) {
@@ -138,6 +139,33 @@ static int pod_configure(struct gnl_sock *ps, const struct cni_conf *c, struct p
 				 rts[i].plen ? cni_ip_str(&rts[i].dst, b, sizeof(b)) : "default",
 				 rts[i].plen, cni_ip_str(&rts[i].gw, ext, sizeof(ext)), l->ifname,
 				 strerror(-rc), "");
+			return rc;
+		}
+	}
+	/* Each address's own prefix (other pods of the VPC) via its gateway. */
+	for (int i = 0; i < c->naddrs; i++) {
+		const struct cni_addr *a = &c->addrs[i];
+		struct gnl_route r = { .family = a->ip.family, .oif = (uint32_t)idx,
+				       .protocol = RTPROT_STATIC };
+		struct cni_ip net = a->ip;
+		const struct cni_ip *gw = NULL;
+
+		if (a->plen == (a->ip.family == AF_INET ? 32 : 128))
+			continue;
+		for (int k = 0; k < n && !gw; k++)
+			if (rts[k].gw.family == a->ip.family)
+				gw = &rts[k].gw;
+		if (!gw)
+			continue; /* no gateway: nothing beyond the pod itself is reachable */
+		for (int bit = a->plen; bit < (a->ip.family == AF_INET ? 32 : 128); bit++)
+			net.addr[bit / 8] &= (uint8_t)~(0x80 >> (bit % 8));
+		to_gnl(&net, a->plen, &r.dst);
+		to_gnl(gw, 0, &r.gw);
+		rc = talk(ps, m, gnl_route_msg(&m, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_REPLACE, &r),
+			  ext, sizeof(ext));
+		if (rc) {
+			snprintf(err, errlen, "add route %s/%d via the gateway dev %s in the pod: %s %s",
+				 cni_ip_str(&net, b, sizeof(b)), a->plen, l->ifname, strerror(-rc), ext);
 			return rc;
 		}
 	}
