@@ -23,6 +23,18 @@
 #include "agent/dp/model.h"
 #include "tests/lib/gtest.h"
 
+#ifdef GBT_BENCH
+/* Built as a bench (tests/bench/bench_bpf_fwd.c): assertions end the run. */
+static void bench_fail(const char *file, int line, const char *expr)
+{
+	fprintf(stderr, "%s:%d: %s\n", file, line, expr);
+	exit(1);
+}
+#undef _mark_point
+#define _mark_point(file, line) ((void)0)
+#define _ck_assert_failed(file, line, expr, ...) bench_fail(file, line, expr)
+#endif
+
 #define NODES 2
 #define TABLE_A 0x4005
 #define TABLE_B 0x4006
@@ -432,6 +444,7 @@ START_TEST(bpf_observe_reports_and_apply_repairs)
 }
 END_TEST
 
+#ifndef GBT_BENCH
 static Suite *suite(void)
 {
 	Suite *s = suite_create("bpf_traffic");
@@ -455,3 +468,53 @@ int main(void)
 {
 	return gt_run(suite());
 }
+#else
+/* Pod-to-pod TCP throughput across nodes (a1 -> a2), Gbit/s; -1 on failure. */
+static double iperf(int secs)
+{
+	char cmd[512];
+	double bps = -1;
+	FILE *f;
+
+	if (sh("ip netns exec %s-a2 iperf3 -s -1 -D -I /tmp/%s-iperf.pid", pfx, pfx))
+		return -1;
+	usleep(300 * 1000);
+	snprintf(cmd, sizeof(cmd),
+		 "ip netns exec %s-a1 iperf3 -c fd00:a::2 -t %d -J | jq .end.sum_received.bits_per_second",
+		 pfx, secs);
+	f = popen(cmd, "r");
+	if (f) {
+		if (fscanf(f, "%lf", &bps) != 1)
+			bps = -1;
+		pclose(f);
+	}
+	return bps < 0 ? -1 : bps / 1e9;
+}
+
+int main(int argc, char **argv)
+{
+	int secs = argc > 1 ? atoi(argv[1]) : 5;
+	double k, b;
+	char why[512];
+
+	if (geteuid()) {
+		printf("bench_bpf_fwd: needs root\n0 passed, 0 failed, 1 skipped\n");
+		return 0;
+	}
+	if (gbpf_preflight(NULL, why, sizeof(why))) {
+		printf("bench_bpf_fwd: bpf unavailable: %s\n0 passed, 0 failed, 1 skipped\n", why);
+		return 0;
+	}
+	topo_up(false);
+	k = iperf(secs);
+	topo_down();
+	topo_up(true);
+	b = iperf(secs);
+	topo_down();
+	printf("bench_bpf_fwd: iperf3 TCP pod -> pod across nodes, %d s each\n", secs);
+	printf("  kernel backend (seg6 routes)  %6.2f Gbit/s\n", k);
+	printf("  bpf backend (tc programs)     %6.2f Gbit/s   ratio bpf/kernel %.2fx\n", b,
+	       k > 0 ? b / k : 0);
+	return k > 0 && b > 0 ? 0 : 1;
+}
+#endif

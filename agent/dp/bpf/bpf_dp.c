@@ -736,7 +736,9 @@ int gbpf_preflight(const char *pin_root, char *why, size_t whylen)
 		return fail(why, whylen, errno ? errno : ENOENT,
 			    "kernel BTF (/sys/kernel/btf/vmlinux, needed for CO-RE)");
 	btf__free(btf);
-	if ((r = gbpf_ensure_bpffs(pin_root, err, sizeof(err)))) {
+	/* The filesystem only: a preflight leaves no directory behind. */
+	if ((r = gbpf_ensure_bpffs(pin_root && *pin_root ? pin_root : "/sys/fs/bpf", err,
+				   sizeof(err)))) {
 		snprintf(why, whylen, "bpffs: %s", err);
 		return r;
 	}
