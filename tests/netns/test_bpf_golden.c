@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "agent/dp/bpf/bpf_dp.h"
@@ -720,6 +721,79 @@ START_TEST(encap_then_decap_round_trip)
 }
 END_TEST
 
+/* ---- loader: pins, layouts, preflight ---- */
+
+START_TEST(pinned_maps_survive_and_bad_layout_rebuilds)
+{
+	char root[128], path[300], err[512];
+	struct gbpf_opts o = { .pin_root = root };
+	struct gbpf_route_key k;
+	struct gbpf_route r = { .flags = GBPF_RT_LOCAL }, have;
+	uint8_t a[16] = { 0 };
+	struct gbpf *p;
+	int fd;
+
+	NEED_ROOT();
+	snprintf(root, sizeof(root), "/sys/fs/bpf/galactic-test-%d", (int)getpid());
+	a6("fd00:a::7", a);
+	gbpf_route_key(&k, ARG_A, AF_INET6, a, 128);
+	ck_assert_msg(!gbpf_open(&p, &o, err, sizeof(err)), "%s", err);
+	ck_assert(gbpf_maps_fresh(p));
+	ck_assert_msg(!gbpf_set_route(p, &k, &r, err, sizeof(err)), "%s", err);
+	gbpf_close(p);
+
+	/* Same layout: the entry is still there. */
+	ck_assert_msg(!gbpf_open(&p, &o, err, sizeof(err)), "%s", err);
+	ck_assert(!gbpf_maps_fresh(p));
+	ck_assert_int_eq(bpf_map_lookup_elem(gbpf_map_fd(p, GBPF_MAP_ROUTES), &k, &have), 0);
+	ck_assert_uint_eq(have.flags, GBPF_RT_LOCAL);
+	gbpf_close(p);
+
+	/* A map pinned under our name with another shape: rebuilt, not reused, not fatal. */
+	snprintf(path, sizeof(path), "%s/v%d/gbpf_routes", root, GBPF_BPF_LAYOUT);
+	ck_assert_int_eq(unlink(path), 0);
+	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "wrong", 4, 8, 4, NULL);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(bpf_obj_pin(fd, path), 0);
+	close(fd);
+	/* And an older layout's directory. */
+	snprintf(path, sizeof(path), "%s/v0", root);
+	ck_assert_int_eq(mkdir(path, 0700), 0);
+	ck_assert_msg(!gbpf_open(&p, &o, err, sizeof(err)), "%s", err);
+	ck_assert(gbpf_maps_fresh(p));
+	ck_assert_int_eq(gbpf_stale_layouts(p), 1);
+	ck_assert_int_ne(bpf_map_lookup_elem(gbpf_map_fd(p, GBPF_MAP_ROUTES), &k, &have), 0);
+	ck_assert_msg(!gbpf_prune_layouts(p, err, sizeof(err)), "%s", err);
+	ck_assert_int_ne(access(path, F_OK), 0);
+	gbpf_close(p);
+	ck_assert_msg(!gbpf_unpin_all(root, err, sizeof(err)), "%s", err);
+	ck_assert_int_ne(access(root, F_OK), 0);
+}
+END_TEST
+
+START_TEST(preflight_passes_and_names_what_it_checked)
+{
+	char why[512] = "untouched";
+	int e;
+
+	NEED_ROOT();
+	e = gbpf_preflight(NULL, why, sizeof(why));
+	/* This kernel (6.18) has everything; a failure must say what is missing. */
+	ck_assert_msg(e == 0, "preflight: %s", why);
+	ck_assert_str_eq(why, "untouched");
+}
+END_TEST
+
+START_TEST(drop_reasons_have_names)
+{
+	for (int i = 0; i < GBPF_DROP_MAX; i++) {
+		ck_assert_ptr_nonnull(gbpf_drop_name(i));
+		ck_assert_str_ne(gbpf_drop_name(i), "?");
+	}
+	ck_assert_str_eq(gbpf_drop_name(GBPF_DROP_MAX), "?");
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("bpf_golden");
@@ -742,8 +816,14 @@ static Suite *suite(void)
 	tcase_add_test(e, encap_vpc_isolation_and_lpm);
 	tcase_add_test(e, encap_local_destination_passes);
 	tcase_add_test(e, encap_then_decap_round_trip);
+	TCase *l = tcase_create("loader");
+
+	tcase_add_test(l, pinned_maps_survive_and_bad_layout_rebuilds);
+	tcase_add_test(l, preflight_passes_and_names_what_it_checked);
+	tcase_add_test(l, drop_reasons_have_names);
 	suite_add_tcase(s, d);
 	suite_add_tcase(s, e);
+	suite_add_tcase(s, l);
 	return s;
 }
 
