@@ -658,7 +658,9 @@ int kube_list_page(struct kube_client *kc, const struct kube_resource *r, const 
 		    (o->field_selector && q_add(path, sizeof(path), "fieldSelector", o->field_selector)) ||
 		    (o->limit > 0 && q_add(path, sizeof(path), "limit", num)) ||
 		    (o->continue_token && q_add(path, sizeof(path), "continue", o->continue_token)) ||
-		    (o->resource_version && q_add(path, sizeof(path), "resourceVersion", o->resource_version))) {
+		    (o->resource_version && q_add(path, sizeof(path), "resourceVersion", o->resource_version)) ||
+		    (o->resource_version_match &&
+		     q_add(path, sizeof(path), "resourceVersionMatch", o->resource_version_match))) {
 			err_set(err, KUBE_ERR_ARG, "%s: query too long", what);
 			return -1;
 		}

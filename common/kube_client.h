@@ -102,6 +102,7 @@ struct kube_list_opts {
 	long limit;                  /* page size; 0 = no paging */
 	const char *continue_token;  /* kube_list_page only */
 	const char *resource_version;
+	const char *resource_version_match; /* "Exact" | "NotOlderThan" */
 };
 /* One page: the List object as the server sent it (metadata.continue if more). */
 int kube_list_page(struct kube_client *kc, const struct kube_resource *r, const char *ns,

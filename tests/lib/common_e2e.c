@@ -38,6 +38,16 @@ int ce_port(const struct cp *cp)
 	return c ? atoi(c + 1) : 0;
 }
 
+int ce_ctl(const struct cp *cp, const char *verb_and_args)
+{
+	char cmd[1024];
+	const char *sp = strchr(verb_and_args, ' ');
+	int vlen = sp ? (int)(sp - verb_and_args) : (int)strlen(verb_and_args);
+	snprintf(cmd, sizeof(cmd), "setsid -w tests/controlplane/cp.sh %.*s %s%s", vlen,
+		 verb_and_args, cp->dir, sp ? sp : "");
+	return system(cmd) == 0 ? 0 : -1;
+}
+
 double ce_now(void)
 {
 	struct timespec t;

@@ -12,6 +12,12 @@ void ce_setup(struct cp *cp);
 /* Client with the admin bearer token (server may be overridden, e.g. a proxy). */
 struct kube_client *ce_client_token(const struct cp *cp, const char *server, struct kube_config **cfg);
 int ce_port(const struct cp *cp);
+/*
+ * cp_ctl in a new session: check's fork mode kills the test's process group
+ * when a test ends, which would take an apiserver (re)started from a test
+ * with it. Waits for the command.
+ */
+int ce_ctl(const struct cp *cp, const char *verb_and_args);
 void ce_namespace(struct kube_client *kc, const char *ns);
 /* Creates a namespaced CRD with a status subresource and waits until established:
  * group e2e.galactic.io, version v1, kind Widget, plural `plural`. */

@@ -1,0 +1,329 @@
+/*
+ * Informer against the real kube-apiserver:
+ *  - a partition plus an apiserver restart, with create/update/delete while
+ *    the informer is cut off: every change is delivered after it reconnects;
+ *  - etcd compaction past the informer's version: it relists (410) and its
+ *    cache equals the server's list;
+ *  - a few thousand objects: list pages + watch, cache equals the list.
+ */
+#include "common/informer.h"
+#include "common/json.h"
+#include "tests/lib/common_e2e.h"
+#include "tests/lib/common_proxy.h"
+#include "tests/lib/gtest.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static struct cp cp;
+
+struct rec {
+	pthread_mutex_t mu;
+	char log[64 * 1024];
+	int adds, updates, deletes;
+};
+
+static void rec_add(struct rec *r, const char *kind, json_t *o)
+{
+	char key[256];
+	gj_object_key(o, key, sizeof(key));
+	pthread_mutex_lock(&r->mu);
+	size_t n = strlen(r->log);
+	if (n + 300 < sizeof(r->log))
+		snprintf(r->log + n, sizeof(r->log) - n, "%s:%s:%s;", kind, key,
+			 gj_str(o, "data.v") ? gj_str(o, "data.v") : "-");
+	if (*kind == 'a')
+		r->adds++;
+	else if (*kind == 'u')
+		r->updates++;
+	else
+		r->deletes++;
+	pthread_mutex_unlock(&r->mu);
+}
+
+static void on_add(json_t *o, void *ud) { rec_add(ud, "add", o); }
+static void on_update(json_t *old, json_t *o, void *ud) { (void)old; rec_add(ud, "upd", o); }
+static void on_delete(json_t *o, void *ud) { rec_add(ud, "del", o); }
+
+static bool rec_has(struct rec *r, const char *s)
+{
+	bool f;
+	pthread_mutex_lock(&r->mu);
+	f = strstr(r->log, s) != NULL;
+	pthread_mutex_unlock(&r->mu);
+	return f;
+}
+
+static struct informer *start_informer(struct kube_client *kc, const char *ns, struct rec *r)
+{
+	struct informer_opts o = { .res = CE_CONFIGMAPS, .ns = ns, .page_size = 500, .idle_timeout_s = 30 };
+	struct informer_handlers h = { on_add, on_update, on_delete, r };
+	struct informer *inf = informer_new(kc, &o);
+	ck_assert_ptr_nonnull(inf);
+	ck_assert_int_eq(informer_add_index(inf, "v", kube_index_by_label, (void *)"set"), 0);
+	ck_assert_int_eq(informer_add_handlers(inf, &h), 0);
+	ck_assert_int_eq(informer_start(inf), 0);
+	ck_assert(informer_wait_synced(inf, 60));
+	return inf;
+}
+
+static void put(struct kube_client *kc, const char *ns, const char *name, const char *v, char *rv_out)
+{
+	struct kube_error e;
+	json_t *o = ce_cm(ns, name, "v", v), *out = NULL;
+	ck_assert_msg(kube_apply(kc, &CE_CONFIGMAPS, ns, name, NULL, o, "e2e", true, &out, &e) == 0, "%s", e.message);
+	if (rv_out)
+		snprintf(rv_out, 64, "%s", gj_str(out, "metadata.resourceVersion"));
+	json_decref(out);
+	json_decref(o);
+}
+
+static void del(struct kube_client *kc, const char *ns, const char *name)
+{
+	struct kube_error e;
+	ck_assert_msg(kube_delete(kc, &CE_CONFIGMAPS, ns, name, NULL, &e) == 0, "%s", e.message);
+}
+
+/* Cache equals the server's list: same keys, same resourceVersions. */
+static bool cache_equals_server(struct kube_client *kc, struct informer *inf, const char *ns, size_t *n)
+{
+	struct kube_error e;
+	json_t *list = NULL, *it;
+	size_t i;
+	bool eq = true;
+
+	if (kube_list_all(kc, &CE_CONFIGMAPS, ns, &(struct kube_list_opts){ .limit = 500 }, &list, &e))
+		return false;
+	*n = json_array_size(json_object_get(list, "items"));
+	if (*n != kube_store_len(informer_store(inf)))
+		eq = false;
+	json_array_foreach(json_object_get(list, "items"), i, it) {
+		json_t *c = kube_store_get_nn(informer_store(inf), ns, gj_str(it, "metadata.name"));
+		if (!c || strcmp(gj_str(c, "metadata.resourceVersion"), gj_str(it, "metadata.resourceVersion")))
+			eq = false;
+		json_decref(c);
+		if (!eq)
+			break;
+	}
+	json_decref(list);
+	return eq;
+}
+
+static bool wait_until(bool (*pred)(void *), void *ud, double timeout_s)
+{
+	double end = ce_now() + timeout_s;
+	while (ce_now() < end) {
+		if (pred(ud))
+			return true;
+		usleep(50 * 1000);
+	}
+	return pred(ud);
+}
+
+static bool outage_seen(void *ud)
+{
+	struct rec *r = ud;
+	return rec_has(r, "add:e2e-restart/new1:n1;") && rec_has(r, "upd:e2e-restart/x1:v1;") &&
+	       rec_has(r, "del:e2e-restart/x2:");
+}
+
+START_TEST(restart_no_missed_event)
+{
+	struct kube_config *dcfg, *pcfg;
+	struct kube_client *direct = ce_client_token(&cp, NULL, &dcfg);
+	struct tproxy *px = tproxy_start(ce_port(&cp));
+	char url[64];
+	struct rec r = { .mu = PTHREAD_MUTEX_INITIALIZER };
+	struct informer_stats st;
+
+	ck_assert_ptr_nonnull(px);
+	snprintf(url, sizeof(url), "https://127.0.0.1:%d", tproxy_port(px));
+	struct kube_client *kc = ce_client_token(&cp, url, &pcfg);
+	ce_namespace(direct, "e2e-restart");
+	put(direct, "e2e-restart", "x1", "v0", NULL);
+	put(direct, "e2e-restart", "x2", "v0", NULL);
+	put(direct, "e2e-restart", "x3", "v0", NULL);
+	struct informer *inf = start_informer(kc, "e2e-restart", &r);
+	ck_assert_int_eq(r.adds, 3);
+	put(direct, "e2e-restart", "x3", "live", NULL);
+	for (int i = 0; i < 100 && !rec_has(&r, "upd:e2e-restart/x3:live;"); i++)
+		usleep(50 * 1000);
+	ck_assert_msg(rec_has(&r, "upd:e2e-restart/x3:live;"), "%s", r.log);
+
+	/* Outage: the informer is cut off and the apiserver restarts; writes happen meanwhile. */
+	tproxy_cut(px);
+	double t_restart = ce_now();
+	ck_assert_int_eq(ce_ctl(&cp, "restart-apiserver"), 0);
+	printf("apiserver restart took %.1fs\n", ce_now() - t_restart);
+	put(direct, "e2e-restart", "new1", "n1", NULL);
+	put(direct, "e2e-restart", "x1", "v1", NULL);
+	del(direct, "e2e-restart", "x2");
+	ck_assert(!outage_seen(&r)); /* nothing can arrive while cut */
+	tproxy_restore(px);
+	double t0 = ce_now();
+	ck_assert_msg(wait_until(outage_seen, &r, 60), "events after outage missing: %s", r.log);
+	double seen = ce_now() - t0;
+	size_t n = 0;
+	ck_assert(cache_equals_server(direct, inf, "e2e-restart", &n));
+	ck_assert_uint_eq(n, 3);
+	/* The watch works again after the outage. */
+	put(direct, "e2e-restart", "x3", "after", NULL);
+	for (int i = 0; i < 100 && !rec_has(&r, "upd:e2e-restart/x3:after;"); i++)
+		usleep(50 * 1000);
+	ck_assert(rec_has(&r, "upd:e2e-restart/x3:after;"));
+	informer_get_stats(inf, &st);
+	printf("restart: create/update/delete made during the outage seen %.2fs after the partition healed; "
+	       "lists %lu watches %lu relists(410) %lu errors %lu\n", seen, st.lists, st.watches,
+	       st.relists_gone, st.errors);
+	informer_free(inf);
+	tproxy_stop(px);
+	kube_client_free(kc);
+	kube_client_free(direct);
+	kube_config_free(pcfg);
+	kube_config_free(dcfg);
+}
+END_TEST
+
+struct relist_ctx {
+	struct informer *inf;
+	struct kube_client *kc;
+};
+
+static bool relisted_and_equal(void *ud)
+{
+	struct relist_ctx *c = ud;
+	struct informer_stats st;
+	size_t n;
+	informer_get_stats(c->inf, &st);
+	return st.relists_gone >= 1 && cache_equals_server(c->kc, c->inf, "e2e-compact", &n);
+}
+
+START_TEST(compaction_relist)
+{
+	struct kube_config *dcfg, *pcfg;
+	struct kube_client *direct = ce_client_token(&cp, NULL, &dcfg);
+	struct tproxy *px = tproxy_start(ce_port(&cp));
+	struct rec r = { .mu = PTHREAD_MUTEX_INITIALIZER };
+	struct informer_stats st;
+	char url[64], name[32], rev[64] = "", cmd[256], rv0[64];
+
+	snprintf(url, sizeof(url), "https://127.0.0.1:%d", tproxy_port(px));
+	struct kube_client *kc = ce_client_token(&cp, url, &pcfg);
+	ce_namespace(direct, "e2e-compact");
+	for (int i = 0; i < 5; i++) {
+		snprintf(name, sizeof(name), "c-%d", i);
+		put(direct, "e2e-compact", name, "v0", NULL);
+	}
+	struct informer *inf = start_informer(kc, "e2e-compact", &r);
+	informer_get_stats(inf, &st);
+	snprintf(rv0, sizeof(rv0), "%s", st.resource_version);
+
+	tproxy_cut(px);
+	put(direct, "e2e-compact", "c-new", "n", NULL);
+	put(direct, "e2e-compact", "c-0", "v1", NULL);
+	del(direct, "e2e-compact", "c-1");
+	for (int i = 0; i < 20; i++)
+		put(direct, "e2e-compact", "c-2", i % 2 ? "odd" : "even", rev);
+	snprintf(cmd, sizeof(cmd), "etcdctl compact %s", rev);
+	ck_assert_int_eq(ce_ctl(&cp, cmd), 0);
+	/* Proof that the informer's version is gone from etcd: a read at it fails. */
+	snprintf(cmd, sizeof(cmd), "etcdctl get /registry/configmaps/e2e-compact/c-0 --rev=%s >/dev/null 2>&1", rv0);
+	ck_assert_msg(ce_ctl(&cp, cmd) != 0, "etcd still serves revision %s", rv0);
+	snprintf(cmd, sizeof(cmd), "etcdctl get /registry/configmaps/e2e-compact/c-0 --rev=%s >/dev/null", rev);
+	ck_assert_int_eq(ce_ctl(&cp, cmd), 0);
+	printf("compacted etcd at %s; informer was at %s (etcd refuses reads there now)\n", rev, rv0);
+	/* A fresh apiserver has no watch-cache history: the watch from rv0 must 410. */
+	ck_assert_int_eq(ce_ctl(&cp, "restart-apiserver"), 0);
+	tproxy_restore(px);
+	struct relist_ctx c = { inf, direct };
+	double t0 = ce_now();
+	ck_assert_msg(wait_until(relisted_and_equal, &c, 60), "no relist or cache differs: %s", r.log);
+	size_t n = 0;
+	ck_assert(cache_equals_server(direct, inf, "e2e-compact", &n));
+	ck_assert_uint_eq(n, 5);
+	ck_assert(rec_has(&r, "add:e2e-compact/c-new:n;"));
+	ck_assert(rec_has(&r, "upd:e2e-compact/c-0:v1;"));
+	ck_assert(rec_has(&r, "del:e2e-compact/c-1:"));
+	informer_get_stats(inf, &st);
+	printf("compaction: relisted (410) %lu time(s), cache == server list (%zu objects) %.2fs after reconnect allowed; "
+	       "lists %lu watches %lu\n", st.relists_gone, n, ce_now() - t0, st.lists, st.watches);
+	informer_free(inf);
+	tproxy_stop(px);
+	kube_client_free(kc);
+	kube_client_free(direct);
+	kube_config_free(pcfg);
+	kube_config_free(dcfg);
+}
+END_TEST
+
+struct filler {
+	struct kube_client *kc;
+	int from, to;
+};
+
+static void *fill(void *arg)
+{
+	struct filler *f = arg;
+	struct kube_error e;
+	char name[32];
+	for (int i = f->from; i < f->to; i++) {
+		snprintf(name, sizeof(name), "s-%05d", i);
+		json_t *o = ce_cm("e2e-scale", name, "v", "x");
+		gj_set(o, "metadata.labels.set", json_string(i % 2 ? "odd" : "even"));
+		if (kube_create(f->kc, &CE_CONFIGMAPS, "e2e-scale", o, NULL, &e))
+			fprintf(stderr, "%s\n", e.message);
+		json_decref(o);
+	}
+	return NULL;
+}
+
+START_TEST(scale_small)
+{
+	struct kube_config *cfg;
+	struct kube_client *kc = ce_client_token(&cp, NULL, &cfg);
+	struct rec r = { .mu = PTHREAD_MUTEX_INITIALIZER };
+	pthread_t t[4];
+	struct filler f[4];
+	const int N = 2000;
+
+	ce_namespace(kc, "e2e-scale");
+	for (int i = 0; i < 4; i++) {
+		f[i] = (struct filler){ kc, i * N / 4, (i + 1) * N / 4 };
+		pthread_create(&t[i], NULL, fill, &f[i]);
+	}
+	for (int i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	double t0 = ce_now();
+	struct informer *inf = start_informer(kc, "e2e-scale", &r);
+	double synced = ce_now() - t0;
+	size_t n = 0;
+	ck_assert(cache_equals_server(kc, inf, "e2e-scale", &n));
+	ck_assert_uint_eq(n, (size_t)N);
+	ck_assert_int_eq(r.adds, N);
+	json_t *odd = kube_store_by_index(informer_store(inf), "v", "odd");
+	ck_assert_uint_eq(json_array_size(odd), (size_t)N / 2);
+	json_decref(odd);
+	printf("scale: %d objects synced in %.3fs (pages of 500)\n", N, synced);
+	informer_free(inf);
+	kube_client_free(kc);
+	kube_config_free(cfg);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("common_informer");
+	TCase *tc = tcase_create("informer");
+	int rc;
+	ce_setup(&cp);
+	tcase_set_timeout(tc, 180);
+	tcase_add_test(tc, restart_no_missed_event);
+	tcase_add_test(tc, compaction_relist);
+	tcase_add_test(tc, scale_small);
+	suite_add_tcase(s, tc);
+	rc = gt_run(s);
+	cp_down(&cp);
+	return rc;
+}
