@@ -46,7 +46,7 @@ static int if_up, if_hv1, if_hv2;
 /* ---- packet building (independent of the programs under test) ---- */
 
 struct pkt {
-	uint8_t b[512];
+	uint8_t b[2048];
 	size_t n;
 };
 
@@ -700,6 +700,33 @@ START_TEST(encap_local_destination_passes)
 }
 END_TEST
 
+/* Above the uplink MTU once wrapped (and not GSO): counted, not lost silently. */
+START_TEST(encap_too_big_dropped)
+{
+	struct pkt inner = { 0 }, in = { 0 }, out;
+	int v;
+
+	NEED_ROOT();
+	add_route(ARG_A, AF_INET6, "fd00:a:0:2::", 64, REMOTE_SID_A, GBPF_RT_L2);
+	add_route(ARG_A, AF_INET6, "fd00:a:0:3::", 64, REMOTE_SID_A, 0);
+	sh("ip link set up0 mtu 1280");
+	inner6(&inner, 64, "fd00:a::2", "fd00:a:0:2::5");
+	while (inner.n < 1260)
+		l4(&inner); /* 1266 bytes inside, 1306 wrapped */
+	inner.b[4] = (uint8_t)((inner.n - 40) >> 8);
+	inner.b[5] = (uint8_t)(inner.n - 40);
+	pod_frame(&in, 0x86dd, &inner);
+	v = run(GBPF_PROG_ENCAP, if_hv1, &in, &out);
+	ck_assert_int_eq(v, TC_ACT_SHOT);
+	ck_assert_uint_eq(drops(GBPF_DROP_TOO_BIG), 1);
+	/* Same through the fib next-hop path. */
+	in.b[14 + 24 + 7] = 3; /* fd00:a:0:3::5 */
+	v = run(GBPF_PROG_ENCAP, if_hv1, &in, &out);
+	ck_assert_int_eq(v, TC_ACT_SHOT);
+	ck_assert_uint_eq(drops(GBPF_DROP_TOO_BIG), 2);
+}
+END_TEST
+
 /* Round trip: what encap emits, the far node's decap turns back into the inner packet. */
 START_TEST(encap_then_decap_round_trip)
 {
@@ -816,6 +843,7 @@ static Suite *suite(void)
 	tcase_add_test(e, encap_vpc_isolation_and_lpm);
 	tcase_add_test(e, encap_local_destination_passes);
 	tcase_add_test(e, encap_then_decap_round_trip);
+	tcase_add_test(e, encap_too_big_dropped);
 	TCase *l = tcase_create("loader");
 
 	tcase_add_test(l, pinned_maps_survive_and_bad_layout_rebuilds);

@@ -675,6 +675,7 @@ const char *gbpf_drop_name(int reason)
 		[GBPF_DROP_ADJUST] = "adjust_room",
 		[GBPF_DROP_NO_CFG] = "no_node_config",
 		[GBPF_DROP_ENCAP_FIB] = "no_route_to_sid",
+		[GBPF_DROP_TOO_BIG] = "too_big",
 	};
 	return reason >= 0 && reason < GBPF_DROP_MAX ? n[reason] : "?";
 }

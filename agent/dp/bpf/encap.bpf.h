@@ -119,6 +119,11 @@ static __always_inline int send_outer(struct __sk_buff *skb, const struct gbpf_r
 	long rc;
 
 	if (rt->flags & GBPF_RT_L2) {
+		__u32 mtu = 0;
+
+		/* The uplink would drop it silently: count it instead (GSO passes). */
+		if (bpf_check_mtu(skb, rt->ifindex, &mtu, 0, 0))
+			return drop(GBPF_DROP_TOO_BIG, arg);
 		eth = pkt_ptr(skb, 0, sizeof(*eth));
 		if (!eth)
 			return drop(GBPF_DROP_ADJUST, arg);
@@ -135,6 +140,8 @@ static __always_inline int send_outer(struct __sk_buff *skb, const struct gbpf_r
 	rc = bpf_fib_lookup(skb, &fib, sizeof(fib), BPF_FIB_LOOKUP_OUTPUT);
 	if (rc == BPF_FIB_LKUP_RET_NO_NEIGH)
 		return bpf_redirect_neigh(fib.ifindex, NULL, 0, 0);
+	if (rc == BPF_FIB_LKUP_RET_FRAG_NEEDED)
+		return drop(GBPF_DROP_TOO_BIG, arg);
 	if (rc != BPF_FIB_LKUP_RET_SUCCESS)
 		return drop(GBPF_DROP_ENCAP_FIB, arg);
 	eth = pkt_ptr(skb, 0, sizeof(*eth));

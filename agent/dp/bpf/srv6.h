@@ -101,6 +101,7 @@ enum gbpf_drop {
 	GBPF_DROP_ADJUST,          /* bpf_skb_adjust_room failed */
 	GBPF_DROP_NO_CFG,          /* encap: node config missing */
 	GBPF_DROP_ENCAP_FIB,       /* encap: no route toward the remote SID */
+	GBPF_DROP_TOO_BIG,         /* encap: outer packet above the uplink MTU (not GSO) */
 	GBPF_DROP_MAX
 };
 
