@@ -1,0 +1,49 @@
+/*
+ * The VPCAttachment controller: informers on the mapped report kinds and on
+ * VPCAttachments, a work queue of attachment keys ("namespace/name") and
+ * workers that reconcile one key at a time:
+ *
+ *   cache(attachment) + cache(reports with the same ids) -> intent (intent.h)
+ *   -> skip if the object already shows it, else server-side apply to /status
+ *      (field manager galactic-translator, metadata.uid precondition).
+ *
+ * Only the leader writes: workers check leader_is_leader() right before each
+ * write and drop keys while not leading; becoming leader enqueues every key.
+ */
+#ifndef GALACTIC_TRANSLATOR_CONTROLLER_H
+#define GALACTIC_TRANSLATOR_CONTROLLER_H
+
+#include "common/kube_client.h"
+#include "common/leader.h"
+#include "common/metrics.h"
+#include "translator/mapping.h"
+
+#include <stdbool.h>
+
+struct controller_opts {
+	const char *report_ns;  /* namespace of the reports (NULL: all) */
+	const char *watch_ns;   /* namespace of VPCAttachments (NULL: all) */
+	int workers;            /* 0: 2 */
+};
+
+struct controller;
+
+/* kc, maps and m are borrowed and must outlive the controller. */
+struct controller *controller_new(struct kube_client *kc, const struct mapping_set *maps,
+				  struct metrics *m, const struct controller_opts *o);
+/* Set before controller_start; NULL means "always leader" (single replica). */
+void controller_set_leader(struct controller *c, struct leader *l);
+/* Callbacks for leader_opts (ud = the controller). */
+void controller_on_started_leading(void *ud);
+void controller_on_stopped_leading(void *ud);
+
+int controller_start(struct controller *c);
+/* All informers have listed once. Thread-safe. */
+bool controller_synced(void *ud);
+/* Workers are running. Thread-safe. */
+bool controller_alive(void *ud);
+/* Stops the workers first (no write after this returns), then the informers. */
+void controller_stop(struct controller *c);
+void controller_free(struct controller *c);
+
+#endif
