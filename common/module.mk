@@ -17,3 +17,4 @@ $(eval $(call unit_test,test_common_metrics,tests/unit/test_common_metrics.c,gco
 COMMON_E2E_LIB := tests/lib/cp.c tests/lib/common_e2e.c tests/lib/common_proxy.c
 $(eval $(call e2e_test,test_common_client,tests/e2e/test_common_client.c $(COMMON_E2E_LIB),gcommon,$(COMMON_LDLIBS)))
 $(eval $(call e2e_test,test_common_informer,tests/e2e/test_common_informer.c $(COMMON_E2E_LIB),gcommon,$(COMMON_LDLIBS)))
+$(eval $(call e2e_test,test_common_leader,tests/e2e/test_common_leader.c $(COMMON_E2E_LIB),gcommon,$(COMMON_LDLIBS)))
