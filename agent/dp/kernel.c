@@ -20,6 +20,9 @@
  *   IPv4: nh4/32 dev H (main), neighbour nh4 -> pod MAC,
  *         SID(0xD,b)/128 encap seg6local End.DX4 nh4 (main, dev H)
  * Per remote prefix: prefix in T encap seg6 mode encap.red segs SID dev uplink|lo
+ *   and, once per distinct SID, `throw SID/128` in T: the encapsulated packet
+ *   is routed again with the pod's veth as iif (so through T); the throw sends
+ *   it on to the main table. Pods reach no other SIDs (unreachable default).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -825,6 +828,46 @@ static int reconcile(struct kb *k, const struct gdp_state *d, struct gdp_results
 		r.seg6.segs[0] = rm->sid;
 		if (want_route(&p, rres[i], &r))
 			goto nomem;
+	}
+
+	/*
+	 * Encapsulated packets are looked up again with the pod's veth as iif,
+	 * so the `iif` rule sends them to the VPC table too: each SID this VPC
+	 * sends to gets a `throw` there (on to the main table and the
+	 * underlay). Only those SIDs: a pod cannot reach another VPC's SIDs.
+	 */
+	{
+		VEC(struct gnl_route) th = { 0 };
+		VEC(struct gdp_result *) thr = { 0 };
+		struct rhash hh = { 0 };
+
+		for (i = 0; i < d->n_remotes; i++) {
+			const struct gdp_vpc *v = gdp_state_find_vpc(d, d->remotes[i].vpc);
+			struct gnl_route r;
+
+			if (rres[i]->err || !v)
+				continue;
+			base_route(k, &r, AF_INET6, v->table);
+			v6_addr(&d->remotes[i].sid, 128, &r.dst);
+			r.type = RTN_THROW;
+			if (VEC_PUSH(th, r) || VEC_PUSH(thr, vres[v - d->vpcs]))
+				goto thnomem;
+		}
+		if (rhash_init(&hh, th.n))
+			goto thnomem;
+		for (i = 0; i < th.n; i++)
+			if (rhash_insert(&hh, th.v, i) < 0 && want_route(&p, thr.v[i], &th.v[i]))
+				goto thnomem;
+		free(hh.slot);
+		free(th.v);
+		free(thr.v);
+		goto thdone;
+thnomem:
+		free(hh.slot);
+		free(th.v);
+		free(thr.v);
+		goto nomem;
+thdone:;
 	}
 
 	/* Desired routes: one per key. A later duplicate fails alone. */

@@ -1,0 +1,561 @@
+/*
+ * Kernel backend with real traffic: three nodes on a bridged fabric, two VPCs
+ * whose pods use the same addresses, galactic-agent on every node.
+ *
+ *   n1: a1 (vpcA fd00:a::1 10.1.0.1)   b1 (vpcB fd00:a::1 10.1.0.1)
+ *   n2: a2 (vpcA fd00:a::2 10.1.0.2)   b2 (vpcB fd00:a::2 10.1.0.2)
+ *   n3: a3 (vpcA fd00:a::3 10.1.0.3)
+ *
+ * Packets are counted at the pods (/proc/net/snmp{,6} inside each pod's
+ * namespace), so "the other VPC never sees it" is a number, not a hope.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/seg6_local.h>
+
+#include "agent/dp/backend.h"
+#include "agent/nl/objects.h"
+#include "agent/state.h"
+#include "tests/lib/gtest.h"
+#include "tests/lib/topo.h"
+
+static struct topo T;
+static int setup_ok;
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static json_t *status(int node)
+{
+	char d[512], p[600];
+
+	snprintf(p, sizeof(p), "%s/status.json", topo_state_dir(&T, node, d, sizeof(d)));
+	return json_load_file(p, 0, NULL);
+}
+
+static long status_int(int node, const char *key)
+{
+	json_t *j = status(node);
+	long v = j ? (long)json_integer_value(json_object_get(j, key)) : -1;
+
+	json_decref(j);
+	return v;
+}
+
+/* Waits until node's agent finished at least n reconciles with rc 0. */
+static int wait_reconciled(int node, long n, double timeout)
+{
+	double end = now_s() + timeout;
+
+	while (now_s() < end) {
+		if (status_int(node, "reconciles") >= n && status_int(node, "rc") == 0)
+			return 0;
+		usleep(50000);
+	}
+	return -1;
+}
+
+static int agent_once(int node)
+{
+	char d[512], ns[64];
+
+	return topo_sh("%s/build/rel/bin/galactic-agent --state-dir %s --netns %s --once >>%s/agent.log 2>&1",
+		       getenv("GT_TOP") ? getenv("GT_TOP") : ".", topo_state_dir(&T, node, d, sizeof(d)),
+		       topo_node_ns(&T, node, ns, sizeof(ns)), d);
+}
+
+static void setup(void)
+{
+	int i;
+
+	setup_ok = 0;
+	if (geteuid() != 0)
+		return;
+	if (topo_up(&T, 3))
+		return;
+	if (topo_add_pod(&T, 1, "a1", TOPO_VPC_A, "fd00:a::1", "10.1.0.1") < 0 ||
+	    topo_add_pod(&T, 1, "b1", TOPO_VPC_B, "fd00:a::1", "10.1.0.1") < 0 ||
+	    topo_add_pod(&T, 2, "a2", TOPO_VPC_A, "fd00:a::2", "10.1.0.2") < 0 ||
+	    topo_add_pod(&T, 2, "b2", TOPO_VPC_B, "fd00:a::2", "10.1.0.2") < 0 ||
+	    topo_add_pod(&T, 3, "a3", TOPO_VPC_A, "fd00:a::3", "10.1.0.3") < 0)
+		return;
+	for (i = 1; i <= 3; i++)
+		if (topo_write_state(&T, i, 0) || topo_agent_start(&T, i, NULL) <= 0)
+			return;
+	for (i = 1; i <= 3; i++)
+		if (wait_reconciled(i, 1, 20))
+			return;
+	setup_ok = 1;
+}
+
+static void teardown(void)
+{
+	topo_down(&T);
+}
+
+#define NEED_TOPO()                                                                \
+	do {                                                                       \
+		if (geteuid() != 0)                                                \
+			GT_SKIP("needs root for network namespaces");             \
+		ck_assert_msg(setup_ok, "topology or agents failed to come up (see %s)", T.dir); \
+	} while (0)
+
+/* ping from pod; returns packets received (or -1). */
+static long ping(const char *pod, const char *dst, int count, const char *interval)
+{
+	char out[256];
+
+	topo_out(out, sizeof(out),
+		 "ip netns exec %s-%s ping -q -c %d -i %s -W 1 %s | sed -n 's/.* \\([0-9]*\\) received.*/\\1/p'",
+		 T.prefix, pod, count, interval, dst);
+	return out[0] ? atol(out) : -1;
+}
+
+START_TEST(t_v6_ping_same_vpc_isolated)
+{
+	long a2, b2, b1r, a1r, got;
+
+	NEED_TOPO();
+	a2 = topo_snmp(&T, "a2", "Icmp6InEchos");
+	b2 = topo_snmp(&T, "b2", "Icmp6InEchos");
+	a1r = topo_snmp(&T, "a1", "Icmp6InEchoReplies");
+	b1r = topo_snmp(&T, "b1", "Icmp6InEchoReplies");
+	got = ping("a1", "fd00:a::2", 20, "0.05");
+	printf("v6 ping a1->a2: %ld/20 received; echo requests at a2 +%ld, at b2 (same address, vpcB) +%ld\n",
+	       got, topo_snmp(&T, "a2", "Icmp6InEchos") - a2, topo_snmp(&T, "b2", "Icmp6InEchos") - b2);
+	ck_assert_int_eq(got, 20);
+	ck_assert_int_eq(topo_snmp(&T, "a2", "Icmp6InEchos") - a2, 20);
+	ck_assert_int_eq(topo_snmp(&T, "b2", "Icmp6InEchos") - b2, 0);
+	ck_assert_int_eq(topo_snmp(&T, "a1", "Icmp6InEchoReplies") - a1r, 20);
+	ck_assert_int_eq(topo_snmp(&T, "b1", "Icmp6InEchoReplies") - b1r, 0);
+	/* and the other VPC works on its own, with the same addresses */
+	a2 = topo_snmp(&T, "a2", "Icmp6InEchos");
+	ck_assert_int_eq(ping("b1", "fd00:a::2", 10, "0.05"), 10);
+	ck_assert_int_eq(topo_snmp(&T, "a2", "Icmp6InEchos") - a2, 0);
+	/* three nodes: a3 reaches a1 too */
+	ck_assert_int_eq(ping("a3", "fd00:a::1", 5, "0.05"), 5);
+}
+END_TEST
+
+START_TEST(t_v6_tcp_stream_isolated)
+{
+	char out[256];
+	long a2, b2, bytes;
+	int rc, tries;
+
+	NEED_TOPO();
+	ck_assert_int_eq(topo_sh("ip netns exec %s-a2 timeout 30 iperf3 -s -1 -D -B fd00:a::2 -p 5201 --logfile %s/iperf-s.log",
+				 T.prefix, T.dir), 0);
+	a2 = topo_snmp(&T, "a2", "Tcp:InSegs");
+	b2 = topo_snmp(&T, "b2", "Tcp:InSegs");
+	for (tries = 0, rc = 1; tries < 5 && rc; tries++) {
+		usleep(100000);
+		rc = topo_out(out, sizeof(out),
+			      "ip netns exec %s-a1 timeout 8 iperf3 -6 -c fd00:a::2 -p 5201 -t 2 -J | jq '.end.sum_received.bytes'",
+			      T.prefix);
+		if (!rc && atol(out) <= 0)
+			rc = 1;
+	}
+	bytes = atol(out);
+	printf("v6 TCP a1->a2: %ld bytes received in 2 s (%.1f Mbit/s); TCP segments at a2 +%ld, at b2 +%ld\n",
+	       bytes, bytes * 8 / 2e6, topo_snmp(&T, "a2", "Tcp:InSegs") - a2,
+	       topo_snmp(&T, "b2", "Tcp:InSegs") - b2);
+	ck_assert_int_eq(rc, 0);
+	ck_assert_int_gt(bytes, 1000000);
+	ck_assert_int_gt(topo_snmp(&T, "a2", "Tcp:InSegs") - a2, 100);
+	ck_assert_int_eq(topo_snmp(&T, "b2", "Tcp:InSegs") - b2, 0);
+}
+END_TEST
+
+START_TEST(t_v4_dx4_ping_isolated)
+{
+	long a2, b2, got;
+
+	NEED_TOPO();
+	a2 = topo_snmp(&T, "a2", "Icmp:InEchos");
+	b2 = topo_snmp(&T, "b2", "Icmp:InEchos");
+	got = ping("a1", "10.1.0.2", 20, "0.05");
+	printf("v4 (End.DX4) ping a1->a2: %ld/20; echo requests at a2 +%ld, at b2 (same address, vpcB) +%ld\n",
+	       got, topo_snmp(&T, "a2", "Icmp:InEchos") - a2, topo_snmp(&T, "b2", "Icmp:InEchos") - b2);
+	ck_assert_int_eq(got, 20);
+	ck_assert_int_eq(topo_snmp(&T, "a2", "Icmp:InEchos") - a2, 20);
+	ck_assert_int_eq(topo_snmp(&T, "b2", "Icmp:InEchos") - b2, 0);
+	b2 = topo_snmp(&T, "b2", "Icmp:InEchos");
+	ck_assert_int_eq(ping("b1", "10.1.0.2", 10, "0.05"), 10);
+	ck_assert_int_eq(topo_snmp(&T, "b2", "Icmp:InEchos") - b2, 10);
+}
+END_TEST
+
+START_TEST(t_vrf_dt46)
+{
+	struct gdp_backend *be;
+	struct gdp_caps caps;
+	struct gnl_sock *nl;
+	struct gnl_route r;
+	struct nl_msg *m;
+	char err[256], ns[64];
+
+	NEED_TOPO();
+	topo_node_ns(&T, 3, ns, sizeof(ns));
+	ck_assert_int_eq(gdp_kernel_backend.open(&be, &(struct gdp_backend_opts){ .netns = ns }, err, sizeof(err)), 0);
+	gdp_kernel_backend.caps(be, &caps);
+	gdp_kernel_backend.close(be);
+	if (!caps.vrf)
+		GT_SKIP("kernel has no VRF device type (%s): End.DT4/End.DT46 with vrftable cannot run here", caps.detail);
+	/* A kernel with VRF: the End.DT46 encoder must be accepted and read back. */
+	ck_assert_int_eq(gnl_open(&nl, ns, err, sizeof(err)), 0);
+	ck_assert_int_eq(gnl_vrf_add(nl, "gvrft", 16400, NULL, 0), 0);
+	memset(&r, 0, sizeof(r));
+	r.family = AF_INET6;
+	r.table = 254;
+	r.protocol = 154;
+	gnl_addr_parse("fcbb:bb00:1:3:e00f::/128", &r.dst);
+	r.oif = (uint32_t)gnl_ifindex(nl, "gvrft");
+	r.encap = GNL_ENCAP_SEG6LOCAL;
+	r.s6l.action = SEG6_LOCAL_ACTION_END_DT46;
+	r.s6l.vrftable = 16400;
+	ck_assert_int_eq(gnl_route_msg(&m, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL, &r), 0);
+	ck_assert_int_eq(gnl_talk(nl, m, err, sizeof(err)), 0);
+	nlmsg_free(m);
+	gnl_link_del(nl, "gvrft", NULL, 0);
+	gnl_close(nl);
+}
+END_TEST
+
+static void status_path(int node, char *buf, size_t n)
+{
+	char d[512];
+
+	snprintf(buf, n, "%s/status.json", topo_state_dir(&T, node, d, sizeof(d)));
+}
+
+/* Restarts node's agent with sig and waits for the new one's first reconcile. */
+static void restart_agent(int node, int sig)
+{
+	char sp[600];
+
+	status_path(node, sp, sizeof(sp));
+	topo_agent_stop(&T, node, sig);
+	unlink(sp);
+	ck_assert_int_gt(topo_agent_start(&T, node, NULL), 0);
+	ck_assert_msg(wait_reconciled(node, 1, 20) == 0, "agent on n%d did not reconcile after restart", node);
+	/* A restart adopts the kernel as it is: nothing added, nothing removed. */
+	ck_assert_int_eq(status_int(node, "added"), 0);
+	ck_assert_int_eq(status_int(node, "removed"), 0);
+	ck_assert_int_gt(status_int(node, "unchanged"), 10);
+}
+
+START_TEST(t_restart_agent_during_ping_loses_nothing)
+{
+	char out[256], log[600];
+	pid_t pp;
+	int st;
+
+	NEED_TOPO();
+	snprintf(log, sizeof(log), "%s/ping-restart.txt", T.dir);
+	/* 600 pings 10 ms apart; both ends' agents restart meanwhile (TERM and KILL). */
+	pp = fork();
+	if (pp == 0) {
+		char cmd[1024];
+
+		snprintf(cmd, sizeof(cmd), "exec ip netns exec %s-a1 ping -q -c 600 -i 0.01 -W 1 fd00:a::2 > %s 2>&1",
+			 T.prefix, log);
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	ck_assert_int_gt(pp, 0);
+	usleep(800000);
+	restart_agent(1, SIGTERM);
+	restart_agent(2, SIGKILL);
+	restart_agent(1, SIGKILL);
+	ck_assert_int_eq(waitpid(pp, &st, 0), pp);
+	topo_out(out, sizeof(out), "sed -n 's/.*transmitted, \\([0-9]*\\) received.*/\\1/p' %s", log);
+	printf("ping during 3 agent restarts: %s/600 received\n", out);
+	ck_assert_int_eq(atol(out), 600);
+}
+END_TEST
+
+START_TEST(t_drift_repaired_leftovers_removed)
+{
+	char ns[64];
+	double end;
+	int back = 0, gone = 0;
+
+	NEED_TOPO();
+	topo_node_ns(&T, 1, ns, sizeof(ns));
+	ck_assert_int_eq(topo_sh("ip -n %s -6 route del fd00:a::2/128 table %d", ns, TOPO_TABLE_A), 0);
+	ck_assert_int_eq(topo_sh("ip -n %s -6 route add fd00:a::77/128 dev up0 table %d proto 154", ns, TOPO_TABLE_A), 0);
+	/* a foreign route in main must survive every reconcile */
+	ck_assert_int_eq(topo_sh("ip -n %s -6 route add 2001:db8:77::/64 dev up0", ns), 0);
+	ck_assert_int_gt(topo_agent_pid(&T, 1), 0);
+	ck_assert_int_eq(kill(topo_agent_pid(&T, 1), SIGHUP), 0);
+	for (end = now_s() + 10; now_s() < end && !(back && gone); usleep(50000)) {
+		back = topo_sh("ip -n %s -6 route show table %d | grep -q '^fd00:a::2 .*encap seg6'", ns, TOPO_TABLE_A) == 0;
+		gone = topo_sh("ip -n %s -6 route show table %d | grep -q '^fd00:a::77'", ns, TOPO_TABLE_A) != 0;
+	}
+	ck_assert_msg(back, "deleted encap route was not repaired");
+	ck_assert_msg(gone, "owned leftover route was not removed");
+	ck_assert_int_eq(topo_sh("ip -n %s -6 route show | grep -q '^2001:db8:77::/64'", ns), 0);
+	ck_assert_int_eq(ping("a1", "fd00:a::2", 3, "0.05"), 3);
+}
+END_TEST
+
+/* Routes with galactic's protocol in table (v6). */
+static long count_owned(struct gnl_sock *nl, uint32_t table);
+
+struct cnt {
+	uint32_t table;
+	long n;
+};
+
+static int cnt_cb(const struct nlmsghdr *h, void *arg)
+{
+	struct cnt *c = arg;
+	struct gnl_route r;
+
+	if (gnl_route_parse(h, &r) == 0 && r.table == c->table && r.protocol == GDP_RTPROT_DEFAULT)
+		c->n++;
+	return 0;
+}
+
+static long count_owned(struct gnl_sock *nl, uint32_t table)
+{
+	struct cnt c = { table, 0 };
+	struct nl_msg *m;
+	int rc;
+
+	if (gnl_route_dump_msg(&m, AF_INET6, 0))
+		return -1;
+	do {
+		c.n = 0;
+		rc = gnl_dump(nl, m, cnt_cb, &c);
+	} while (rc == -EAGAIN);
+	nlmsg_free(m);
+	return rc ? -1 : c.n;
+}
+
+static int observe_node(int node, struct gdp_results *res)
+{
+	struct gdp_backend *be;
+	struct gdp_state st;
+	char d[512], ns[64], err[512];
+	int rc;
+
+	if (gst_load(topo_state_dir(&T, node, d, sizeof(d)), &st, NULL, err, sizeof(err)))
+		return -1000;
+	if (gdp_kernel_backend.open(&be, &(struct gdp_backend_opts){ .netns = topo_node_ns(&T, node, ns, sizeof(ns)) },
+				    err, sizeof(err))) {
+		gdp_state_free(&st);
+		return -1001;
+	}
+	rc = gdp_kernel_backend.observe(be, &st, res);
+	gdp_kernel_backend.close(be);
+	gdp_state_free(&st);
+	return rc;
+}
+
+START_TEST(t_kill9_during_10k_then_restart_exact)
+{
+	struct gnl_sock *nl;
+	struct gdp_results res;
+	char ns[64], err[256];
+	long base, at_kill = -1, after_kill = -1, final;
+	int attempt, midway = 0;
+	double end;
+
+	NEED_TOPO();
+	topo_node_ns(&T, 3, ns, sizeof(ns));
+	ck_assert_int_eq(gnl_open(&nl, ns, err, sizeof(err)), 0);
+	topo_agent_stop(&T, 3, SIGTERM);
+	for (attempt = 0; attempt < 6 && !midway; attempt++) {
+		ck_assert_int_eq(topo_write_state(&T, 3, 0), 0);
+		ck_assert_int_eq(agent_once(3), 0);
+		base = count_owned(nl, TOPO_TABLE_A);
+		ck_assert_int_gt(base, 0);
+		ck_assert_int_eq(topo_write_state(&T, 3, 10000), 0);
+		ck_assert_int_gt(topo_agent_start(&T, 3, attempt ? "--batch 32" : NULL), 0);
+		for (end = now_s() + 20; now_s() < end;) {
+			at_kill = count_owned(nl, TOPO_TABLE_A);
+			if (at_kill >= base + 300 + attempt * 700)
+				break;
+		}
+		topo_agent_stop(&T, 3, SIGKILL);
+		after_kill = count_owned(nl, TOPO_TABLE_A);
+		midway = after_kill > base && after_kill < base + 10000;
+		printf("kill -9 attempt %d: %ld owned routes in table %d when killed (base %ld, target %ld)\n",
+		       attempt + 1, after_kill, TOPO_TABLE_A, base, base + 10000);
+	}
+	ck_assert_msg(midway, "never caught the agent in the middle of applying 10,000 routes");
+	/* restart: the kernel must end exactly at the desired state */
+	ck_assert_int_eq(agent_once(3), 0);
+	final = count_owned(nl, TOPO_TABLE_A);
+	printf("after restart: %ld owned routes (expected %ld)\n", final, base + 10000);
+	ck_assert_int_eq(final, base + 10000);
+	gdp_results_init(&res);
+	ck_assert_int_eq(observe_node(3, &res), 0);
+	gdp_results_free(&res);
+	/* back to the small state for the other tests */
+	ck_assert_int_eq(topo_write_state(&T, 3, 0), 0);
+	ck_assert_int_eq(agent_once(3), 0);
+	ck_assert_int_eq(count_owned(nl, TOPO_TABLE_A), base);
+	ck_assert_int_gt(topo_agent_start(&T, 3, NULL), 0);
+	gnl_close(nl);
+}
+END_TEST
+
+static const struct gdp_result *find_res(const struct gdp_results *r, enum gdp_obj_kind k,
+					 const char *vpc, const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < r->n; i++)
+		if (r->v[i].kind == k && !strcmp(r->v[i].vpc, vpc) && !strcmp(r->v[i].key, key))
+			return &r->v[i];
+	return NULL;
+}
+
+START_TEST(t_bad_input_fails_alone)
+{
+	struct gdp_backend *be;
+	struct gdp_state st, bad;
+	struct gdp_results res;
+	struct gdp_vpc vc = { .id = "vpcC", .arg = 3, .table = 16390, .n_prefixes = 1 };
+	struct gdp_remote r1 = { .vpc = TOPO_VPC_A }, r2 = { .vpc = TOPO_VPC_A }, r3 = { .vpc = "vpcC" };
+	struct gdp_attachment dup;
+	const struct gdp_result *x;
+	char d[512], ns[64], err[512], tmp[] = "/tmp/galactic-bad.XXXXXX";
+	struct gdp_results lb;
+	FILE *f;
+
+	NEED_TOPO();
+	topo_node_ns(&T, 3, ns, sizeof(ns));
+	topo_agent_stop(&T, 3, SIGTERM);
+	ck_assert_int_eq(gst_load(topo_state_dir(&T, 3, d, sizeof(d)), &st, NULL, err, sizeof(err)), 0);
+	ck_assert_int_eq(gdp_kernel_backend.open(&be, &(struct gdp_backend_opts){ .netns = ns }, err, sizeof(err)), 0);
+	gdp_results_init(&res);
+	ck_assert_int_eq(gdp_kernel_backend.apply(be, &st, &res), 0);
+	ck_assert_int_eq(topo_sh("ip -n %s route add 10.9.0.0/24 dev up0 table 16390", ns), 0);
+
+	ck_assert_int_eq(gdp_state_copy(&bad, &st), 0);
+	gdp_prefix_parse("fd00:c::/64", &vc.prefixes[0]);
+	gdp_state_add_vpc(&bad, &vc);
+	gdp_prefix_parse("fd00:a::99/128", &r1.prefix);
+	inet_pton(AF_INET6, "fe80::1", &r1.sid);                    /* invalid SID */
+	gdp_prefix_parse("fd00:b::1/128", &r2.prefix);              /* outside the VPC */
+	inet_pton(AF_INET6, "fcbb:bb00:1:1:e001::", &r2.sid);
+	gdp_prefix_parse("fd00:c::1/128", &r3.prefix);              /* in the refused VPC */
+	inet_pton(AF_INET6, "fcbb:bb00:1:1:e003::", &r3.sid);
+	gdp_state_add_remote(&bad, &r1);
+	gdp_state_add_remote(&bad, &r2);
+	gdp_state_add_remote(&bad, &r3);
+	dup = *gdp_state_find_attachment(&st, TOPO_VPC_A, "a3");
+	snprintf(dup.host_ifname, sizeof(dup.host_ifname), "hdup");
+	dup.arg = 9;
+	gdp_state_add_attachment(&bad, &dup);                       /* duplicate attachment */
+
+	ck_assert_int_ne(gdp_kernel_backend.apply(be, &bad, &res), 0);
+	x = find_res(&res, GDP_OBJ_VPC, "vpcC", "");
+	ck_assert_ptr_nonnull(x);
+	printf("vpcC: %s\n", x->msg);
+	ck_assert_int_eq(x->err, -EBUSY);
+	ck_assert_ptr_nonnull(strstr(x->msg, "table 16390 already used by something else"));
+	x = find_res(&res, GDP_OBJ_REMOTE, TOPO_VPC_A, "fd00:a::99/128");
+	ck_assert_ptr_nonnull(x);
+	printf("remote: %s\n", x->msg);
+	ck_assert_ptr_nonnull(strstr(x->msg, "invalid SID fe80::1"));
+	x = find_res(&res, GDP_OBJ_REMOTE, TOPO_VPC_A, "fd00:b::1/128");
+	ck_assert_ptr_nonnull(x);
+	printf("remote: %s\n", x->msg);
+	ck_assert_ptr_nonnull(strstr(x->msg, "outside the VPC"));
+	x = find_res(&res, GDP_OBJ_REMOTE, "vpcC", "fd00:c::1/128");
+	ck_assert_ptr_nonnull(x);
+	ck_assert_int_ne(x->err, 0);
+	ck_assert_int_eq(res.v[0].err, 0); /* node fine */
+	/* both a3 entries share the key: the later one failed, the first is programmed */
+	{
+		size_t i, ok = 0, dupfail = 0;
+
+		for (i = 0; i < res.n; i++)
+			if (res.v[i].kind == GDP_OBJ_ATTACHMENT && !strcmp(res.v[i].key, "a3")) {
+				if (res.v[i].programmed)
+					ok++;
+				else if (strstr(res.v[i].msg, "duplicate attachment"))
+					dupfail++, printf("attachment: %s\n", res.v[i].msg);
+			}
+		ck_assert_int_eq(ok, 1);
+		ck_assert_int_eq(dupfail, 1);
+	}
+	x = find_res(&res, GDP_OBJ_VPC, TOPO_VPC_A, "");
+	ck_assert(x && x->programmed);
+	ck_assert_int_eq(res.added, 0);
+	ck_assert_int_eq(res.removed, 0);
+	/* the rest of the node is exactly as before; the foreign table untouched */
+	ck_assert_int_eq(gdp_kernel_backend.observe(be, &st, &res), 0);
+	ck_assert_int_eq(topo_sh("ip -n %s route show table 16390 | grep -q '^10.9.0.0/24 dev up0'", ns), 0);
+	ck_assert_int_ne(topo_sh("ip -n %s -6 rule | grep -q 16390", ns), 0);
+	ck_assert_int_eq(ping("a3", "fd00:a::1", 3, "0.05"), 3);
+
+	/* the loader rejects an unparsable SID alone and keeps the rest */
+	ck_assert_ptr_nonnull(mkdtemp(tmp));
+	snprintf(d, sizeof(d), "%s/remotes.json", tmp);
+	f = fopen(d, "w");
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "{\"remotes\":[{\"vpc\":\"vpcA\",\"prefix\":\"fd00:a::5/128\",\"sid\":\"zz::1\"},"
+		   "{\"vpc\":\"vpcA\",\"prefix\":\"fd00:a::6/128\",\"sid\":\"fcbb:bb00:1:2:e001::\"}]}");
+	fclose(f);
+	gdp_results_init(&lb);
+	gdp_state_free(&bad);
+	ck_assert_int_eq(gst_load(tmp, &bad, &lb, err, sizeof(err)), 0);
+	ck_assert_int_eq(bad.n_remotes, 1);
+	ck_assert_int_eq(lb.n, 1);
+	printf("loader: %s\n", lb.v[0].msg);
+	ck_assert_ptr_nonnull(strstr(lb.v[0].msg, "invalid SID 'zz::1'"));
+	topo_sh("rm -rf %s", tmp);
+	gdp_results_free(&lb);
+
+	topo_sh("ip -n %s route del 10.9.0.0/24 table 16390", ns);
+	gdp_results_free(&res);
+	gdp_state_free(&bad);
+	gdp_state_free(&st);
+	gdp_kernel_backend.close(be);
+	ck_assert_int_gt(topo_agent_start(&T, 3, NULL), 0);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("kernel_traffic");
+	TCase *tc = tcase_create("topology");
+
+	tcase_add_unchecked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, t_v6_ping_same_vpc_isolated);
+	tcase_add_test(tc, t_v6_tcp_stream_isolated);
+	tcase_add_test(tc, t_v4_dx4_ping_isolated);
+	tcase_add_test(tc, t_vrf_dt46);
+	tcase_add_test(tc, t_restart_agent_during_ping_loses_nothing);
+	tcase_add_test(tc, t_drift_repaired_leftovers_removed);
+	tcase_add_test(tc, t_kill9_during_10k_then_restart_exact);
+	tcase_add_test(tc, t_bad_input_fails_alone);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return gt_run(suite());
+}
