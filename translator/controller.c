@@ -345,6 +345,16 @@ static int reconcile(struct controller *c, const char *key)
 		goto out;
 	}
 	metric_add(c->m_writes, "VPCAttachment", 1);
+	if (strcmp(gj_str(out, "metadata.uid") ?: "", gj_str(intent, "metadata.uid"))) {
+		/* The /status subresource does not enforce metadata.uid (it keeps the stored
+		 * metadata), so a same-name re-creation can slip in between cache and write.
+		 * The cache brings the new incarnation shortly; retry against it. */
+		glog_kv(GLOG_WARN, "translator", "wrote to a newer incarnation; will redo", "object", key,
+			"uid", gj_str(out, "metadata.uid") ?: "?", NULL);
+		memo_del(c, key);
+		ret = 1;
+		goto out;
+	}
 	glog_kv(GLOG_INFO, "translator", "applied status", "object", key, "because", why,
 		"programmed",
 		json_string_value(json_object_get(
@@ -424,6 +434,12 @@ struct controller *controller_new(struct kube_client *kc, const struct mapping_s
 	if (!c->m_writes || !c->m_skips || !c->m_errors || !c->m_conflicts || !c->m_invalid ||
 	    !c->m_takeover || !c->m_reconciles || !c->m_leader)
 		goto fail;
+	/* Present from the start, so a scrape can tell 0 from "not exported". */
+	metric_add(c->m_writes, "VPCAttachment", 0);
+	metric_add(c->m_skips, "VPCAttachment", 0);
+	metric_add(c->m_conflicts, NULL, 0);
+	metric_add(c->m_reconciles, NULL, 0);
+	metric_set(c->m_leader, NULL, 0);
 
 	io.res = VPCATT;
 	io.ns = o->watch_ns;

@@ -1,0 +1,774 @@
+/*
+ * galactic-translator on a real kube-apiserver: the VPCAttachment <- NodeAttachment path.
+ *
+ * Two replicas of the real (sanitized) binary run against the control plane.
+ * Stand-ins write what the other components own, each under its own field
+ * manager with server-side apply: a "VPC operator" (status ids, attachment
+ * definition, Ready) and an "agent" (the NodeAttachment report). The suite
+ * checks that
+ *  - only the leader writes; the follower's write counter stays 0;
+ *  - the translator's fields follow the report, and Programmed flips with it;
+ *  - managedFields match the ownership table in docs/architecture.md
+ *    (read from the file, so the table and the code cannot drift apart);
+ *  - each report transition costs exactly one status write, a steady state
+ *    costs none (resourceVersion and counters unchanged), and no writer sees
+ *    a 409;
+ *  - a deleted attachment is not re-created; a leader that hands over leaves
+ *    a follower that takes over without rewriting steady objects;
+ *  - both replicas exit 0 under ASan/LSan on SIGTERM and release the lease.
+ * Measured numbers are printed with "MEASURE:".
+ */
+#include "tests/lib/cp.h"
+#include "tests/lib/gtest.h"
+#include "tests/lib/kreq.h"
+
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BIN "build/san/bin/galactic-translator"
+#define RNS "galactic-system"
+#define TNS "tenant-a"
+#define ATT_PATH "/apis/cloud.datumapis.com/v1alpha1/namespaces/" TNS "/vpcattachments"
+#define REP_PATH "/apis/network.datumapis.com/v1alpha1/namespaces/" RNS "/nodeattachments"
+#define LEASE_PATH "/apis/coordination.k8s.io/v1/namespaces/" RNS "/leases/galactic-translator"
+#define AGENT_MGR "galactic-agent/node-a"
+#define VPCOP_MGR "vpc-operator"
+
+static struct cp cp;
+static struct replica {
+	char id[16];
+	int port;
+	pid_t pid;
+} rep[2];
+static int standin_409s; /* 409s seen by the stand-in writers */
+
+static double now_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static int free_port(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t l = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&sa, &l), 0);
+	port = ntohs(sa.sin_port);
+	close(fd);
+	return port;
+}
+
+static pid_t start_replica(struct replica *r)
+{
+	char port[32], log[400];
+	pid_t pid;
+
+	snprintf(port, sizeof(port), "127.0.0.1:%d", r->port);
+	snprintf(log, sizeof(log), "%s/translator-%s.log", cp.dir, r->id);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		execl(BIN, BIN, "--kubeconfig", cp.kubeconfig, "--namespace", RNS, "--id", r->id,
+		      "--lease-namespace", RNS, "--lease-name", "galactic-translator",
+		      "--lease-duration", "4", "--renew-deadline", "3", "--retry-period", "0.5",
+		      "--metrics-addr", port, "--log-level", "info", (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* ---- small HTTP helpers ---- */
+
+struct sbuf {
+	char *p;
+	size_t n;
+};
+
+static size_t sink(char *d, size_t sz, size_t nm, void *u)
+{
+	struct sbuf *b = u;
+	char *np = realloc(b->p, b->n + sz * nm + 1);
+	if (!np)
+		return 0;
+	b->p = np;
+	memcpy(b->p + b->n, d, sz * nm);
+	b->n += sz * nm;
+	b->p[b->n] = 0;
+	return sz * nm;
+}
+
+/* GET http://127.0.0.1:port/path; returns the status and the body (malloc'd) in *body. */
+static long http_get(int port, const char *path, char **body)
+{
+	CURL *c = curl_easy_init();
+	struct sbuf b = { 0 };
+	char url[128];
+	long code = 0;
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, path);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sink);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 5L);
+	if (curl_easy_perform(c) == CURLE_OK)
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+	curl_easy_cleanup(c);
+	if (body)
+		*body = b.p;
+	else
+		free(b.p);
+	return code;
+}
+
+/* Value of one sample ("name" or "name{labels}") from /metrics; -1 when unreachable/absent. */
+static double metric(const struct replica *r, const char *sample)
+{
+	char *body = NULL, *line;
+	double v = -1;
+	size_t n = strlen(sample);
+
+	if (http_get(r->port, "/metrics", &body) != 200) {
+		free(body);
+		return -1;
+	}
+	for (line = body; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+		if (!strncmp(line, sample, n) && line[n] == ' ') {
+			v = strtod(line + n + 1, NULL);
+			break;
+		}
+	free(body);
+	return v;
+}
+
+#define WRITES "galactic_translator_status_writes_total{kind=\"VPCAttachment\"}"
+#define CONFLICTS "galactic_translator_conflicts_total"
+#define LEADER "galactic_translator_leader"
+
+static long apply(const char *path, const char *mgr, const char *body)
+{
+	char p[512];
+	long code;
+
+	snprintf(p, sizeof(p), "%s?fieldManager=%s", path, mgr);
+	code = kreq(&cp, "PATCH", p, "application/apply-patch+yaml", body, NULL, NULL);
+	if (code == 409)
+		standin_409s++;
+	return code;
+}
+
+static json_t *get(const char *path, long *code)
+{
+	json_t *o = NULL;
+	long c = kreq(&cp, "GET", path, NULL, NULL, NULL, &o);
+	if (code)
+		*code = c;
+	if (c != 200) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+static json_t *att_get(const char *name)
+{
+	char p[256];
+	snprintf(p, sizeof(p), "%s/%s", ATT_PATH, name);
+	return get(p, NULL);
+}
+
+static const char *sget(const json_t *o, const char *a, const char *b)
+{
+	json_t *x = json_object_get(o, a);
+	return json_string_value(b ? json_object_get(x, b) : x);
+}
+
+static const json_t *cond(const json_t *att, const char *type)
+{
+	const json_t *c;
+	size_t i;
+	json_array_foreach(json_object_get(json_object_get(att, "status"), "conditions"), i, c)
+		if (!strcmp(json_string_value(json_object_get(c, "type")) ?: "", type))
+			return c;
+	return NULL;
+}
+
+/* Polls the attachment until its Programmed condition has status (and reason if given). */
+static json_t *wait_programmed(const char *name, const char *status, const char *reason,
+			       double timeout_s, double *took)
+{
+	double t0 = now_s();
+	while (now_s() - t0 < timeout_s) {
+		json_t *a = att_get(name);
+		const json_t *c = cond(a, "Programmed");
+		if (c && !strcmp(json_string_value(json_object_get(c, "status")) ?: "", status) &&
+		    (!reason || !strcmp(json_string_value(json_object_get(c, "reason")) ?: "", reason))) {
+			if (took)
+				*took = now_s() - t0;
+			return a;
+		}
+		json_decref(a);
+		usleep(5000);
+	}
+	ck_abort_msg("%s: Programmed did not become %s/%s within %.0fs", name, status,
+		     reason ? reason : "*", timeout_s);
+	return NULL;
+}
+
+static int leader_index(void)
+{
+	double a = metric(&rep[0], LEADER), b = metric(&rep[1], LEADER);
+	if (a == 1 && b == 0)
+		return 0;
+	if (b == 1 && a == 0)
+		return 1;
+	return -1;
+}
+
+/* Waits until the leader's write counter stops moving, then returns it. */
+static double settled_writes(int l)
+{
+	double w = metric(&rep[l], WRITES), w2;
+	for (int i = 0; i < 40; i++) {
+		usleep(250 * 1000);
+		w2 = metric(&rep[l], WRITES);
+		if (w2 == w)
+			return w;
+		w = w2;
+	}
+	return w;
+}
+
+/* ---- ownership table from docs/architecture.md ---- */
+
+struct owned {
+	char f[16][48];
+	int n;
+};
+
+static void owned_add(struct owned *o, const char *s)
+{
+	if (o->n < 16)
+		snprintf(o->f[o->n++], sizeof(o->f[0]), "%s", s);
+}
+
+static bool owned_has(const struct owned *o, const char *s)
+{
+	for (int i = 0; i < o->n; i++)
+		if (!strcmp(o->f[i], s))
+			return true;
+	return false;
+}
+
+/*
+ * The VPCAttachment rows of the table: status fields and conditions written by
+ * the VPC operator, and by the translator "from the node's report".
+ */
+static void table_rows(struct owned *vpcop, struct owned *tr)
+{
+	FILE *f = fopen("docs/architecture.md", "r");
+	char line[1024];
+	bool in = false;
+
+	memset(vpcop, 0, sizeof(*vpcop));
+	memset(tr, 0, sizeof(*tr));
+	ck_assert_msg(f, "docs/architecture.md: %s", strerror(errno));
+	while (fgets(line, sizeof(line), f)) {
+		char *cells[5] = { 0 }, *p = line, *q;
+		int n = 0;
+
+		if (line[0] != '|')
+			continue;
+		while (n < 5 && (q = strchr(p, '|'))) {
+			*q = 0;
+			cells[n++] = p;
+			p = q + 1;
+		}
+		cells[n < 5 ? n : 4] = p;
+		if (n < 4)
+			continue;
+		if (strstr(cells[1], "VPCAttachment"))
+			in = true;
+		else if (strspn(cells[1], " ") != strlen(cells[1]))
+			in = false;
+		if (!in)
+			continue;
+		struct owned *dst = strstr(cells[3], "VPC operator") ? vpcop
+				    : strstr(cells[3], "from the node's report") ? tr : NULL;
+		if (!dst)
+			continue;
+		for (char *b = strchr(cells[2], '`'); b; b = strchr(b + 1, '`')) {
+			char *e = strchr(b + 1, '`');
+			if (!e)
+				break;
+			*e = 0;
+			owned_add(dst, b + 1);
+			b = e;
+		}
+	}
+	fclose(f);
+	ck_assert_msg(vpcop->n >= 5 && tr->n >= 8, "ownership table not found (vpc operator %d, translator %d)",
+		      vpcop->n, tr->n);
+}
+
+/* Checks one manager's status fieldsV1 against the table: exactly the listed fields. */
+static void check_manager(const json_t *att, const char *mgr, const struct owned *want)
+{
+	const json_t *e, *st = NULL, *v;
+	const char *k;
+	size_t i;
+	int seen = 0;
+
+	json_array_foreach(json_object_get(json_object_get(att, "metadata"), "managedFields"), i, e) {
+		const char *m = json_string_value(json_object_get(e, "manager"));
+		const json_t *s = json_object_get(json_object_get(e, "fieldsV1"), "f:status");
+		if (!m || !s)
+			continue;
+		if (!strcmp(m, mgr)) {
+			ck_assert_str_eq(json_string_value(json_object_get(e, "operation")), "Apply");
+			ck_assert_str_eq(json_string_value(json_object_get(e, "subresource")), "status");
+			st = s;
+		}
+	}
+	ck_assert_msg(st, "%s owns no status fields", mgr);
+	json_object_foreach((json_t *)st, k, v) {
+		if (!strcmp(k, "."))
+			continue;
+		if (!strcmp(k, "f:conditions")) {
+			const char *ck;
+			const json_t *cv;
+			json_object_foreach((json_t *)v, ck, cv) {
+				char type[64];
+				if (!strcmp(ck, "."))
+					continue;
+				ck_assert_msg(sscanf(ck, "k:{\"type\":\"%63[^\"]\"}", type) == 1, "%s", ck);
+				ck_assert_msg(owned_has(want, type), "%s owns condition %s, not in the table",
+					      mgr, type);
+				seen++;
+			}
+			continue;
+		}
+		ck_assert_msg(owned_has(want, k + 2), "%s owns status.%s, not in the table", mgr, k + 2);
+		seen++;
+	}
+	ck_assert_msg(seen == want->n, "%s owns %d of the %d fields the table gives it", mgr, seen,
+		      want->n);
+}
+
+/* No manager other than the table's writer owns a field of the table. */
+static void check_no_foreign(const json_t *att, const char *mgr, const struct owned *mine)
+{
+	const json_t *e;
+	size_t i;
+
+	json_array_foreach(json_object_get(json_object_get(att, "metadata"), "managedFields"), i, e) {
+		const char *m = json_string_value(json_object_get(e, "manager"));
+		const json_t *s = json_object_get(json_object_get(e, "fieldsV1"), "f:status");
+		if (!m || !s || !strcmp(m, mgr))
+			continue;
+		for (int j = 0; j < mine->n; j++) {
+			char fk[64], ck[96];
+			snprintf(fk, sizeof(fk), "f:%s", mine->f[j]);
+			snprintf(ck, sizeof(ck), "k:{\"type\":\"%s\"}", mine->f[j]);
+			ck_assert_msg(!json_object_get(s, fk) &&
+					      !json_object_get(json_object_get(s, "f:conditions"), ck),
+				      "%s also owns %s (single writer: %s)", m, mine->f[j], mgr);
+		}
+	}
+}
+
+/* ---- stand-ins ---- */
+
+static void vpcop_write(const char *name, const char *vpc, const char *vatt)
+{
+	char body[1024], p[256];
+	snprintf(p, sizeof(p), "%s/%s/status", ATT_PATH, name);
+	snprintf(body, sizeof(body),
+		 "{\"apiVersion\":\"cloud.datumapis.com/v1alpha1\",\"kind\":\"VPCAttachment\","
+		 "\"metadata\":{\"name\":\"%s\",\"namespace\":\"" TNS "\"},"
+		 "\"status\":{\"vpc\":\"%s\",\"vpcAttachment\":\"%s\",\"networkAttachmentDefinition\":\"nad-%s\","
+		 "\"observedGeneration\":1,\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\","
+		 "\"reason\":\"Allocated\",\"message\":\"ids allocated\",\"lastTransitionTime\":\"2026-01-01T00:00:00Z\"}]}}",
+		 name, vpc, vatt, name);
+	ck_assert_int_eq(apply(p, VPCOP_MGR, body), 200);
+}
+
+static void report_spec(const char *rname, const char *vpc, const char *vatt)
+{
+	char body[1024], p[256];
+	snprintf(p, sizeof(p), "%s/%s", REP_PATH, rname);
+	snprintf(body, sizeof(body),
+		 "{\"apiVersion\":\"network.datumapis.com/v1alpha1\",\"kind\":\"NodeAttachment\","
+		 "\"metadata\":{\"name\":\"%s\",\"namespace\":\"" RNS "\"},"
+		 "\"spec\":{\"node\":\"node-a\",\"vpc\":\"%s\",\"vpcAttachment\":\"%s\",\"containerID\":\"c0ffee01\","
+		 "\"pod\":{\"namespace\":\"" TNS "\",\"name\":\"pod-1\"},\"hostInterface\":\"gv1f2e\","
+		 "\"guestInterface\":\"eth0\",\"vrfInterface\":\"vrf-1f\",\"table\":100,"
+		 "\"podSubnets\":[\"10.1.0.0/24\",\"fd00:1::/64\"],\"localSID\":\"fc00:0:1:1:e001::\"}}",
+		 rname, vpc, vatt);
+	ck_assert_int_ge(apply(p, AGENT_MGR, body), 200);
+}
+
+static void report_programmed(const char *rname, const char *status, const char *reason)
+{
+	char body[1024], p[256];
+	snprintf(p, sizeof(p), "%s/%s/status", REP_PATH, rname);
+	snprintf(body, sizeof(body),
+		 "{\"apiVersion\":\"network.datumapis.com/v1alpha1\",\"kind\":\"NodeAttachment\","
+		 "\"metadata\":{\"name\":\"%s\",\"namespace\":\"" RNS "\"},"
+		 "\"status\":{\"observedGeneration\":1,\"reporter\":{\"node\":\"node-a\",\"datapath\":\"kernel\"},"
+		 "\"conditions\":[{\"type\":\"Programmed\",\"status\":\"%s\",\"reason\":\"%s\","
+		 "\"message\":\"checked in the kernel\",\"observedGeneration\":1,"
+		 "\"lastTransitionTime\":\"2026-01-01T00:00:00Z\"}]}}",
+		 rname, status, reason);
+	ck_assert_int_eq(apply(p, AGENT_MGR, body), 200);
+}
+
+static void create_att(const char *name)
+{
+	char body[512];
+	long code = 0;
+	snprintf(body, sizeof(body),
+		 "{\"apiVersion\":\"cloud.datumapis.com/v1alpha1\",\"kind\":\"VPCAttachment\","
+		 "\"metadata\":{\"name\":\"%s\"},\"spec\":{\"vpc\":{\"name\":\"vpc-1\"},"
+		 "\"interfaceRef\":{\"name\":\"nic-%s\",\"uid\":\"u-%s\"}}}",
+		 name, name, name);
+	for (int i = 0; i < 100; i++) {
+		code = kreq(&cp, "POST", ATT_PATH, "application/json", body, NULL, NULL);
+		if (code != 404 && code != 429 && code != 503)
+			break;
+		usleep(100 * 1000);
+	}
+	ck_assert_int_eq(code, 201);
+}
+
+/* ---- fixture ---- */
+
+static void setup(void)
+{
+	char cmd[1024];
+
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	ck_assert_msg(cp_up(&cp) == 0, "control plane did not start");
+	snprintf(cmd, sizeof(cmd),
+		 "%s/kubectl --kubeconfig %s apply -f crds/ -f tests/crds/ >/dev/null && "
+		 "%s/kubectl --kubeconfig %s wait --for condition=Established crd --all --timeout 60s >/dev/null && "
+		 "%s/kubectl --kubeconfig %s create namespace " RNS " >/dev/null && "
+		 "%s/kubectl --kubeconfig %s create namespace " TNS " >/dev/null",
+		 cp.bin, cp.kubeconfig, cp.bin, cp.kubeconfig, cp.bin, cp.kubeconfig, cp.bin,
+		 cp.kubeconfig);
+	ck_assert_msg(system(cmd) == 0, "CRDs or namespaces not ready");
+	for (int i = 0; i < 2; i++) {
+		snprintf(rep[i].id, sizeof(rep[i].id), "tr-%c", 'a' + i);
+		rep[i].port = free_port();
+		rep[i].pid = start_replica(&rep[i]);
+	}
+}
+
+static void teardown(void)
+{
+	for (int i = 0; i < 2; i++)
+		if (rep[i].pid > 0) {
+			kill(rep[i].pid, SIGKILL);
+			waitpid(rep[i].pid, NULL, 0);
+			rep[i].pid = 0;
+		}
+	if (getenv("GT_KEEP_LOGS")) {
+		char cmd[512];
+		snprintf(cmd, sizeof(cmd), "cat %s/translator-*.log >&2", cp.dir);
+		if (system(cmd))
+			fprintf(stderr, "no translator logs\n");
+	}
+	cp_down(&cp);
+	curl_global_cleanup();
+}
+
+/* ---- tests (run in order, sharing the control plane and the replicas) ---- */
+
+START_TEST(test_ready_and_one_leader)
+{
+	double t0 = now_s();
+	int l = -1;
+
+	while (now_s() - t0 < 60) {
+		if (http_get(rep[0].port, "/readyz", NULL) == 200 &&
+		    http_get(rep[1].port, "/readyz", NULL) == 200 && (l = leader_index()) >= 0)
+			break;
+		usleep(100 * 1000);
+	}
+	ck_assert_msg(l >= 0, "no single leader within 60s (a=%g b=%g)", metric(&rep[0], LEADER),
+		      metric(&rep[1], LEADER));
+	ck_assert_int_eq(http_get(rep[l].port, "/healthz", NULL), 200);
+	json_t *lease = get(LEASE_PATH, NULL);
+	ck_assert_ptr_nonnull(lease);
+	ck_assert_str_eq(sget(json_object_get(lease, "spec"), "holderIdentity", NULL), rep[l].id);
+	json_decref(lease);
+	printf("MEASURE: leader %s elected %.2fs after start\n", rep[l].id, now_s() - t0);
+}
+END_TEST
+
+START_TEST(test_attachment_follows_report)
+{
+	int l = leader_index(), f = 1 - l;
+	double took, w0, w1, w2;
+	json_t *a;
+	struct owned vpcop, tr;
+
+	ck_assert_int_ge(l, 0);
+	create_att("att1");
+	/* No ids yet: the translator says so, as a fact about this attachment. */
+	json_decref(wait_programmed("att1", "Unknown", "AttachmentIDsPending", 20, NULL));
+	vpcop_write("att1", "5gHk2", "9ZzA");
+	a = wait_programmed("att1", "False", "ReportMissing", 20, NULL);
+	ck_assert_str_eq(sget(cond(a, "Programmed"), "message", NULL),
+			 "no data-plane report for vpc 5gHk2 attachment 9ZzA");
+	ck_assert_ptr_null(json_object_get(json_object_get(a, "status"), "node"));
+	json_decref(a);
+
+	/* The agent publishes its report, not yet programmed. */
+	report_spec("node-a-1f-2e", "5gHk2", "9ZzA");
+	report_programmed("node-a-1f-2e", "False", "RoutesPending");
+	a = wait_programmed("att1", "False", "RoutesPending", 20, NULL);
+	json_decref(a);
+	w0 = settled_writes(l);
+
+	/* Programmed=True in the report -> on the attachment: one write, timed. */
+	report_programmed("node-a-1f-2e", "True", "KernelVerified");
+	a = wait_programmed("att1", "True", "KernelVerified", 20, &took);
+	printf("MEASURE: report Programmed=True -> attachment Programmed=True in %.1f ms\n", took * 1e3);
+	w1 = settled_writes(l);
+	printf("MEASURE: status writes for the False->True transition: %.0f\n", w1 - w0);
+	ck_assert_msg(w1 - w0 == 1, "False->True took %.0f writes, want 1", w1 - w0);
+	const json_t *st = json_object_get(a, "status");
+	ck_assert_str_eq(sget(st, "node", NULL), "node-a");
+	ck_assert_str_eq(sget(st, "containerID", NULL), "c0ffee01");
+	ck_assert_str_eq(sget(st, "podName", NULL), "pod-1");
+	ck_assert_str_eq(sget(st, "hostInterface", NULL), "gv1f2e");
+	ck_assert_str_eq(sget(st, "guestInterface", NULL), "eth0");
+	ck_assert_str_eq(sget(st, "vrfInterface", NULL), "vrf-1f");
+	ck_assert_str_eq(sget(st, "podSubnet", NULL), "10.1.0.0/24");
+	/* The VPC operator's fields are untouched. */
+	ck_assert_str_eq(sget(st, "vpc", NULL), "5gHk2");
+	ck_assert_str_eq(sget(st, "networkAttachmentDefinition", NULL), "nad-att1");
+	ck_assert_str_eq(sget(cond(a, "Ready"), "status", NULL), "True");
+	ck_assert_str_eq(sget(cond(a, "Programmed"), "message", NULL), "node node-a: checked in the kernel");
+	ck_assert_int_eq(json_integer_value(json_object_get(cond(a, "Programmed"), "observedGeneration")),
+			 json_integer_value(json_object_get(json_object_get(a, "metadata"), "generation")));
+
+	/* managedFields against the table in docs/architecture.md. */
+	table_rows(&vpcop, &tr);
+	check_manager(a, "galactic-translator", &tr);
+	check_manager(a, VPCOP_MGR, &vpcop);
+	check_no_foreign(a, "galactic-translator", &tr);
+	check_no_foreign(a, VPCOP_MGR, &vpcop);
+	const char *ltt = sget(cond(a, "Programmed"), "lastTransitionTime", NULL);
+	char ltt_true[64];
+	snprintf(ltt_true, sizeof(ltt_true), "%s", ltt);
+	json_decref(a);
+
+	/* Same status, new reason and message: lastTransitionTime stays. */
+	sleep(1);
+	report_programmed("node-a-1f-2e", "True", "KernelReverified");
+	a = wait_programmed("att1", "True", "KernelReverified", 20, NULL);
+	ck_assert_str_eq(sget(cond(a, "Programmed"), "lastTransitionTime", NULL), ltt_true);
+	json_decref(a);
+
+	/* And back to False: one write, lastTransitionTime moves. */
+	w1 = settled_writes(l);
+	report_programmed("node-a-1f-2e", "False", "RouteMissing");
+	a = wait_programmed("att1", "False", "RouteMissing", 20, &took);
+	printf("MEASURE: report Programmed=False -> attachment in %.1f ms\n", took * 1e3);
+	ck_assert_str_ne(sget(cond(a, "Programmed"), "lastTransitionTime", NULL), ltt_true);
+	json_decref(a);
+	w2 = settled_writes(l);
+	printf("MEASURE: status writes for the True->False transition: %.0f\n", w2 - w1);
+	ck_assert_msg(w2 - w1 == 1, "True->False took %.0f writes, want 1", w2 - w1);
+
+	/* Only the leader wrote. */
+	ck_assert_msg(metric(&rep[f], WRITES) == 0, "follower %s wrote %g times", rep[f].id,
+		      metric(&rep[f], WRITES));
+	report_programmed("node-a-1f-2e", "True", "KernelVerified");
+	json_decref(wait_programmed("att1", "True", "KernelVerified", 20, NULL));
+}
+END_TEST
+
+START_TEST(test_steady_state_no_writes)
+{
+	int l = leader_index();
+	json_t *a;
+	char rv[64];
+	double w0, w1;
+
+	ck_assert_int_ge(l, 0);
+	w0 = settled_writes(l);
+	a = att_get("att1");
+	snprintf(rv, sizeof(rv), "%s", sget(json_object_get(a, "metadata"), "resourceVersion", NULL));
+	json_decref(a);
+	/* Unrelated churn by the others must not make the translator write:
+	 * the agent re-applies the same report, the VPC operator re-applies its status. */
+	report_programmed("node-a-1f-2e", "True", "KernelVerified");
+	vpcop_write("att1", "5gHk2", "9ZzA");
+	sleep(4);
+	a = att_get("att1");
+	w1 = metric(&rep[l], WRITES);
+	printf("MEASURE: steady state over 4 s: %.0f writes, resourceVersion %s -> %s\n", w1 - w0, rv,
+	       sget(json_object_get(a, "metadata"), "resourceVersion", NULL));
+	ck_assert_str_eq(sget(json_object_get(a, "metadata"), "resourceVersion", NULL), rv);
+	ck_assert_msg(w1 == w0, "steady state wrote %g times", w1 - w0);
+	json_decref(a);
+}
+END_TEST
+
+START_TEST(test_report_deleted_clears_fields)
+{
+	char p[256];
+	json_t *a;
+	struct owned vpcop, tr, cond_only = { 0 };
+
+	snprintf(p, sizeof(p), "%s/node-a-1f-2e", REP_PATH);
+	ck_assert_int_eq(kreq(&cp, "DELETE", p, NULL, NULL, NULL, NULL), 200);
+	a = wait_programmed("att1", "False", "ReportMissing", 20, NULL);
+	for (int i = 0; i < 7; i++) {
+		static const char *f[] = { "node", "containerID", "podName", "hostInterface",
+					   "vrfInterface", "guestInterface", "podSubnet" };
+		ck_assert_msg(!json_object_get(json_object_get(a, "status"), f[i]),
+			      "status.%s still set without a report", f[i]);
+	}
+	/* The translator now owns just its condition; the VPC operator all of its fields. */
+	owned_add(&cond_only, "Programmed");
+	check_manager(a, "galactic-translator", &cond_only);
+	table_rows(&vpcop, &tr);
+	check_manager(a, VPCOP_MGR, &vpcop);
+	json_decref(a);
+}
+END_TEST
+
+START_TEST(test_deleted_attachment_not_recreated)
+{
+	char p[256];
+	long code = 0;
+	json_t *a;
+
+	create_att("att2");
+	vpcop_write("att2", "7Qx", "1Ab");
+	json_decref(wait_programmed("att2", "False", "ReportMissing", 20, NULL));
+	snprintf(p, sizeof(p), "%s/att2", ATT_PATH);
+	ck_assert_int_eq(kreq(&cp, "DELETE", p, NULL, NULL, NULL, NULL), 200);
+	/* A report for it arrives after the delete: must not bring the object back. */
+	report_spec("node-a-7qx-1ab", "7Qx", "1Ab");
+	report_programmed("node-a-7qx-1ab", "True", "KernelVerified");
+	sleep(3);
+	a = get(p, &code);
+	ck_assert_msg(code == 404, "deleted attachment came back (GET -> %ld)", code);
+	json_decref(a);
+}
+END_TEST
+
+START_TEST(test_no_conflicts)
+{
+	for (int i = 0; i < 2; i++) {
+		double c = metric(&rep[i], CONFLICTS);
+		printf("MEASURE: %s saw %.0f 409s on status writes\n", rep[i].id, c);
+		ck_assert_msg(c == 0, "%s saw %g 409s", rep[i].id, c);
+	}
+	printf("MEASURE: stand-in writers saw %d 409s\n", standin_409s);
+	ck_assert_int_eq(standin_409s, 0);
+}
+END_TEST
+
+START_TEST(test_handover)
+{
+	int l = leader_index(), f = 1 - l, status = 0;
+	double t0, wf0, took;
+	json_t *lease;
+
+	ck_assert_int_ge(l, 0);
+	wf0 = metric(&rep[f], WRITES);
+	/* SIGTERM: workers stop, then the lease is released for an immediate handover. */
+	t0 = now_s();
+	ck_assert_int_eq(kill(rep[l].pid, SIGTERM), 0);
+	ck_assert_int_eq(waitpid(rep[l].pid, &status, 0), rep[l].pid);
+	rep[l].pid = 0;
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "leader %s did not exit cleanly (status 0x%x; see its log for sanitizer reports)",
+		      rep[l].id, status);
+	while (now_s() - t0 < 20 && metric(&rep[f], LEADER) != 1)
+		usleep(50 * 1000);
+	ck_assert_msg(metric(&rep[f], LEADER) == 1, "follower %s did not take over", rep[f].id);
+	printf("MEASURE: handover, from SIGTERM of the leader to the follower leading: %.2f s\n", now_s() - t0);
+	lease = get(LEASE_PATH, NULL);
+	ck_assert_str_eq(sget(json_object_get(lease, "spec"), "holderIdentity", NULL), rep[f].id);
+	json_decref(lease);
+	/* Its first pass over every attachment finds them all up to date. */
+	usleep(1500 * 1000);
+	ck_assert_msg(metric(&rep[f], WRITES) == wf0, "new leader rewrote steady objects (%g writes)",
+		      metric(&rep[f], WRITES) - wf0);
+	/* And it acts on new reports. */
+	report_spec("node-a-1f-2e", "5gHk2", "9ZzA");
+	report_programmed("node-a-1f-2e", "True", "KernelVerified");
+	json_decref(wait_programmed("att1", "True", "KernelVerified", 20, &took));
+	printf("MEASURE: new leader: report -> attachment Programmed=True in %.1f ms\n", took * 1e3);
+	ck_assert(metric(&rep[f], WRITES) > wf0);
+}
+END_TEST
+
+START_TEST(test_clean_exit_releases_lease)
+{
+	int status = 0;
+	json_t *lease;
+
+	for (int i = 0; i < 2; i++) {
+		if (rep[i].pid <= 0)
+			continue;
+		ck_assert_int_eq(kill(rep[i].pid, SIGTERM), 0);
+		ck_assert_int_eq(waitpid(rep[i].pid, &status, 0), rep[i].pid);
+		rep[i].pid = 0;
+		ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+			      "%s did not exit cleanly (status 0x%x)", rep[i].id, status);
+	}
+	lease = get(LEASE_PATH, NULL);
+	ck_assert_str_eq(sget(json_object_get(lease, "spec"), "holderIdentity", NULL), "");
+	json_decref(lease);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("translator_vpcatt");
+	TCase *tc = tcase_create("vpcattachment");
+
+	/* The tests share the replicas (child processes of this one): no forking per test. */
+	setenv("CK_FORK", "no", 1);
+	tcase_add_unchecked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 240);
+	tcase_add_test(tc, test_ready_and_one_leader);
+	tcase_add_test(tc, test_attachment_follows_report);
+	tcase_add_test(tc, test_steady_state_no_writes);
+	tcase_add_test(tc, test_report_deleted_clears_fields);
+	tcase_add_test(tc, test_deleted_attachment_not_recreated);
+	tcase_add_test(tc, test_no_conflicts);
+	tcase_add_test(tc, test_handover);
+	tcase_add_test(tc, test_clean_exit_releases_lease);
+	suite_add_tcase(s, tc);
+	return gt_run(s);
+}
