@@ -227,15 +227,6 @@ static void topo_up(bool bpf)
 	}
 	/* VPC B's far pod also has an address VPC A never has. */
 	SH("ip -n %s-b2 -6 addr add fd00:a::3/128 dev eth0 nodad", pfx);
-	/*
-	 * Workaround for the kernel backend (reported): its `iif <host veth>
-	 * lookup <VPC table>` rule also catches the lookup of the outer SID
-	 * after seg6 encap, and the table's unreachable default drops it. Let
-	 * the SID block resolve in main first. The bpf backend encaps in TC and
-	 * does not need it.
-	 */
-	for (int n = 1; n <= NODES && !bpf; n++)
-		SH("ip -n %s-n%d -6 rule add to fc00::/48 lookup main prio 999", pfx, n);
 	ops = bpf ? &gdp_bpf_backend : &gdp_kernel_backend;
 	for (int n = 1; n <= NODES; n++) {
 		model(n, bpf);
