@@ -12,3 +12,4 @@ $(eval $(call unit_test,test_cni_config,tests/unit/test_cni_config.c,gcni,jansso
 $(eval $(call unit_test,test_cni_proto,tests/unit/test_cni_proto.c,gcni,jansson))
 $(eval $(call fuzzer,fuzz_cni_config,tests/fuzz/fuzz_cni_config.c,gcni,jansson))
 $(eval $(call fuzzer,fuzz_cni_proto,tests/fuzz/fuzz_cni_proto.c,gcni,jansson))
+$(eval $(call netns_test,test_cni_plugin,tests/netns/test_cni_plugin.c tests/lib/topo.c,gdp gnl,jansson nl))

@@ -243,6 +243,48 @@ out:
 	return rc;
 }
 
+int pod_repair(const char *host_netns, int nsfd, const struct cni_conf *c, struct pod_link *l,
+	       char *err, size_t errlen)
+{
+	struct gnl_sock *hs = NULL, *ps = NULL;
+	struct gnl_link hl, gl;
+	char ext[128] = "";
+	int rc;
+
+	rc = gnl_open(&hs, host_netns, err, errlen);
+	if (rc)
+		return rc;
+	rc = ns_open(&ps, nsfd, err, errlen);
+	if (rc)
+		goto out;
+	if (gnl_link_get(hs, l->host_ifname, &hl) || memcmp(hl.addr, l->host_mac, 6) ||
+	    gnl_link_get(ps, l->ifname, &gl) || memcmp(gl.addr, l->mac, 6)) {
+		rc = -ENODEV;
+		snprintf(err, errlen, "veth %s / %s is gone or was replaced", l->host_ifname, l->ifname);
+		goto out;
+	}
+	{
+		uint32_t idx = hl.ifindex;
+
+		gnl_link_init(&hl);
+		hl.ifindex = idx;
+		hl.mtu = (uint32_t)l->mtu;
+		hl.flags = IFF_UP;
+		hl.change = IFF_UP;
+	}
+	rc = gnl_link_set(hs, &hl, ext, sizeof(ext));
+	if (rc) {
+		snprintf(err, errlen, "set %s up, mtu %d: %s %s", l->host_ifname, l->mtu, strerror(-rc), ext);
+		goto out;
+	}
+	rc = pod_configure(ps, c, l, err, errlen);
+out:
+	if (ps)
+		gnl_close(ps);
+	gnl_close(hs);
+	return rc;
+}
+
 int pod_teardown(const char *host_netns, const char *host_ifname, char *err, size_t errlen)
 {
 	struct gnl_sock *hs;
@@ -398,6 +440,91 @@ int pod_check(const char *host_netns, int nsfd, const struct cni_conf *c,
 fail:
 	gnl_close(ps);
 	return -1;
+}
+
+struct node_scan {
+	const char *host;
+	uint32_t table, oif;
+	const struct cni_conf *c;
+	unsigned rules;  /* bit 0: IPv4 rule, bit 1: IPv6 rule */
+	unsigned routes; /* bit per config address */
+};
+
+static int rule_cb(const struct nlmsghdr *h, void *arg)
+{
+	struct node_scan *sc = arg;
+	struct gnl_rule r;
+
+	if (gnl_rule_parse(h, &r) || strcmp(r.iifname, sc->host) || r.table != sc->table)
+		return 0;
+	sc->rules |= r.family == AF_INET ? 1 : 2;
+	return 0;
+}
+
+static int node_route_cb(const struct nlmsghdr *h, void *arg)
+{
+	struct node_scan *sc = arg;
+	struct gnl_route r;
+
+	if (gnl_route_parse(h, &r) || r.table != sc->table || r.oif != sc->oif)
+		return 0;
+	for (int i = 0; i < sc->c->naddrs; i++) {
+		struct gnl_addr a;
+
+		to_gnl(&sc->c->addrs[i].ip, sc->c->addrs[i].ip.family == AF_INET ? 32 : 128, &a);
+		if (r.dst.len == a.len && gnl_addr_eq(&r.dst, &a))
+			sc->routes |= 1u << i;
+	}
+	return 0;
+}
+
+int pod_check_node(const char *host_netns, const char *host_ifname, uint32_t table,
+		   const struct cni_conf *c, char *err, size_t errlen)
+{
+	struct node_scan sc = { .host = host_ifname, .table = table, .c = c };
+	struct gnl_sock *hs;
+	struct nl_msg *m;
+	int rc, idx;
+
+	if (gnl_open(&hs, host_netns, err, errlen))
+		return -1;
+	idx = gnl_ifindex(hs, host_ifname);
+	if (idx < 0) {
+		snprintf(err, errlen, "host interface %s: %s", host_ifname, strerror(-idx));
+		gnl_close(hs);
+		return -1;
+	}
+	sc.oif = (uint32_t)idx;
+	rc = gnl_rule_dump_msg(&m, AF_UNSPEC);
+	if (!rc) {
+		rc = gnl_dump(hs, m, rule_cb, &sc);
+		nlmsg_free(m);
+	}
+	if (!rc && !(rc = gnl_route_dump_msg(&m, AF_UNSPEC, table))) {
+		rc = gnl_dump(hs, m, node_route_cb, &sc);
+		nlmsg_free(m);
+	}
+	gnl_close(hs);
+	if (rc) {
+		snprintf(err, errlen, "dump rules/routes of table %u: %s", table, strerror(-rc));
+		return -1;
+	}
+	for (int i = 0; i < c->naddrs; i++) {
+		char b[64];
+		unsigned fam = c->addrs[i].ip.family == AF_INET ? 1 : 2;
+
+		if (!(sc.rules & fam)) {
+			snprintf(err, errlen, "no %s rule 'iif %s lookup %u' on the node",
+				 fam == 1 ? "IPv4" : "IPv6", host_ifname, table);
+			return -1;
+		}
+		if (!(sc.routes & (1u << i))) {
+			snprintf(err, errlen, "no route for %s dev %s in table %u on the node",
+				 cni_ip_str(&c->addrs[i].ip, b, sizeof(b)), host_ifname, table);
+			return -1;
+		}
+	}
+	return 0;
 }
 
 int pod_link_mtu(const char *host_netns, const char *name)

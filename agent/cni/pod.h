@@ -28,11 +28,25 @@ struct pod_link {
  */
 int pod_setup(const char *host_netns, int nsfd, const struct cni_conf *c, struct pod_link *l,
 	      int *clash, char *err, size_t errlen);
+/*
+ * Re-applies addresses, routes and neighbours on an existing pair (idempotent
+ * ADD after drift) without replacing it, so the MACs stay. Returns -ENODEV
+ * when the pair is gone or replaced: the caller sets it up anew.
+ */
+int pod_repair(const char *host_netns, int nsfd, const struct cni_conf *c, struct pod_link *l,
+	       char *err, size_t errlen);
 /* Deletes the host end (the kernel removes the peer). Missing is fine. */
 int pod_teardown(const char *host_netns, const char *host_ifname, char *err, size_t errlen);
 /* Verifies the pod side; returns 0 or -1 with err saying what differs. */
 int pod_check(const char *host_netns, int nsfd, const struct cni_conf *c,
 	      const struct pod_link *l, char *err, size_t errlen);
+/*
+ * Read-only check of the node side the backend programs for an attachment:
+ * `iif <host end> lookup <table>` rules and each pod address routed in the
+ * table through the host end. Returns 0 or -1 with err.
+ */
+int pod_check_node(const char *host_netns, const char *host_ifname, uint32_t table,
+		   const struct cni_conf *c, char *err, size_t errlen);
 /* The uplink's MTU (0 if unknown). */
 int pod_link_mtu(const char *host_netns, const char *name);
 

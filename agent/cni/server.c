@@ -652,6 +652,8 @@ static json_t *do_add(struct gcni_server *s, struct cni_req *q, int nsfd, struct
 		pthread_mutex_unlock(&s->mu);
 		rc = pod_check(s->o.netns, nsfd, c, &r->link, err, sizeof(err));
 		if (rc)
+			rc = pod_repair(s->o.netns, nsfd, c, &r->link, err, sizeof(err));
+		if (rc == -ENODEV)
 			rc = pod_setup(s->o.netns, nsfd, c, &r->link, &clash, err, sizeof(err));
 		pthread_mutex_lock(&s->mu);
 		if (rc) {
@@ -689,6 +691,27 @@ static json_t *do_add(struct gcni_server *s, struct cni_req *q, int nsfd, struct
 				    c->vpc_s, c->att_s, s->recs[i]->conf.vpc_s, s->recs[i]->conf.att_s);
 			goto unlock_fail;
 		}
+	{
+		/* The VPC's address ranges, where the agent's record has them:
+		 * refused here, before anything is created. */
+		const struct gdp_vpc *kv = gdp_state_find_vpc(&rec, c->vpc_s);
+
+		for (int i = 0; kv && kv->n_prefixes && i < c->naddrs; i++) {
+			struct gdp_prefix p;
+			int inside = 0;
+			char b[64];
+
+			cni_prefix(&c->addrs[i], &p);
+			for (size_t k = 0; k < kv->n_prefixes && !inside; k++)
+				inside = gdp_prefix_contains(&kv->prefixes[k], &p);
+			if (!inside) {
+				cni_err_set(e, CNI_ERR_INVALID_CONFIG, "invalid network configuration",
+					    "field 'addresses[%d]': %s is outside the address ranges of vpc %s",
+					    i, cni_ip_str(&c->addrs[i].ip, b, sizeof(b)), c->vpc_s);
+				goto unlock_fail;
+			}
+		}
+	}
 	r = calloc(1, sizeof(*r));
 	if (!r) {
 		cni_err_set(e, CNI_ERR_IO, "out of memory", "allocating the attachment record");
@@ -916,6 +939,7 @@ static int do_check(struct gcni_server *s, struct cni_req *q, int nsfd, struct c
 	const struct cni_conf *c = &q->conf;
 	char err[512] = "";
 	struct pod_link link;
+	uint32_t table;
 	struct rec *r;
 	int rc;
 
@@ -943,40 +967,14 @@ static int do_check(struct gcni_server *s, struct cni_req *q, int nsfd, struct c
 	}
 	r->busy = 1;
 	link = r->link;
+	table = find_vpc(s, c->vpc_s) ? find_vpc(s, c->vpc_s)->table : 0;
 	pthread_mutex_unlock(&s->mu);
 
 	rc = pod_check(s->o.netns, nsfd, c, &link, err, sizeof(err));
-	if (!rc && s->o.backend && s->o.backend->ops->observe) {
-		struct gdp_results res;
-		struct gdp_state st;
-
-		/* The node side, read-only, as the backend sees it. */
-		pthread_mutex_lock(&s->mu);
-		rc = build_state(s, &st, s->o.apply == NULL);
-		pthread_mutex_unlock(&s->mu);
-		gdp_results_init(&res);
-		if (!rc) {
-			pthread_mutex_lock(&s->bmu);
-			s->o.backend->ops->observe(s->o.backend, &st, &res);
-			pthread_mutex_unlock(&s->bmu);
-			for (size_t k = 0; k < res.n; k++) {
-				struct gdp_result *y = &res.v[k];
-				int mine = (y->kind == GDP_OBJ_ATTACHMENT && !strcmp(y->key, c->att_s) &&
-					    !strcmp(y->vpc, c->vpc_s)) ||
-					   (y->kind == GDP_OBJ_VPC && !strcmp(y->vpc, c->vpc_s));
-
-				if (mine && !y->programmed) {
-					snprintf(err, sizeof(err), "node side of %s %s: %s",
-						 gdp_obj_kind_str(y->kind), y->key[0] ? y->key : y->vpc,
-						 y->msg[0] ? y->msg : "not programmed");
-					rc = -1;
-					break;
-				}
-			}
-		}
-		gdp_results_free(&res);
-		gdp_state_free(&st);
-	}
+	/* The node side, read-only (the backend itself belongs to the apply
+	 * path, which may be running in another thread). */
+	if (!rc)
+		rc = pod_check_node(s->o.netns, link.host_ifname, table, c, err, sizeof(err));
 	pthread_mutex_lock(&s->mu);
 	r->busy = 0;
 	pthread_cond_broadcast(&s->cv);
@@ -1187,9 +1185,17 @@ int gcni_server_start(struct gcni_server **out, const struct gcni_server_opts *o
 	snprintf(s->sock_path, sizeof(s->sock_path), "%s",
 		 opts->socket_path ? opts->socket_path : CNI_DEFAULT_SOCKET);
 	snprintf(s->store_path, sizeof(s->store_path), "%s/%s", opts->state_dir, STORE_NAME);
+	if (!s->o.node.node_id) {
+		struct gdp_state rec;
+
+		/* The node (block, id, uplink) as the agent's record has it. */
+		load_agent_record(s, &rec);
+		s->o.node = rec.node;
+		gdp_state_free(&rec);
+	}
 	s->default_mtu = opts->default_mtu;
 	if (!s->default_mtu) {
-		int up = pod_link_mtu(opts->netns, opts->node.uplink);
+		int up = pod_link_mtu(opts->netns, s->o.node.uplink);
 
 		/* Reduced encap adds one IPv6 header (40 bytes) and no SRH. */
 		s->default_mtu = up > CNI_MTU_MIN_V6 + 40 ? up - 40 : 1460;

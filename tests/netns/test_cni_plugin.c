@@ -1,0 +1,926 @@
+/*
+ * galactic-cni end to end: the plugin binary invoked exactly as a container
+ * runtime does (CNI_* environment, configuration on stdin, a network
+ * namespace made by the test) against real galactic-agents on a two-node
+ * SRv6 topology (tests/lib/topo.*), then traffic from the pod namespaces
+ * across nodes, every verb, and a table of bad invocations that must fail
+ * with the right CNI error and leave no kernel state behind.
+ *
+ *   n1: p1 (vpcA fd00:a::11 10.1.0.11)   q1 (vpcB, same addresses)
+ *   n2: p2 (vpcA fd00:a::12 10.1.0.12)   q2 (vpcB, same addresses)
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/dp/model.h"
+#include "tests/lib/gtest.h"
+#include "tests/lib/topo.h"
+
+static struct topo T;
+static int setup_ok;
+static char setup_why[512];
+
+static const char *top(void)
+{
+	const char *t = getenv("GT_TOP");
+
+	return t && *t ? t : ".";
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static const char *sock_path(int node, char *buf, size_t n)
+{
+	snprintf(buf, n, "%s/n%d/cni.sock", T.dir, node);
+	return buf;
+}
+
+static const char *pod_ns_path(const char *pod, char *buf, size_t n)
+{
+	snprintf(buf, n, "/run/netns/%s-%s", T.prefix, pod);
+	return buf;
+}
+
+/* ---- invoking the plugin like a runtime ------------------------------------- */
+
+struct inv {
+	const char *cmd, *cid, *netns, *ifname, *args;
+	const char *conf;
+};
+
+struct outcome {
+	int exit;
+	char out[16384];
+	json_t *j; /* stdout parsed, or NULL */
+};
+
+static void outcome_free(struct outcome *o)
+{
+	json_decref(o->j);
+	o->j = NULL;
+}
+
+static int run_plugin(const struct inv *v, struct outcome *o)
+{
+	int in[2], out[2], st;
+	size_t got = 0;
+	pid_t pid;
+
+	memset(o, 0, sizeof(*o));
+	if (pipe(in) || pipe(out))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		char bin[512], e[6][4200], path[600];
+		char *envp[9];
+		int k = 0;
+
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		close(in[1]);
+		close(out[0]);
+		snprintf(bin, sizeof(bin), "%s/build/san/bin/galactic-cni", top());
+		snprintf(e[0], sizeof(e[0]), "CNI_COMMAND=%s", v->cmd);
+		envp[k++] = e[0];
+		if (v->cid) {
+			snprintf(e[1], sizeof(e[1]), "CNI_CONTAINERID=%s", v->cid);
+			envp[k++] = e[1];
+		}
+		if (v->netns) {
+			snprintf(e[2], sizeof(e[2]), "CNI_NETNS=%s", v->netns);
+			envp[k++] = e[2];
+		}
+		if (v->ifname) {
+			snprintf(e[3], sizeof(e[3]), "CNI_IFNAME=%s", v->ifname);
+			envp[k++] = e[3];
+		}
+		if (v->args) {
+			snprintf(e[4], sizeof(e[4]), "CNI_ARGS=%s", v->args);
+			envp[k++] = e[4];
+		}
+		snprintf(path, sizeof(path), "CNI_PATH=/opt/cni/bin:%s/build/san/bin", top());
+		envp[k++] = path;
+		envp[k++] = "PATH=/usr/sbin:/usr/bin:/sbin:/bin";
+		envp[k++] = "ASAN_OPTIONS=detect_leaks=1";
+		envp[k] = NULL;
+		execve(bin, (char *[]){ bin, NULL }, envp);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	if (v->conf) {
+		size_t n = strlen(v->conf), off = 0;
+
+		signal(SIGPIPE, SIG_IGN);
+		while (off < n) {
+			ssize_t w = write(in[1], v->conf + off, n - off);
+
+			if (w <= 0)
+				break;
+			off += (size_t)w;
+		}
+	}
+	close(in[1]);
+	for (;;) {
+		ssize_t r = read(out[0], o->out + got, sizeof(o->out) - 1 - got);
+
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	o->out[got] = 0;
+	close(out[0]);
+	waitpid(pid, &st, 0);
+	o->exit = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	o->j = got ? json_loads(o->out, 0, NULL) : NULL;
+	return 0;
+}
+
+static int err_code(const struct outcome *o)
+{
+	return o->j ? (int)json_integer_value(json_object_get(o->j, "code")) : -1;
+}
+
+static const char *jstr(json_t *j, const char *k)
+{
+	const char *s = json_string_value(json_object_get(j, k));
+
+	return s ? s : "";
+}
+
+/* A configuration like the one the VPC operator writes, aimed at node's agent. */
+static char *conf_for(const char *ver, const char *net, const char *vpc, const char *att,
+		      const char *a6, const char *a4, int node, const char *extra)
+{
+	char *s, sock[512];
+	int n;
+
+	n = asprintf(&s,
+		     "{\"cniVersion\":\"%s\",\"name\":\"%s\",\"type\":\"galactic-cni\",\"vpc\":\"%s\","
+		     "\"vpcattachment\":\"%s\",\"ipFamilies\":[\"IPv6\",\"IPv4\"],"
+		     "\"addresses\":[{\"address\":\"%s/128\",\"gateway\":\"fe80::1\"},"
+		     "{\"address\":\"%s/32\",\"gateway\":\"169.254.1.1\"}],\"mtu\":1400,"
+		     "\"agentSocket\":\"%s\"%s%s}",
+		     ver, net, vpc, att, a6, a4, sock_path(node, sock, sizeof(sock)),
+		     extra ? "," : "", extra ? extra : "");
+	return n < 0 ? NULL : s;
+}
+
+static int mkns(const char *pod)
+{
+	return topo_sh("ip netns add %s-%s && ip -n %s-%s link set lo up", T.prefix, pod, T.prefix, pod);
+}
+
+/* ---- node state ------------------------------------------------------------- */
+
+/* Everything galactic could leave on a node or in a pod, as text. */
+static char *kernel_snapshot(int node, const char *pod)
+{
+	size_t cap = 1 << 20, n;
+	char *buf = malloc(cap);
+
+	if (!buf)
+		return NULL;
+	/* Link states and dynamic neighbours change on their own: left out. */
+	topo_out(buf, cap,
+		 "ns=%s-n%d; { ip -n $ns -o link show | sed 's/ state [A-Z]*//'; ip -n $ns -4 rule; ip -n $ns -6 rule;"
+		 " ip -n $ns -4 route show table all; ip -n $ns -6 route show table all | grep -v '^fe80\\|^local fe80\\|^multicast';"
+		 " ip -n $ns neigh show nud permanent; ip -n $ns addr show | grep -v valid_lft; } 2>&1",
+		 T.prefix, node);
+	n = strlen(buf);
+	if (pod)
+		topo_out(buf + n, cap - n, "{ ip -n %s-%s -o link show; ip -n %s-%s addr show; ip -n %s-%s route show table all; } 2>&1",
+			 T.prefix, pod, T.prefix, pod, T.prefix, pod);
+	return buf;
+}
+
+static json_t *record(int node)
+{
+	char p[600];
+
+	snprintf(p, sizeof(p), "%s/n%d/cni-attachments.json", T.dir, node);
+	return json_load_file(p, 0, NULL);
+}
+
+static json_t *record_att(int node, const char *att)
+{
+	json_t *r = record(node), *a, *hit = NULL;
+	size_t i;
+
+	json_array_foreach(json_object_get(r, "attachments"), i, a)
+		if (!strcmp(jstr(json_object_get(a, "config"), "vpcattachment"), att))
+			hit = json_incref(a);
+	json_decref(r);
+	return hit;
+}
+
+static int link_exists(int node, const char *ifn)
+{
+	return topo_sh("ip -n %s-n%d link show %s >/dev/null 2>&1", T.prefix, node, ifn) == 0;
+}
+
+static void sid_str(int node, unsigned fn, unsigned arg, char *buf, size_t n)
+{
+	struct gdp_node nd = { .block = { 0xfc, 0xbb, 0xbb, 0x00, 0x00, 0x01 }, .node_id = (uint16_t)node };
+	struct in6_addr a;
+
+	gdp_sid(&nd, fn, (uint16_t)arg, &a);
+	inet_ntop(AF_INET6, &a, buf, (socklen_t)n);
+}
+
+struct cpod {
+	const char *name, *vpc, *att, *a6, *a4;
+	int node;
+};
+
+static const struct cpod pods[] = {
+	{ "p1", TOPO_VPC_A, "P1", "fd00:a::11", "10.1.0.11", 1 },
+	{ "p2", TOPO_VPC_A, "P2", "fd00:a::12", "10.1.0.12", 2 },
+	{ "q1", TOPO_VPC_B, "Q1", "fd00:a::11", "10.1.0.11", 1 },
+	{ "q2", TOPO_VPC_B, "Q2", "fd00:a::12", "10.1.0.12", 2 },
+};
+#define NPODS (sizeof(pods) / sizeof(pods[0]))
+static json_t *add_results[NPODS];
+
+/* remotes.json of each node: the other node's CNI pods (IPv6 via the VPC's
+ * decap SID, IPv4 via the attachment's End.DX4 SID from the agent's record). */
+static int write_remotes(void)
+{
+	for (int node = 1; node <= 2; node++) {
+		json_t *arr = json_array(), *doc = json_object();
+		char path[600], sid[64];
+
+		for (size_t i = 0; i < NPODS; i++) {
+			json_t *a;
+			int arg;
+
+			if (pods[i].node == node)
+				continue;
+			a = record_att(pods[i].node, pods[i].att);
+			if (!a)
+				continue; /* deleted pods have no remote */
+			arg = (int)json_integer_value(json_object_get(a, "arg"));
+			json_decref(a);
+			sid_str(pods[i].node, GDP_FN_DECAP, !strcmp(pods[i].vpc, TOPO_VPC_A) ? 1 : 2, sid, sizeof(sid));
+			json_array_append_new(arr, json_pack("{s:s,s:s+,s:s}", "vpc", pods[i].vpc, "prefix",
+							     pods[i].a6, "/128", "sid", sid));
+			sid_str(pods[i].node, GDP_FN_DX4, (unsigned)arg, sid, sizeof(sid));
+			json_array_append_new(arr, json_pack("{s:s,s:s+,s:s}", "vpc", pods[i].vpc, "prefix",
+							     pods[i].a4, "/32", "sid", sid));
+		}
+		json_object_set_new(doc, "remotes", arr);
+		snprintf(path, sizeof(path), "%s/n%d/remotes.json.tmp", T.dir, node);
+		if (json_dump_file(doc, path, JSON_INDENT(1)))
+			return -1;
+		json_decref(doc);
+		if (topo_sh("mv %s/n%d/remotes.json.tmp %s/n%d/remotes.json", T.dir, node, T.dir, node))
+			return -1;
+	}
+	return 0;
+}
+
+static long ping(const char *pod, const char *dst, int count)
+{
+	char out[256];
+
+	topo_out(out, sizeof(out),
+		 "ip netns exec %s-%s ping -q -c %d -i 0.05 -W 1 %s | sed -n 's/.* \\([0-9]*\\) received.*/\\1/p'",
+		 T.prefix, pod, count, dst);
+	return out[0] ? atol(out) : -1;
+}
+
+/* Pings until one answer comes back (routes land asynchronously). */
+static int wait_ping(const char *pod, const char *dst, double timeout)
+{
+	double end = now_s() + timeout;
+
+	while (now_s() < end) {
+		if (ping(pod, dst, 1) == 1)
+			return 0;
+		usleep(100000);
+	}
+	return -1;
+}
+
+/* Waits until the agent accepts connections (a socket file alone may be a
+ * leftover of a killed agent). */
+static int wait_socket(int node, double timeout)
+{
+	double end = now_s() + timeout;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+	sock_path(node, sa.sun_path, sizeof(sa.sun_path));
+	while (now_s() < end) {
+		int fd = socket(AF_UNIX, SOCK_STREAM, 0), ok;
+
+		ok = fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+		if (fd >= 0)
+			close(fd);
+		if (ok)
+			return 0;
+		usleep(50000);
+	}
+	return -1;
+}
+
+static int start_agent(int node)
+{
+	char extra[600], p[512];
+
+	snprintf(extra, sizeof(extra), "--cni-socket %s", sock_path(node, p, sizeof(p)));
+	if (topo_agent_start(&T, node, extra) <= 0)
+		return -1;
+	return wait_socket(node, 20);
+}
+
+static int add_pod(size_t i)
+{
+	char nsp[256], *conf, args[256];
+	struct outcome o;
+	struct inv v = { .cmd = "ADD", .ifname = "eth0" };
+	char cid[64];
+
+	if (mkns(pods[i].name))
+		return -1;
+	snprintf(cid, sizeof(cid), "c%s%d", pods[i].name, (int)getpid());
+	snprintf(args, sizeof(args), "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=%s;K8S_POD_UID=u-%s",
+		 pods[i].name, pods[i].name);
+	conf = conf_for("1.1.0", !strcmp(pods[i].vpc, TOPO_VPC_A) ? "net-a" : "net-b", pods[i].vpc,
+			pods[i].att, pods[i].a6, pods[i].a4, pods[i].node, NULL);
+	v.cid = cid;
+	v.netns = pod_ns_path(pods[i].name, nsp, sizeof(nsp));
+	v.args = args;
+	v.conf = conf;
+	run_plugin(&v, &o);
+	free(conf);
+	if (o.exit != 0 || !o.j) {
+		snprintf(setup_why, sizeof(setup_why), "ADD %s: exit %d: %s", pods[i].name, o.exit, o.out);
+		outcome_free(&o);
+		return -1;
+	}
+	add_results[i] = o.j;
+	return 0;
+}
+
+static void setup(void)
+{
+	setup_ok = 0;
+	if (geteuid() != 0)
+		return;
+	if (topo_up(&T, 2)) {
+		snprintf(setup_why, sizeof(setup_why), "topo_up failed");
+		return;
+	}
+	/*
+	 * Workaround, reported to the kernel backend: after seg6 encap of a
+	 * packet that came in on a host veth, the kernel looks the outer SID up
+	 * with that iif, so `iif <veth> lookup <VPC table>` sends it into the
+	 * VPC table, whose unreachable default drops it (Ip6InNoRoutes). The
+	 * SID block must be looked up in main first.
+	 */
+	for (int n = 1; n <= 2; n++)
+		if (topo_sh("ip -n %s-n%d -6 rule add pref 999 to fcbb:bb00:1::/48 lookup main", T.prefix, n)) {
+			snprintf(setup_why, sizeof(setup_why), "SID block rule on n%d failed", n);
+			return;
+		}
+	for (int n = 1; n <= 2; n++)
+		if (topo_write_state(&T, n, 0) || start_agent(n)) {
+			snprintf(setup_why, sizeof(setup_why), "agent on n%d did not open its CNI socket (see %s/n%d/agent.log)",
+				 n, T.dir, n);
+			return;
+		}
+	for (size_t i = 0; i < NPODS; i++)
+		if (add_pod(i))
+			return;
+	if (write_remotes()) {
+		snprintf(setup_why, sizeof(setup_why), "write remotes.json failed");
+		return;
+	}
+	setup_ok = 1;
+}
+
+static void teardown(void)
+{
+	char p[600], out[32];
+
+	for (size_t i = 0; i < NPODS; i++)
+		json_decref(add_results[i]);
+	/* An agent restarted from inside a (forked) test is not our child. */
+	snprintf(p, sizeof(p), "%s/n1/agent.restarted.pid", T.dir);
+	if (topo_out(out, sizeof(out), "cat %s 2>/dev/null", p) == 0 && atoi(out) > 0)
+		kill(atoi(out), SIGKILL);
+	topo_down(&T);
+}
+
+#define NEED_TOPO()                                                                          \
+	do {                                                                                 \
+		if (geteuid() != 0)                                                          \
+			GT_SKIP("needs root for network namespaces");                       \
+		ck_assert_msg(setup_ok, "setup failed: %s (logs in %s)", setup_why, T.dir); \
+	} while (0)
+
+/* The container id add_pod used (setup runs in the suite's parent, T.owner). */
+static const char *cid_of(size_t i, char *buf, size_t n)
+{
+	snprintf(buf, n, "c%s%d", pods[i].name, (int)T.owner);
+	return buf;
+}
+
+/* ---- tests ------------------------------------------------------------------- */
+
+START_TEST(t_add_result_and_kernel_state)
+{
+	json_t *r, *ifs, *ips, *rec;
+	char out[512];
+
+	NEED_TOPO();
+	r = add_results[0];
+	ck_assert_str_eq(jstr(r, "cniVersion"), "1.1.0");
+	ifs = json_object_get(r, "interfaces");
+	ck_assert_int_eq(json_array_size(ifs), 2);
+	ck_assert_str_eq(jstr(json_array_get(ifs, 1), "name"), "eth0");
+	ck_assert_ptr_nonnull(strstr(jstr(json_array_get(ifs, 1), "sandbox"), "-p1"));
+	ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(ifs, 1), "mtu")), 1400);
+	ips = json_object_get(r, "ips");
+	ck_assert_str_eq(jstr(json_array_get(ips, 0), "address"), "fd00:a::11/128");
+	ck_assert_str_eq(jstr(json_array_get(ips, 1), "address"), "10.1.0.11/32");
+	/* The host end exists on n1 under the name the result gives. */
+	ck_assert_msg(link_exists(1, jstr(json_array_get(ifs, 0), "name")), "host end %s missing",
+		      jstr(json_array_get(ifs, 0), "name"));
+	/* Inside the pod: the address, the MAC the result reports, MTU, default routes. */
+	topo_out(out, sizeof(out), "ip -n %s-p1 -o addr show dev eth0 | grep -c 'fd00:a::11/128\\|10.1.0.11/32'", T.prefix);
+	ck_assert_str_eq(out, "2");
+	topo_out(out, sizeof(out), "ip -n %s-p1 -j link show eth0 | sed -n 's/.*\"address\":\"\\([0-9a-f:]*\\)\".*/\\1/p'", T.prefix);
+	ck_assert_str_eq(out, jstr(json_array_get(ifs, 1), "mac"));
+	topo_out(out, sizeof(out), "ip -n %s-p1 -6 route show default", T.prefix);
+	ck_assert_ptr_nonnull(strstr(out, "via fe80::1 dev eth0"));
+	topo_out(out, sizeof(out), "ip -n %s-p1 -4 route show default", T.prefix);
+	ck_assert_ptr_nonnull(strstr(out, "via 169.254.1.1 dev eth0"));
+	/* Node side: the policy rule sends the host end into vpcA's table. */
+	topo_out(out, sizeof(out), "ip -n %s-n1 -6 rule | grep -c 'iif %s lookup %d'", T.prefix,
+		 jstr(json_array_get(ifs, 0), "name"), TOPO_TABLE_A);
+	ck_assert_str_eq(out, "1");
+	/* The attachment is in the durable record with the pod's identity. */
+	rec = record_att(1, "P1");
+	ck_assert_ptr_nonnull(rec);
+	ck_assert_str_eq(jstr(rec, "podName"), "p1");
+	ck_assert_str_eq(jstr(rec, "ifname"), "eth0");
+	json_decref(rec);
+}
+END_TEST
+
+START_TEST(t_traffic_across_nodes_isolated)
+{
+	long before, got, other;
+
+	NEED_TOPO();
+	ck_assert_msg(wait_ping("p1", "fd00:a::12", 15) == 0, "p1 never reached p2 over IPv6");
+	ck_assert_msg(wait_ping("p1", "10.1.0.12", 15) == 0, "p1 never reached p2 over IPv4");
+	ck_assert_msg(wait_ping("q1", "fd00:a::12", 15) == 0, "q1 never reached q2 over IPv6");
+	before = topo_snmp(&T, "q2", "Icmp6InEchos");
+	got = ping("p1", "fd00:a::12", 20);
+	other = topo_snmp(&T, "q2", "Icmp6InEchos") - before;
+	printf("cni traffic: p1->p2 v6 %ld/20, q2 (same address, vpcB) saw %ld echo requests\n", got, other);
+	ck_assert_int_eq(got, 20);
+	ck_assert_int_eq(other, 0);
+	before = topo_snmp(&T, "q2", "Icmp:InEchos");
+	got = ping("p1", "10.1.0.12", 20);
+	other = topo_snmp(&T, "q2", "Icmp:InEchos") - before;
+	printf("cni traffic: p1->p2 v4 %ld/20, q2 saw %ld\n", got, other);
+	ck_assert_int_eq(got, 20);
+	ck_assert_int_eq(other, 0);
+}
+END_TEST
+
+START_TEST(t_check_verb)
+{
+	char nsp[256], cid[64], *conf, prev[20000];
+	struct outcome o;
+	struct inv v = { .cmd = "CHECK", .ifname = "eth0" };
+	char *res;
+
+	NEED_TOPO();
+	res = json_dumps(add_results[0], JSON_COMPACT);
+	snprintf(prev, sizeof(prev), "\"prevResult\":%s", res);
+	free(res);
+	conf = conf_for("1.1.0", "net-a", TOPO_VPC_A, "P1", "fd00:a::11", "10.1.0.11", 1, prev);
+	v.cid = cid_of(0, cid, sizeof(cid));
+	v.netns = pod_ns_path("p1", nsp, sizeof(nsp));
+	v.conf = conf;
+	run_plugin(&v, &o);
+	ck_assert_msg(o.exit == 0, "CHECK of a good attachment: exit %d %s", o.exit, o.out);
+	outcome_free(&o);
+	/* Break the pod side: CHECK must say what differs. */
+	ck_assert_int_eq(topo_sh("ip -n %s-p1 addr del 10.1.0.11/32 dev eth0", T.prefix), 0);
+	run_plugin(&v, &o);
+	ck_assert_int_eq(o.exit, 1);
+	ck_assert_int_eq(err_code(&o), 103);
+	ck_assert_msg(strstr(jstr(o.j, "details"), "10.1.0.11"), "details: %s", o.out);
+	outcome_free(&o);
+	/* A repeated ADD repairs it (idempotent ADD) and returns the same MAC. */
+	v.cmd = "ADD";
+	run_plugin(&v, &o);
+	ck_assert_msg(o.exit == 0, "re-ADD: %s", o.out);
+	ck_assert_str_eq(jstr(json_array_get(json_object_get(o.j, "interfaces"), 1), "mac"),
+			 jstr(json_array_get(json_object_get(add_results[0], "interfaces"), 1), "mac"));
+	outcome_free(&o);
+	v.cmd = "CHECK";
+	run_plugin(&v, &o);
+	ck_assert_msg(o.exit == 0, "CHECK after repair: %s", o.out);
+	outcome_free(&o);
+	/* CHECK on 0.3.1 is not defined by the spec. */
+	free(conf);
+	conf = conf_for("0.3.1", "net-a", TOPO_VPC_A, "P1", "fd00:a::11", "10.1.0.11", 1, prev);
+	v.conf = conf;
+	run_plugin(&v, &o);
+	ck_assert_int_eq(err_code(&o), 1);
+	outcome_free(&o);
+	free(conf);
+	ck_assert_int_eq(wait_ping("p1", "10.1.0.12", 10), 0);
+}
+END_TEST
+
+START_TEST(t_version_and_status)
+{
+	struct outcome o;
+	struct inv v = { .cmd = "VERSION", .conf = "{\"cniVersion\":\"1.0.0\"}" };
+	char *conf;
+
+	NEED_TOPO();
+	run_plugin(&v, &o);
+	ck_assert_int_eq(o.exit, 0);
+	ck_assert_str_eq(jstr(o.j, "cniVersion"), "1.0.0");
+	ck_assert_int_eq(json_array_size(json_object_get(o.j, "supportedVersions")), 5);
+	outcome_free(&o);
+	conf = conf_for("1.1.0", "net-a", TOPO_VPC_A, "P1", "fd00:a::11", "10.1.0.11", 1, NULL);
+	v.cmd = "STATUS";
+	v.conf = conf;
+	run_plugin(&v, &o);
+	ck_assert_msg(o.exit == 0 && o.out[0] == 0, "STATUS: exit %d %s", o.exit, o.out);
+	outcome_free(&o);
+	free(conf);
+	/* STATUS with no agent behind the socket: 50, plugin not available. */
+	conf = conf_for("1.1.0", "net-a", TOPO_VPC_A, "P1", "fd00:a::11", "10.1.0.11", 7, NULL);
+	v.conf = conf;
+	run_plugin(&v, &o);
+	ck_assert_int_eq(o.exit, 1);
+	ck_assert_int_eq(err_code(&o), 50);
+	outcome_free(&o);
+	free(conf);
+}
+END_TEST
+
+START_TEST(t_agent_down_add_is_retryable)
+{
+	char nsp[256], *conf, *before, *after;
+	struct outcome o;
+	struct inv v = { .cmd = "ADD", .cid = "cdown", .ifname = "eth0" };
+
+	NEED_TOPO();
+	ck_assert_int_eq(mkns("down1"), 0);
+	before = kernel_snapshot(1, "down1");
+	/* Node 7 has no agent: the socket does not exist. */
+	conf = conf_for("1.0.0", "net-a", TOPO_VPC_A, "D1", "fd00:a::31", "10.1.0.31", 7, NULL);
+	v.netns = pod_ns_path("down1", nsp, sizeof(nsp));
+	v.conf = conf;
+	run_plugin(&v, &o);
+	ck_assert_int_eq(o.exit, 1);
+	ck_assert_int_eq(err_code(&o), 11);
+	ck_assert_str_eq(jstr(o.j, "cniVersion"), "1.0.0");
+	ck_assert_msg(strstr(jstr(o.j, "msg"), "not reachable"), "%s", o.out);
+	ck_assert_msg(strstr(jstr(o.j, "details"), "cni.sock"), "%s", o.out);
+	outcome_free(&o);
+	after = kernel_snapshot(1, "down1");
+	ck_assert_str_eq(before, after);
+	free(before);
+	free(after);
+	free(conf);
+}
+END_TEST
+
+/* Bad invocations at the binary level: right code, nothing left in the kernel. */
+struct badinv {
+	const char *what;
+	const char *cmd, *cid, *netns_pod, *netns_raw, *ifname;
+	const char *conf; /* NULL: built from fmt with the node-1 socket */
+	const char *conf_extra;
+	const char *vpc, *att, *a6, *a4, *ver;
+	int code;
+	const char *detail;
+};
+
+static const struct badinv badinvs[] = {
+	{ "bad JSON", "ADD", "cb1", "bad", NULL, "eth0", "{\"cniVersion\":\"1.0.0\",", NULL, 0, 0, 0, 0, 0, 6, "JSON" },
+	{ "unknown version", "ADD", "cb2", "bad", NULL, "eth0", NULL, NULL, TOPO_VPC_A, "B2", "fd00:a::41", "10.1.0.41", "9.9.9", 1, "9.9.9" },
+	{ "missing vpc id", "ADD", "cb3", "bad", NULL, "eth0",
+	  "{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"type\":\"galactic-cni\",\"vpcattachment\":\"X\"}", NULL, 0, 0, 0, 0, 0, 7, "'vpc'" },
+	{ "invalid vpc id", "ADD", "cb4", "bad", NULL, "eth0", NULL, NULL, "vpc-A", "B4", "fd00:a::41", "10.1.0.41", "1.0.0", 7, "base62" },
+	{ "invalid attachment id", "ADD", "cb5", "bad", NULL, "eth0", NULL, NULL, TOPO_VPC_A, "B 5", "fd00:a::41", "10.1.0.41", "1.0.0", 7, "vpcattachment" },
+	{ "oversized attachment id", "ADD", "cb6", "bad", NULL, "eth0", NULL, NULL, TOPO_VPC_A, "ABCDEFGHIJKLMNOP", "fd00:a::41", "10.1.0.41", "1.0.0", 7, "11 base62" },
+	{ "address outside the VPC's families", "ADD", "cb7", "bad", NULL, "eth0",
+	  "{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"type\":\"galactic-cni\",\"vpc\":\"vpcA\",\"vpcattachment\":\"B7\","
+	  "\"ipFamilies\":[\"IPv6\"],\"addresses\":[{\"address\":\"10.1.0.41/32\"}],\"agentSocket\":\"@SOCK@\"}",
+	  NULL, 0, 0, 0, 0, 0, 7, "only IPv6" },
+	{ "unknown field", "ADD", "cb8", "bad", NULL, "eth0", NULL, "\"mtU\":1400", TOPO_VPC_A, "B8", "fd00:a::41", "10.1.0.41", "1.0.0", 7, "mtU" },
+	{ "MTU out of range", "ADD", "cb9", "bad", NULL, "eth0", NULL, "\"timeoutSeconds\":0", TOPO_VPC_A, "B9", "fd00:a::41", "10.1.0.41", "1.0.0", 7, "timeoutSeconds" },
+	{ "ipam delegation", "ADD", "cb10", "bad", NULL, "eth0", NULL, "\"ipam\":{\"type\":\"host-local\"}", TOPO_VPC_A, "B10", "fd00:a::41", "10.1.0.41", "1.0.0", 2, "ipam" },
+	{ "netns path does not exist", "ADD", "cb11", NULL, "/run/netns/galactic-no-such-ns", "eth0", NULL, NULL, TOPO_VPC_A, "B11", "fd00:a::41", "10.1.0.41", "1.0.0", 3, "no-such-ns" },
+	{ "netns path is not a namespace", "ADD", "cb12", NULL, "/etc/hostname", "eth0", NULL, NULL, TOPO_VPC_A, "B12", "fd00:a::41", "10.1.0.41", "1.0.0", 4, "/etc/hostname" },
+	{ "relative netns path", "ADD", "cb13", NULL, "run/netns/x", "eth0", NULL, NULL, TOPO_VPC_A, "B13", "fd00:a::41", "10.1.0.41", "1.0.0", 4, "absolute" },
+	{ "interface name too long", "ADD", "cb14", "bad", NULL, "eth0-far-too-long", NULL, NULL, TOPO_VPC_A, "B14", "fd00:a::41", "10.1.0.41", "1.0.0", 4, "CNI_IFNAME" },
+	{ "container id with a slash", "ADD", "c/b15", "bad", NULL, "eth0", NULL, NULL, TOPO_VPC_A, "B15", "fd00:a::41", "10.1.0.41", "1.0.0", 4, "CNI_CONTAINERID" },
+	{ "interface name clash in the pod", "ADD", "cb16", "clash", NULL, "eth0", NULL, NULL, TOPO_VPC_A, "B16", "fd00:a::41", "10.1.0.41", "1.0.0", 4, "already exists" },
+	{ "address already used in the VPC", "ADD", "cb17", "bad", NULL, "eth0", NULL, NULL, TOPO_VPC_A, "B17", "fd00:a::11", "10.1.0.41", "1.0.0", 102, "fd00:a::11" },
+	{ "attachment held by another container", "ADD", "cb18", "bad", NULL, "eth0", NULL, NULL, TOPO_VPC_A, "P1", "fd00:a::41", "10.1.0.41", "1.0.0", 11, "P1" },
+	{ "address outside the VPC prefixes", "ADD", "cb19", "bad", NULL, "eth0", NULL, NULL, TOPO_VPC_A, "B19", "fd00:b::41", "10.1.0.41", "1.0.0", 7, "outside" },
+	{ "GC on 1.0.0", "GC", NULL, NULL, NULL, NULL, NULL, "\"cni.dev/valid-attachments\":[]", TOPO_VPC_A, "B20", "fd00:a::41", "10.1.0.41", "1.0.0", 1, "GC" },
+	{ "unknown command", "ATTACH", "cb21", "bad", NULL, "eth0", NULL, NULL, TOPO_VPC_A, "B21", "fd00:a::41", "10.1.0.41", "1.0.0", 4, "ATTACH" },
+	{ "oversized stdin", "ADD", "cb22", "bad", NULL, "eth0", "@HUGE@", NULL, 0, 0, 0, 0, 0, 7, "bytes" },
+};
+
+START_TEST(t_bad_input_table)
+{
+	const struct badinv *b = &badinvs[_i];
+	char nsp[256], sock[512], *conf = NULL, *before, *after;
+	struct outcome o;
+	struct inv v;
+
+	NEED_TOPO();
+	ck_assert_int_eq(mkns("bad"), 0);
+	ck_assert_int_eq(mkns("clash"), 0);
+	/* The clash pod already has an eth0 (a veth: this kernel has no dummy). */
+	ck_assert_int_eq(topo_sh("ip -n %s-clash link add eth0 type veth peer name x0", T.prefix), 0);
+	before = kernel_snapshot(1, b->netns_pod ? b->netns_pod : "bad");
+	/* A snapshot that failed to run would compare equal to anything. */
+	ck_assert_msg(strstr(before, "lookup 16385") && strstr(before, "up0") && strstr(before, "lo:"),
+		      "snapshot is incomplete: %s", before);
+	if (b->conf && !strcmp(b->conf, "@HUGE@")) {
+		size_t n = (2u << 20);
+
+		conf = malloc(n + 1);
+		memset(conf, ' ', n);
+		conf[0] = '{';
+		conf[n - 1] = '}';
+		conf[n] = 0;
+	} else if (b->conf) {
+		const char *at = strstr(b->conf, "@SOCK@");
+
+		if (at)
+			ck_assert_int_ge(asprintf(&conf, "%.*s%s%s", (int)(at - b->conf), b->conf,
+						  sock_path(1, sock, sizeof(sock)), at + 6), 0);
+		else
+			conf = strdup(b->conf);
+	} else {
+		conf = conf_for(b->ver, "net-a", b->vpc, b->att, b->a6, b->a4, 1, b->conf_extra);
+	}
+	memset(&v, 0, sizeof(v));
+	v.cmd = b->cmd;
+	v.cid = b->cid;
+	v.ifname = b->ifname;
+	v.netns = b->netns_raw ? b->netns_raw : b->netns_pod ? pod_ns_path(b->netns_pod, nsp, sizeof(nsp)) : NULL;
+	v.conf = conf;
+	run_plugin(&v, &o);
+	printf("bad input '%s': exit %d code %d msg \"%s\" details \"%s\"\n", b->what, o.exit, err_code(&o),
+	       jstr(o.j, "msg"), jstr(o.j, "details"));
+	ck_assert_msg(o.exit == 1, "%s: exit %d: %s", b->what, o.exit, o.out);
+	ck_assert_msg(err_code(&o) == b->code, "%s: code %d, want %d: %s", b->what, err_code(&o), b->code, o.out);
+	ck_assert_msg(jstr(o.j, "msg")[0], "%s: empty msg", b->what);
+	ck_assert_msg(strstr(jstr(o.j, "details"), b->detail), "%s: details lack \"%s\": %s", b->what,
+		      b->detail, o.out);
+	after = kernel_snapshot(1, b->netns_pod ? b->netns_pod : "bad");
+	ck_assert_msg(!strcmp(before, after), "%s: kernel state changed:\n--- before\n%s\n--- after\n%s",
+		      b->what, before, after);
+	outcome_free(&o);
+	free(before);
+	free(after);
+	free(conf);
+	topo_sh("ip netns del %s-bad; ip netns del %s-clash", T.prefix, T.prefix);
+}
+END_TEST
+
+START_TEST(t_gc_and_del)
+{
+	char nsp[256], *conf, *gconf, extra[512];
+	struct outcome o;
+	struct inv v = { .cmd = "ADD", .ifname = "net1" };
+	json_t *keep, *gone;
+	char keep_host[16], gone_host[16];
+
+	NEED_TOPO();
+	ck_assert_int_eq(mkns("g1"), 0);
+	ck_assert_int_eq(mkns("g2"), 0);
+	v.netns = pod_ns_path("g1", nsp, sizeof(nsp));
+	v.cid = "cg1";
+	conf = conf_for("1.1.0", "net-gc", TOPO_VPC_A, "G1", "fd00:a::51", "10.1.0.51", 1, NULL);
+	v.conf = conf;
+	run_plugin(&v, &o);
+	ck_assert_msg(o.exit == 0, "ADD g1: %s", o.out);
+	snprintf(keep_host, sizeof(keep_host), "%s", jstr(json_array_get(json_object_get(o.j, "interfaces"), 0), "name"));
+	outcome_free(&o);
+	free(conf);
+	v.netns = pod_ns_path("g2", nsp, sizeof(nsp));
+	v.cid = "cg2";
+	conf = conf_for("1.1.0", "net-gc", TOPO_VPC_A, "G2", "fd00:a::52", "10.1.0.52", 1, NULL);
+	v.conf = conf;
+	run_plugin(&v, &o);
+	ck_assert_msg(o.exit == 0, "ADD g2: %s", o.out);
+	snprintf(gone_host, sizeof(gone_host), "%s", jstr(json_array_get(json_object_get(o.j, "interfaces"), 0), "name"));
+	outcome_free(&o);
+	free(conf);
+	/* GC for net-gc: only cg1/net1 is valid. Attachments of other networks
+	 * (p1, q1 on net-a/net-b) must not be touched. */
+	snprintf(extra, sizeof(extra), "\"cni.dev/valid-attachments\":[{\"containerID\":\"cg1\",\"ifname\":\"net1\"}]");
+	gconf = conf_for("1.1.0", "net-gc", TOPO_VPC_A, "G1", "fd00:a::51", "10.1.0.51", 1, extra);
+	memset(&v, 0, sizeof(v));
+	v.cmd = "GC";
+	v.conf = gconf;
+	run_plugin(&v, &o);
+	ck_assert_msg(o.exit == 0, "GC: %s", o.out);
+	outcome_free(&o);
+	keep = record_att(1, "G1");
+	gone = record_att(1, "G2");
+	ck_assert_ptr_nonnull(keep);
+	ck_assert_ptr_null(gone);
+	json_decref(keep);
+	ck_assert(link_exists(1, keep_host));
+	ck_assert(!link_exists(1, gone_host));
+	keep = record_att(1, "P1");
+	ck_assert_ptr_nonnull(keep);
+	json_decref(keep);
+	ck_assert_msg(wait_ping("p1", "fd00:a::12", 10) == 0, "GC of another network broke p1");
+	free(gconf);
+
+	/* DEL: removes g1's veth and record; DEL again and DEL of the unknown succeed. */
+	conf = conf_for("1.1.0", "net-gc", TOPO_VPC_A, "G1", "fd00:a::51", "10.1.0.51", 1, NULL);
+	memset(&v, 0, sizeof(v));
+	v.cmd = "DEL";
+	v.cid = "cg1";
+	v.ifname = "net1";
+	v.netns = pod_ns_path("g1", nsp, sizeof(nsp));
+	v.conf = conf;
+	run_plugin(&v, &o);
+	ck_assert_msg(o.exit == 0 && o.out[0] == 0, "DEL: exit %d %s", o.exit, o.out);
+	ck_assert(!link_exists(1, keep_host));
+	ck_assert_int_ne(topo_sh("ip -n %s-g1 link show net1 >/dev/null 2>&1", T.prefix), 0);
+	outcome_free(&o);
+	keep = record_att(1, "G1");
+	ck_assert_ptr_null(keep);
+	run_plugin(&v, &o);
+	ck_assert_msg(o.exit == 0, "second DEL: %s", o.out);
+	outcome_free(&o);
+	v.netns = "/run/netns/galactic-gone";
+	v.cid = "never-added";
+	run_plugin(&v, &o);
+	ck_assert_msg(o.exit == 0, "DEL of unknown container with a missing netns: %s", o.out);
+	outcome_free(&o);
+	free(conf);
+	/* vpcA's rule table and other attachments still work. */
+	ck_assert_int_eq(wait_ping("p1", "10.1.0.12", 10), 0);
+}
+END_TEST
+
+START_TEST(t_agent_restart_keeps_attachments)
+{
+	char nsp[256], cid[64], *conf, prev[20000], *res;
+	struct outcome o;
+	struct inv v = { .cmd = "CHECK", .ifname = "eth0" };
+
+	NEED_TOPO();
+	ck_assert_int_eq(wait_ping("p2", "fd00:a::11", 10), 0);
+	/* The agent is the suite parent's child: kill it; the parent reaps it. */
+	ck_assert_int_eq(kill(T.agent[1], SIGKILL), 0);
+	usleep(200000);
+	T.agent[1] = 0;
+	/* Traffic keeps flowing while the agent is down... */
+	ck_assert_int_eq(ping("p2", "fd00:a::11", 5), 5);
+	ck_assert_int_eq(start_agent(1), 0);
+	{
+		char p[600];
+		FILE *f;
+
+		snprintf(p, sizeof(p), "%s/n1/agent.restarted.pid", T.dir);
+		f = fopen(p, "w");
+		ck_assert_ptr_nonnull(f);
+		fprintf(f, "%d\n", (int)T.agent[1]);
+		fclose(f);
+	}
+	/* ...and after restart the attachment is still known and intact. */
+	res = json_dumps(add_results[0], JSON_COMPACT);
+	snprintf(prev, sizeof(prev), "\"prevResult\":%s", res);
+	free(res);
+	conf = conf_for("1.1.0", "net-a", TOPO_VPC_A, "P1", "fd00:a::11", "10.1.0.11", 1, prev);
+	v.cid = cid_of(0, cid, sizeof(cid));
+	v.netns = pod_ns_path("p1", nsp, sizeof(nsp));
+	v.conf = conf;
+	run_plugin(&v, &o);
+	ck_assert_msg(o.exit == 0, "CHECK after restart: %s", o.out);
+	outcome_free(&o);
+	ck_assert_int_eq(ping("p2", "fd00:a::11", 5), 5);
+	free(conf);
+}
+END_TEST
+
+START_TEST(t_concurrent_adds)
+{
+	enum { N = 16 };
+	pid_t kids[N];
+	int ok = 0;
+
+	NEED_TOPO();
+	for (int i = 0; i < N; i++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "k%d", i);
+		ck_assert_int_eq(mkns(name), 0);
+	}
+	for (int i = 0; i < N; i++) {
+		kids[i] = fork();
+		if (kids[i] == 0) {
+			char name[16], nsp[256], cid[32], att[16], a6[64], a4[32], *conf;
+			struct outcome o;
+			struct inv v = { .cmd = "ADD", .ifname = "eth0" };
+
+			snprintf(name, sizeof(name), "k%d", i);
+			snprintf(cid, sizeof(cid), "ck%d", i);
+			snprintf(att, sizeof(att), "K%d", i);
+			snprintf(a6, sizeof(a6), "fd00:a::7:%x", i + 1);
+			snprintf(a4, sizeof(a4), "10.1.7.%d", i + 1);
+			conf = conf_for("1.1.0", "net-k", TOPO_VPC_A, att, a6, a4, 1, NULL);
+			v.cid = cid;
+			v.netns = pod_ns_path(name, nsp, sizeof(nsp));
+			v.conf = conf;
+			run_plugin(&v, &o);
+			_exit(o.exit == 0 ? 0 : 1);
+		}
+	}
+	for (int i = 0; i < N; i++) {
+		int st;
+
+		waitpid(kids[i], &st, 0);
+		ok += WIFEXITED(st) && WEXITSTATUS(st) == 0;
+	}
+	ck_assert_int_eq(ok, N);
+	{
+		json_t *r = record(1), *a;
+		size_t i, n = 0;
+		int args[GDP_ARG_MAX + 1] = { 0 };
+
+		json_array_foreach(json_object_get(r, "attachments"), i, a) {
+			int arg = (int)json_integer_value(json_object_get(a, "arg"));
+
+			ck_assert_int_eq(args[arg], 0); /* unique numbers under concurrency */
+			args[arg] = 1;
+			n += !strcmp(jstr(a, "network"), "net-k");
+		}
+		json_decref(r);
+		ck_assert_uint_eq(n, N);
+	}
+	/* Every pod reaches p2 across nodes (its own addresses have no remote
+	 * on n2, so test the path pod -> n1 -> same-node pod instead). */
+	ck_assert_int_eq(wait_ping("k0", "fd00:a::7:10", 10), 0);
+	ck_assert_int_eq(wait_ping("k15", "10.1.7.1", 10), 0);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("cni_plugin");
+	TCase *t = tcase_create("cni");
+
+	tcase_add_unchecked_fixture(t, setup, teardown);
+	tcase_set_timeout(t, 120);
+	tcase_add_test(t, t_add_result_and_kernel_state);
+	tcase_add_test(t, t_traffic_across_nodes_isolated);
+	tcase_add_test(t, t_check_verb);
+	tcase_add_test(t, t_version_and_status);
+	tcase_add_test(t, t_agent_down_add_is_retryable);
+	tcase_add_loop_test(t, t_bad_input_table, 0, (int)(sizeof(badinvs) / sizeof(badinvs[0])));
+	tcase_add_test(t, t_gc_and_del);
+	tcase_add_test(t, t_concurrent_adds);
+	tcase_add_test(t, t_agent_restart_keeps_attachments);
+	suite_add_tcase(s, t);
+	return s;
+}
+
+int main(void)
+{
+	return gt_run(suite());
+}
