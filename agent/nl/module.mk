@@ -1,3 +1,4 @@
 # libgnl: rtnetlink on libnl-3 core (see agent/nl/nl.h).
 GNL_SRCS := agent/nl/nl.c agent/nl/route.c agent/nl/rule.c agent/nl/neigh.c agent/nl/addr.c agent/nl/link.c
 $(eval $(call lib,gnl,$(GNL_SRCS)))
+$(eval $(call unit_test,test_nl_codec,tests/unit/test_nl_codec.c,gnl,nl))

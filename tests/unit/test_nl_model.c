@@ -1,0 +1,354 @@
+/* Desired-state model (SIDs, validation), results, and the durable state record. */
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent/dp/backend.h"
+#include "agent/state.h"
+#include "tests/lib/gtest.h"
+
+static struct gdp_node node1 = { .block = { 0xfc, 0xbb, 0xbb, 0x00, 0x00, 0x01 }, .node_id = 1, .uplink = "up0" };
+
+static const char *sidstr(unsigned fn, uint16_t arg, char *buf)
+{
+	struct in6_addr s;
+
+	gdp_sid(&node1, fn, arg, &s);
+	return inet_ntop(AF_INET6, &s, buf, INET6_ADDRSTRLEN);
+}
+
+START_TEST(t_sid_format)
+{
+	char b[INET6_ADDRSTRLEN];
+	struct in6_addr s;
+	uint8_t blk[6];
+	uint16_t node, arg;
+	unsigned fn;
+
+	ck_assert_str_eq(sidstr(GDP_FN_DECAP, 1, b), "fcbb:bb00:1:1:e001::");
+	ck_assert_str_eq(sidstr(GDP_FN_DX4, 0xfff, b), "fcbb:bb00:1:1:dfff::");
+	ck_assert_str_eq(sidstr(GDP_FN_DX6, 0x12, b), "fcbb:bb00:1:1:c012::");
+	inet_pton(AF_INET6, "fcbb:bb00:1:dfff:e123::", &s);
+	ck_assert_int_eq(gdp_sid_parse(&s, blk, &node, &fn, &arg), 0);
+	ck_assert_int_eq(node, 0xdfff);
+	ck_assert_int_eq(fn, 0xe);
+	ck_assert_int_eq(arg, 0x123);
+	ck_assert_mem_eq(blk, node1.block, 6);
+	inet_pton(AF_INET6, "fcbb:bb00:1:e000:e001::", &s); /* node id above 0xDFFF */
+	ck_assert_int_eq(gdp_sid_parse(&s, NULL, NULL, NULL, NULL), -EINVAL);
+	inet_pton(AF_INET6, "fcbb:bb00:1:0:e001::", &s);    /* node id 0 */
+	ck_assert_int_eq(gdp_sid_parse(&s, NULL, NULL, NULL, NULL), -EINVAL);
+	inet_pton(AF_INET6, "fcbb:bb00:1:1:e001::1", &s);   /* trailing bits */
+	ck_assert_int_eq(gdp_sid_parse(&s, NULL, NULL, NULL, NULL), -EINVAL);
+	ck_assert_str_eq(inet_ntop(AF_INET, &(struct in_addr){ gdp_default_nh4(1).s_addr }, b, sizeof(b)), "169.254.16.1");
+	ck_assert_str_eq(inet_ntop(AF_INET, &(struct in_addr){ gdp_default_nh4(0x105).s_addr }, b, sizeof(b)), "169.254.17.5");
+	ck_assert_str_eq(inet_ntop(AF_INET, &(struct in_addr){ gdp_default_nh4(0xfff).s_addr }, b, sizeof(b)), "169.254.31.255");
+}
+END_TEST
+
+START_TEST(t_prefixes)
+{
+	struct gdp_prefix a, b;
+	char s[64];
+
+	ck_assert_int_eq(gdp_prefix_parse("fd00:a::/64", &a), 0);
+	ck_assert_int_eq(gdp_prefix_parse("fd00:a::5", &b), 0);
+	ck_assert_int_eq(b.len, 128);
+	ck_assert(gdp_prefix_contains(&a, &b));
+	ck_assert(!gdp_prefix_contains(&b, &a));
+	ck_assert_int_eq(gdp_prefix_parse("fd00:b::5", &b), 0);
+	ck_assert(!gdp_prefix_contains(&a, &b));
+	ck_assert_int_eq(gdp_prefix_parse("10.1.0.0/16", &a), 0);
+	ck_assert_int_eq(gdp_prefix_parse("10.1.200.3", &b), 0);
+	ck_assert(gdp_prefix_contains(&a, &b));
+	ck_assert_int_eq(gdp_prefix_parse("10.2.0.1/32", &b), 0);
+	ck_assert(!gdp_prefix_contains(&a, &b));
+	ck_assert_int_eq(gdp_prefix_parse("10.1.0.0/15", &b), 0);
+	ck_assert(!gdp_prefix_contains(&a, &b)); /* wider than the outer */
+	ck_assert_str_eq(gdp_prefix_str(&a, s, sizeof(s)), "10.1.0.0/16");
+	ck_assert_int_eq(gdp_prefix_parse("10.1.0.0/33", &a), -EINVAL);
+	ck_assert_int_eq(gdp_prefix_parse("zz::1", &a), -EINVAL);
+	ck_assert_int_eq(gdp_prefix_parse(NULL, &a), -EINVAL);
+}
+END_TEST
+
+static void base_state(struct gdp_state *s)
+{
+	struct gdp_vpc a = { .id = "vpcA", .arg = 1, .table = 16385, .n_prefixes = 2 };
+	struct gdp_vpc b = { .id = "vpcB", .arg = 2, .table = 16386, .n_prefixes = 1 };
+	struct gdp_attachment at = { .vpc = "vpcA", .id = "att1", .host_ifname = "h1", .arg = 1, .n_addrs = 2 };
+
+	gdp_state_init(s);
+	s->node = node1;
+	gdp_prefix_parse("fd00:a::/64", &a.prefixes[0]);
+	gdp_prefix_parse("10.1.0.0/16", &a.prefixes[1]);
+	gdp_prefix_parse("fd00:a::/64", &b.prefixes[0]);
+	ck_assert_int_eq(gdp_state_add_vpc(s, &a), 0);
+	ck_assert_int_eq(gdp_state_add_vpc(s, &b), 0);
+	gdp_prefix_parse("fd00:a::1", &at.addrs[0]);
+	gdp_prefix_parse("10.1.0.1", &at.addrs[1]);
+	at.nh4 = gdp_default_nh4(1);
+	ck_assert_int_eq(gdp_state_add_attachment(s, &at), 0);
+}
+
+START_TEST(t_validate_vpcs)
+{
+	struct gdp_state s;
+	struct gdp_vpc v = { .id = "vpcC", .arg = 1, .table = 16390 };
+	char err[256];
+
+	base_state(&s);
+	ck_assert_int_eq(gdp_validate_node(&s.node, err, sizeof(err)), 0);
+	ck_assert_int_eq(gdp_validate_vpc(&s, 0, err, sizeof(err)), 0);
+	ck_assert_int_eq(gdp_validate_vpc(&s, 1, err, sizeof(err)), 0);
+	gdp_state_add_vpc(&s, &v); /* arg 1 taken by vpcA */
+	ck_assert_int_eq(gdp_validate_vpc(&s, 2, err, sizeof(err)), -EEXIST);
+	ck_assert_str_eq(err, "vpc vpcC: argument 1 already used by vpc vpcA");
+	s.vpcs[2].arg = 3;
+	s.vpcs[2].table = 16386;
+	ck_assert_int_eq(gdp_validate_vpc(&s, 2, err, sizeof(err)), -EEXIST);
+	ck_assert_str_eq(err, "vpc vpcC: table 16386 already used by vpc vpcB");
+	s.vpcs[2].table = 254;
+	ck_assert_int_eq(gdp_validate_vpc(&s, 2, err, sizeof(err)), -EINVAL);
+	s.vpcs[2].table = 16390;
+	strcpy(s.vpcs[2].id, "bad-id!");
+	ck_assert_int_eq(gdp_validate_vpc(&s, 2, err, sizeof(err)), -EINVAL);
+	strcpy(s.vpcs[2].id, "vpcC");
+	s.vpcs[2].arg = 0x1000;
+	ck_assert_int_eq(gdp_validate_vpc(&s, 2, err, sizeof(err)), -EINVAL);
+	s.node.node_id = 0xe000;
+	ck_assert_int_eq(gdp_validate_node(&s.node, err, sizeof(err)), -EINVAL);
+	gdp_state_free(&s);
+}
+END_TEST
+
+START_TEST(t_validate_attachments)
+{
+	struct gdp_state s;
+	struct gdp_attachment a;
+	char err[256];
+
+	base_state(&s);
+	ck_assert_int_eq(gdp_validate_attachment(&s, 0, err, sizeof(err)), 0);
+	a = s.atts[0];                                  /* same vpc + id */
+	strcpy(a.host_ifname, "h2");
+	a.arg = 2;
+	a.nh4 = gdp_default_nh4(2);
+	gdp_state_add_attachment(&s, &a);
+	ck_assert_int_eq(gdp_validate_attachment(&s, 1, err, sizeof(err)), -EEXIST);
+	ck_assert_str_eq(err, "attachment vpcA/att1: duplicate attachment");
+	strcpy(s.atts[1].id, "att2");                   /* same address in the same VPC */
+	ck_assert_int_eq(gdp_validate_attachment(&s, 1, err, sizeof(err)), -EEXIST);
+	ck_assert_ptr_nonnull(strstr(err, "already used by attachment att1"));
+	strcpy(s.atts[1].vpc, "vpcB");                  /* ... fine in another VPC, */
+	s.atts[1].n_addrs = 1;                          /* (vpcB has no IPv4 range) */
+	ck_assert_int_eq(gdp_validate_attachment(&s, 1, err, sizeof(err)), 0);
+	strcpy(s.atts[1].host_ifname, "h1");            /* but never on the same veth */
+	ck_assert_int_eq(gdp_validate_attachment(&s, 1, err, sizeof(err)), -EEXIST);
+	strcpy(s.atts[1].host_ifname, "h2");
+	s.atts[1].n_addrs = 2;                          /* 10.1.0.1 is outside vpcB */
+	ck_assert_int_eq(gdp_validate_attachment(&s, 1, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "outside the VPC"));
+	s.atts[1].n_addrs = 1;
+	strcpy(s.atts[1].vpc, "nope");
+	ck_assert_int_eq(gdp_validate_attachment(&s, 1, err, sizeof(err)), -ENOENT);
+	strcpy(s.atts[1].vpc, "vpcB");
+	s.atts[1].arg = 1;
+	ck_assert_int_eq(gdp_validate_attachment(&s, 1, err, sizeof(err)), -EEXIST);
+	s.atts[1].arg = 2;
+	inet_pton(AF_INET, "10.0.0.1", &s.atts[1].nh4); /* nh4 must be link-local */
+	ck_assert_int_eq(gdp_validate_attachment(&s, 1, err, sizeof(err)), -EINVAL);
+	gdp_state_free(&s);
+}
+END_TEST
+
+START_TEST(t_validate_remotes)
+{
+	static const char *const bad_sids[] = { "::", "::1", "ff02::1", "fe80::1", "::ffff:10.0.0.1",
+						"fcbb:bb00:1:e000:e001::", "fcbb:bb00:1:2:e001::5" };
+	struct gdp_state s;
+	struct gdp_remote r = { .vpc = "vpcA" };
+	char err[256];
+	size_t i;
+
+	base_state(&s);
+	gdp_prefix_parse("fd00:a::2/128", &r.prefix);
+	inet_pton(AF_INET6, "fcbb:bb00:1:2:e001::", &r.sid);
+	gdp_state_add_remote(&s, &r);
+	ck_assert_int_eq(gdp_validate_remote(&s, 0, err, sizeof(err)), 0);
+	for (i = 0; i < sizeof(bad_sids) / sizeof(bad_sids[0]); i++) {
+		inet_pton(AF_INET6, bad_sids[i], &s.remotes[0].sid);
+		ck_assert_msg(gdp_validate_remote(&s, 0, err, sizeof(err)) == -EINVAL, "SID %s accepted", bad_sids[i]);
+		ck_assert_ptr_nonnull(strstr(err, "invalid SID"));
+	}
+	s.remotes[0].sid = r.sid;
+	gdp_prefix_parse("fd00:b::2/128", &s.remotes[0].prefix);
+	ck_assert_int_eq(gdp_validate_remote(&s, 0, err, sizeof(err)), -EINVAL);
+	ck_assert_str_eq(err, "remote fd00:b::2/128 in vpc vpcA: prefix outside the VPC's prefixes");
+	gdp_prefix_parse("fd00:a::1/128", &s.remotes[0].prefix); /* served by local att1 */
+	ck_assert_int_eq(gdp_validate_remote(&s, 0, err, sizeof(err)), -EEXIST);
+	gdp_prefix_parse("fd00:a::1/120", &s.remotes[0].prefix); /* host bits set */
+	ck_assert_int_eq(gdp_validate_remote(&s, 0, err, sizeof(err)), -EINVAL);
+	strcpy(s.remotes[0].vpc, "vpcZ");
+	ck_assert_int_eq(gdp_validate_remote(&s, 0, err, sizeof(err)), -ENOENT);
+	gdp_state_free(&s);
+}
+END_TEST
+
+START_TEST(t_results)
+{
+	struct gdp_results r;
+	struct gdp_result *a, *b;
+
+	gdp_results_init(&r);
+	a = gdp_results_get(&r, GDP_OBJ_REMOTE, "vpcA", "fd00:a::2/128");
+	b = gdp_results_get(&r, GDP_OBJ_REMOTE, "vpcA", "fd00:a::2/128");
+	ck_assert_ptr_eq(a, b);
+	gdp_result_fail(a, -EEXIST, "add route %s: %s", "fd00:a::2/128 table 100", "File exists");
+	gdp_result_fail(a, -ENOMEM, "second");
+	ck_assert_int_eq(a->err, -EEXIST);
+	ck_assert_str_eq(a->msg, "add route fd00:a::2/128 table 100: File exists");
+	ck_assert_ptr_ne(gdp_results_get(&r, GDP_OBJ_VPC, "vpcA", NULL), a);
+	ck_assert_int_eq(r.n, 2);
+	ck_assert_ptr_eq(gdp_backend_find("kernel"), &gdp_kernel_backend);
+	ck_assert_ptr_null(gdp_backend_find("nope"));
+	gdp_results_free(&r);
+}
+END_TEST
+
+static int count_files(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	while (d && (e = readdir(d)))
+		n += e->d_name[0] != '.';
+	if (d)
+		closedir(d);
+	return n;
+}
+
+START_TEST(t_state_roundtrip)
+{
+	char dir[] = "/tmp/gst-test.XXXXXX", err[512], path[600];
+	struct gdp_state s, back;
+	struct gdp_results bad;
+	struct gdp_remote r = { .vpc = "vpcA" };
+	FILE *f;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	base_state(&s);
+	memcpy(s.atts[0].pod_mac, (uint8_t[]){ 2, 0, 0, 0, 0, 0x42 }, 6);
+	s.atts[0].mtu = 1400;
+	strcpy(s.atts[0].container_id, "c0ffee");
+	gdp_prefix_parse("fd00:a::2/128", &r.prefix);
+	inet_pton(AF_INET6, "fcbb:bb00:1:2:e001::", &r.sid);
+	gdp_state_add_remote(&s, &r);
+	ck_assert_int_eq(gst_save(dir, &s, err, sizeof(err)), 0);
+	ck_assert_int_eq(gst_save_remotes(dir, &s, err, sizeof(err)), 0);
+	ck_assert_int_eq(count_files(dir), 2); /* no temporary file left behind */
+	gdp_results_init(&bad);
+	ck_assert_int_eq(gst_load(dir, &back, &bad, err, sizeof(err)), 0);
+	ck_assert_int_eq(bad.n, 0);
+	ck_assert_mem_eq(back.node.block, s.node.block, 6);
+	ck_assert_int_eq(back.node.node_id, 1);
+	ck_assert_str_eq(back.node.uplink, "up0");
+	ck_assert_int_eq(back.n_vpcs, 2);
+	ck_assert_int_eq(back.vpcs[0].table, 16385);
+	ck_assert_int_eq(back.vpcs[0].n_prefixes, 2);
+	ck_assert(gdp_prefix_equal(&back.vpcs[0].prefixes[1], &s.vpcs[0].prefixes[1]));
+	ck_assert_int_eq(back.n_atts, 1);
+	ck_assert_str_eq(back.atts[0].container_id, "c0ffee");
+	ck_assert_int_eq(back.atts[0].n_addrs, 2);
+	ck_assert(gdp_prefix_equal(&back.atts[0].addrs[1], &s.atts[0].addrs[1]));
+	ck_assert_int_eq(back.atts[0].nh4.s_addr, s.atts[0].nh4.s_addr);
+	ck_assert_mem_eq(back.atts[0].pod_mac, s.atts[0].pod_mac, 6);
+	ck_assert_int_eq(back.atts[0].mtu, 1400);
+	ck_assert_int_eq(back.n_remotes, 1);
+	ck_assert_mem_eq(&back.remotes[0].sid, &r.sid, 16);
+	gdp_state_free(&back);
+
+	/* one broken attachment is reported alone; the rest loads */
+	snprintf(path, sizeof(path), "%s/state.json", dir);
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "{\"node\":{\"block\":\"fcbb:bb00:1::/48\",\"node_id\":1},"
+		   "\"vpcs\":[{\"id\":\"vpcA\",\"arg\":1,\"table\":16385}],"
+		   "\"attachments\":[{\"vpc\":\"vpcA\",\"id\":\"x\",\"host_ifname\":\"h1\",\"arg\":1,\"addrs\":[\"nope\"]},"
+		   "{\"vpc\":\"vpcA\",\"id\":\"y\",\"host_ifname\":\"h2\",\"arg\":2,\"addrs\":[\"fd00:a::9\"],\"pod_mac\":\"02:00:00:00:00:01\"}]}");
+	fclose(f);
+	ck_assert_int_eq(gst_load(dir, &back, &bad, err, sizeof(err)), 0);
+	ck_assert_int_eq(back.n_atts, 1);
+	ck_assert_str_eq(back.atts[0].id, "y");
+	ck_assert_int_eq(bad.n, 1);
+	ck_assert_str_eq(bad.v[0].msg, "attachment vpcA/x: invalid address");
+	gdp_state_free(&back);
+
+	/* not JSON at all: an error naming the file, nothing loaded */
+	f = fopen(path, "w");
+	fprintf(f, "{ nope");
+	fclose(f);
+	ck_assert_int_eq(gst_load(dir, &back, NULL, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "state.json"));
+	/* a node with a bad block refuses the whole record */
+	f = fopen(path, "w");
+	fprintf(f, "{\"node\":{\"block\":\"fcbb::/64\",\"node_id\":1}}");
+	fclose(f);
+	ck_assert_int_eq(gst_load(dir, &back, NULL, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "/48"));
+
+	gdp_results_free(&bad);
+	gdp_state_free(&s);
+	snprintf(path, sizeof(path), "rm -rf %s", dir);
+	ck_assert_int_eq(system(path), 0);
+}
+END_TEST
+
+START_TEST(t_atomic_write)
+{
+	char dir[] = "/tmp/gst-atomic.XXXXXX", path[600], buf[64];
+	FILE *f;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/x.json", dir);
+	ck_assert_int_eq(gst_write_atomic(path, "one", 3), 0);
+	ck_assert_int_eq(gst_write_atomic(path, "second", 6), 0);
+	f = fopen(path, "r");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(fread(buf, 1, sizeof(buf), f), 6);
+	fclose(f);
+	ck_assert_int_eq(memcmp(buf, "second", 6), 0);
+	ck_assert_int_eq(count_files(dir), 1);
+	snprintf(path, sizeof(path), "%s/missing-dir/x.json", dir);
+	ck_assert_int_eq(gst_write_atomic(path, "x", 1), -ENOENT);
+	snprintf(path, sizeof(path), "rm -rf %s", dir);
+	ck_assert_int_eq(system(path), 0);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("nl_model");
+	TCase *tc = tcase_create("model");
+
+	tcase_add_test(tc, t_sid_format);
+	tcase_add_test(tc, t_prefixes);
+	tcase_add_test(tc, t_validate_vpcs);
+	tcase_add_test(tc, t_validate_attachments);
+	tcase_add_test(tc, t_validate_remotes);
+	tcase_add_test(tc, t_results);
+	tcase_add_test(tc, t_state_roundtrip);
+	tcase_add_test(tc, t_atomic_write);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return gt_run(suite());
+}
