@@ -15,7 +15,9 @@
  *    a 409;
  *  - a deleted attachment is not re-created; a leader that hands over leaves
  *    a follower that takes over without rewriting steady objects;
- *  - both replicas exit 0 under ASan/LSan on SIGTERM and release the lease.
+ *  - both replicas exit 0 under ASan/LSan on SIGTERM and release the lease;
+ *  - a second, minimal data plane plugs in by configuration alone, and a
+ *    wrong-typed report from it gives a clear condition, not a crash.
  * Measured numbers are printed with "MEASURE:".
  */
 #include "tests/lib/cp.h"
@@ -51,7 +53,8 @@ static struct replica {
 	char id[16];
 	int port;
 	pid_t pid;
-} rep[2];
+	const char *mapping; /* --mapping-config, or NULL */
+} rep[3];
 static int standin_409s; /* 409s seen by the stand-in writers */
 
 static double now_s(void)
@@ -90,10 +93,17 @@ static pid_t start_replica(struct replica *r)
 			dup2(fd, 1);
 			dup2(fd, 2);
 		}
-		execl(BIN, BIN, "--kubeconfig", cp.kubeconfig, "--namespace", RNS, "--id", r->id,
-		      "--lease-namespace", RNS, "--lease-name", "galactic-translator",
-		      "--lease-duration", "4", "--renew-deadline", "3", "--retry-period", "0.5",
-		      "--metrics-addr", port, "--log-level", "info", (char *)NULL);
+		if (r->mapping)
+			execl(BIN, BIN, "--kubeconfig", cp.kubeconfig, "--namespace", RNS, "--id", r->id,
+			      "--lease-namespace", RNS, "--lease-name", "galactic-translator",
+			      "--lease-duration", "4", "--renew-deadline", "3", "--retry-period", "0.5",
+			      "--metrics-addr", port, "--log-level", "info", "--mapping-config",
+			      r->mapping, (char *)NULL);
+		else
+			execl(BIN, BIN, "--kubeconfig", cp.kubeconfig, "--namespace", RNS, "--id", r->id,
+			      "--lease-namespace", RNS, "--lease-name", "galactic-translator",
+			      "--lease-duration", "4", "--renew-deadline", "3", "--retry-period", "0.5",
+			      "--metrics-addr", port, "--log-level", "info", (char *)NULL);
 		_exit(127);
 	}
 	return pid;
@@ -487,7 +497,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 3; i++)
 		if (rep[i].pid > 0) {
 			kill(rep[i].pid, SIGKILL);
 			waitpid(rep[i].pid, NULL, 0);
@@ -752,6 +762,95 @@ START_TEST(test_clean_exit_releases_lease)
 }
 END_TEST
 
+/*
+ * A second, minimal data plane plugs in with configuration alone: its own CRD
+ * (created here; schemaless so that a writer can also get types wrong) and a
+ * mapping file. A fresh replica (a restart, in effect) with both mappings
+ * first finds the Galactic attachment up to date, then serves the new kind.
+ */
+#define PORT_PATH "/apis/dp.example.com/v1/minimalports"
+
+START_TEST(test_second_dataplane_by_config)
+{
+	struct replica *r = &rep[2];
+	char mapping[400], cmd[1200];
+	double t0;
+	json_t *a;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd),
+		 "%s/kubectl --kubeconfig %s apply -f - >/dev/null <<'EOF'\n"
+		 "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n"
+		 "metadata: {name: minimalports.dp.example.com}\n"
+		 "spec:\n  group: dp.example.com\n  scope: Cluster\n"
+		 "  names: {plural: minimalports, singular: minimalport, kind: MinimalPort}\n"
+		 "  versions:\n  - name: v1\n    served: true\n    storage: true\n"
+		 "    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}\n"
+		 "EOF\n"
+		 "%s/kubectl --kubeconfig %s wait --for condition=Established crd/minimalports.dp.example.com --timeout 60s >/dev/null",
+		 cp.bin, cp.kubeconfig, cp.bin, cp.kubeconfig);
+	ck_assert_msg(system(cmd) == 0, "minimal data plane CRD not established");
+	snprintf(mapping, sizeof(mapping), "%s/mapping.json", cp.dir);
+	f = fopen(mapping, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("{\"reportKinds\":[{\"name\":\"minimal\",\"group\":\"dp.example.com\",\"version\":\"v1\","
+	      "\"resource\":\"minimalports\",\"namespaced\":false,"
+	      "\"fields\":{\"node\":\"spec.host\",\"vpc\":\"spec.network\",\"vpcAttachment\":\"spec.port\","
+	      "\"hostInterface\":\"spec.dev\"},\"programmed\":{\"path\":\"status.up\"}}]}", f);
+	fclose(f);
+
+	snprintf(r->id, sizeof(r->id), "tr-c");
+	r->port = free_port();
+	r->mapping = mapping;
+	r->pid = start_replica(r);
+	t0 = now_s();
+	while (now_s() - t0 < 60 && metric(r, LEADER) != 1)
+		usleep(100 * 1000);
+	ck_assert_msg(metric(r, LEADER) == 1, "tr-c did not lead");
+	usleep(1500 * 1000);
+	ck_assert_msg(metric(r, WRITES) == 0, "a restarted translator rewrote %g steady objects",
+		      metric(r, WRITES));
+	json_decref(wait_programmed("att1", "True", "KernelVerified", 5, NULL));
+
+	create_att("att3");
+	vpcop_write("att3", "Net9", "Port9");
+	json_decref(wait_programmed("att3", "False", "ReportMissing", 20, NULL));
+	ck_assert_int_eq(kreq(&cp, "POST", PORT_PATH, "application/json",
+			      "{\"apiVersion\":\"dp.example.com/v1\",\"kind\":\"MinimalPort\","
+			      "\"metadata\":{\"name\":\"p9\"},\"spec\":{\"host\":\"node-m\",\"network\":\"Net9\","
+			      "\"port\":\"Port9\",\"dev\":\"tap9\"},\"status\":{\"up\":true}}",
+			      NULL, NULL), 201);
+	a = wait_programmed("att3", "True", "Programmed", 20, NULL);
+	ck_assert_str_eq(sget(json_object_get(a, "status"), "node", NULL), "node-m");
+	ck_assert_str_eq(sget(json_object_get(a, "status"), "hostInterface", NULL), "tap9");
+	ck_assert_ptr_null(json_object_get(json_object_get(a, "status"), "podName"));
+	json_decref(a);
+
+	/* A wrong type from that writer: a clear condition, no crash, fields withdrawn. */
+	ck_assert_int_eq(kreq(&cp, "PATCH", PORT_PATH "/p9", "application/merge-patch+json",
+			      "{\"spec\":{\"dev\":42}}", NULL, NULL), 200);
+	a = wait_programmed("att3", "Unknown", "ReportInvalid", 20, NULL);
+	ck_assert_msg(strstr(sget(cond(a, "Programmed"), "message", NULL), "spec.dev (hostInterface) is an integer"),
+		      "message: %s", sget(cond(a, "Programmed"), "message", NULL));
+	ck_assert_ptr_null(json_object_get(json_object_get(a, "status"), "node"));
+	json_decref(a);
+	ck_assert_int_eq(http_get(r->port, "/healthz", NULL), 200);
+	ck_assert_int_eq(kreq(&cp, "PATCH", PORT_PATH "/p9", "application/merge-patch+json",
+			      "{\"spec\":{\"dev\":\"tap9\"},\"status\":{\"up\":false}}", NULL, NULL), 200);
+	a = wait_programmed("att3", "False", "NotProgrammed", 20, NULL);
+	ck_assert_str_eq(sget(json_object_get(a, "status"), "hostInterface", NULL), "tap9");
+	json_decref(a);
+	ck_assert(metric(r, "galactic_translator_invalid_reports_total{mapping=\"minimal\"}") >= 1);
+	ck_assert_int_eq(metric(r, CONFLICTS), 0);
+
+	int status = 0;
+	ck_assert_int_eq(kill(r->pid, SIGTERM), 0);
+	ck_assert_int_eq(waitpid(r->pid, &status, 0), r->pid);
+	r->pid = 0;
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "tr-c exit status 0x%x", status);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("translator_vpcatt");
@@ -769,6 +868,7 @@ int main(void)
 	tcase_add_test(tc, test_no_conflicts);
 	tcase_add_test(tc, test_handover);
 	tcase_add_test(tc, test_clean_exit_releases_lease);
+	tcase_add_test(tc, test_second_dataplane_by_config);
 	suite_add_tcase(s, tc);
 	return gt_run(s);
 }
