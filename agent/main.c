@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent/cni/server.h"
 #include "agent/dp/backend.h"
 #include "agent/state.h"
 
@@ -227,7 +228,8 @@ static time_t files_mtime(const char *dir)
 static void usage(void)
 {
 	fprintf(stderr, "usage: galactic-agent --state-dir DIR [--backend kernel] [--netns NAME]\n"
-			"       [--interval SEC] [--once] [--rtproto N] [--tables MIN-MAX] [--batch N]\n");
+			"       [--interval SEC] [--once] [--rtproto N] [--tables MIN-MAX] [--batch N]\n"
+			"       [--cni-socket PATH]\n");
 }
 
 int main(int argc, char **argv)
@@ -237,11 +239,14 @@ int main(int argc, char **argv)
 		{ "netns", required_argument, 0, 'n' },     { "interval", required_argument, 0, 'i' },
 		{ "once", no_argument, 0, 'o' },            { "rtproto", required_argument, 0, 'p' },
 		{ "tables", required_argument, 0, 't' },    { "batch", required_argument, 0, 'B' },
+		{ "cni-socket", required_argument, 0, 'c' },
 		{ "help", no_argument, 0, 'h' },            { 0, 0, 0, 0 },
 	};
 	struct gdp_backend_opts bo = { 0 };
 	struct agent ag = { 0 };
 	const char *backend = "kernel";
+	const char *cni_socket = NULL;
+	struct gcni_server *cni = NULL;
 	const struct gdp_backend_ops *ops;
 	struct sigaction sa = { .sa_handler = on_signal };
 	double interval = 30, last;
@@ -250,7 +255,7 @@ int main(int argc, char **argv)
 	char err[512];
 	int c, rc;
 
-	while ((c = getopt_long(argc, argv, "s:b:n:i:op:t:B:h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:b:n:i:op:t:B:c:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 's': ag.state_dir = optarg; break;
 		case 'b': backend = optarg; break;
@@ -265,6 +270,7 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'B': bo.batch = (unsigned)atoi(optarg); break;
+		case 'c': cni_socket = optarg; break;
 		default: usage(); return c == 'h' ? 0 : 2;
 		}
 	}
@@ -295,9 +301,24 @@ int main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 
 	mt = files_mtime(ag.state_dir);
+	/* The CNI server starts before the first reconcile, so that reconcile
+	 * already includes the attachments of its record (no gap on restart). */
+	if (cni_socket) {
+		struct gcni_server_opts co = {
+			.socket_path = cni_socket, .state_dir = ag.state_dir, .netns = bo.netns,
+			.backend = ag.be, .apply = agent_apply_cb, .apply_ctx = &ag,
+			.table_min = bo.table_min,
+		};
+
+		if (gcni_server_start(&cni, &co, err, sizeof(err))) {
+			fprintf(stderr, "galactic-agent: %s\n", err);
+			ops->close(ag.be);
+			return 1;
+		}
+		logf_("CNI server listening on %s", cni_socket);
+	}
 	rc = reconcile(&ag);
 	last = now_ms();
-	/* The CNI socket server starts here (gcni_server_start with .apply = agent_apply_cb). */
 	while (!once && !got_term) {
 		time_t m;
 
@@ -313,6 +334,7 @@ int main(int argc, char **argv)
 		}
 	}
 	logf_("exiting; kernel state left in place");
+	gcni_server_stop(cni);
 	ops->close(ag.be);
 	gdp_state_free(&ag.cni_local);
 	pthread_mutex_destroy(&ag.mu);

@@ -389,18 +389,6 @@ static void setup(void)
 		snprintf(setup_why, sizeof(setup_why), "topo_up failed");
 		return;
 	}
-	/*
-	 * Workaround, reported to the kernel backend: after seg6 encap of a
-	 * packet that came in on a host veth, the kernel looks the outer SID up
-	 * with that iif, so `iif <veth> lookup <VPC table>` sends it into the
-	 * VPC table, whose unreachable default drops it (Ip6InNoRoutes). The
-	 * SID block must be looked up in main first.
-	 */
-	for (int n = 1; n <= 2; n++)
-		if (topo_sh("ip -n %s-n%d -6 rule add pref 999 to fcbb:bb00:1::/48 lookup main", T.prefix, n)) {
-			snprintf(setup_why, sizeof(setup_why), "SID block rule on n%d failed", n);
-			return;
-		}
 	for (int n = 1; n <= 2; n++)
 		if (topo_write_state(&T, n, 0) || start_agent(n)) {
 			snprintf(setup_why, sizeof(setup_why), "agent on n%d did not open its CNI socket (see %s/n%d/agent.log)",
