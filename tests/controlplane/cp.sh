@@ -22,15 +22,18 @@ bin() { [ -n "${CP_BIN:-}" ] && { echo "$CP_BIN"; return; }
 free_port() {
   local p
   for _ in $(seq 200); do
-    p=$((20000 + RANDOM % 40000))
+    # below the ephemeral range (32768+), where outgoing connections
+    # (apiserver -> etcd among them) would take a port we just chose
+    p=$((10000 + RANDOM % 22000))
     [ -z "$(ss -Htln "sport = :$p" 2>/dev/null)" ] && { echo "$p"; return; }
   done
   echo "cp.sh: no free port" >&2; return 1
 }
-wait_http() { # url, seconds, curl args...
-  local url=$1 secs=$2; shift 2
+wait_http() { # pid, url, seconds, curl args...
+  local pid=$1 url=$2 secs=$3; shift 3
   for _ in $(seq $((secs * 10))); do
     curl -fsS -o /dev/null "$@" "$url" 2>/dev/null && return 0
+    kill -0 "$pid" 2>/dev/null || { echo "cp.sh: $url: server exited" >&2; return 1; }
     sleep 0.1
   done
   echo "cp.sh: $url not ready after ${secs}s" >&2; return 1
@@ -66,7 +69,7 @@ start_etcd() {
     --unsafe-no-fsync --log-level error \
     >>"$dir/etcd.log" 2>&1 &
   echo $! > "$dir/etcd.pid"
-  wait_http "$ETCD_ENDPOINT/health" 30
+  wait_http $! "$ETCD_ENDPOINT/health" 30
 }
 
 start_apiserver() {
@@ -85,7 +88,7 @@ start_apiserver() {
     --enable-priority-and-fairness=false --endpoint-reconciler-type=none \
     >>"$dir/apiserver.log" 2>&1 &
   echo $! > "$dir/apiserver.pid"
-  wait_http "$APISERVER/readyz" 90 --cacert "$p/ca.crt" -H "Authorization: Bearer $CP_TOKEN"
+  wait_http $! "$APISERVER/readyz" 90 --cacert "$p/ca.crt" -H "Authorization: Bearer $CP_TOKEN"
 }
 
 stop_pidfile() {
@@ -98,14 +101,7 @@ stop_pidfile() {
   rm -f "$f"
 }
 
-case $cmd in
-up)
-  owner=
-  [ "${1:-}" = --owner ] && owner=$2
-  mkdir -p "$dir"; dir=$(cd "$dir" && pwd)
-  cpbin=$(bin)
-  pki
-  aport=$(free_port); eport=$(free_port); pport=$(free_port)
+write_env_and_kubeconfig() {
   cat > "$dir/env" <<EOV
 CP_BIN=$cpbin
 APISERVER=https://127.0.0.1:$aport
@@ -117,14 +113,13 @@ CP_TOKEN=$(cat "$dir/pki/admin.token")
 CP_CA=$dir/pki/ca.crt
 CP_DIR=$dir
 EOV
-  . "$dir/env"
   cat > "$dir/kubeconfig" <<EOK
 apiVersion: v1
 kind: Config
 clusters:
 - name: test
   cluster:
-    server: $APISERVER
+    server: https://127.0.0.1:$aport
     certificate-authority: $dir/pki/ca.crt
 users:
 - name: admin
@@ -136,10 +131,29 @@ contexts:
   context: {cluster: test, user: admin}
 current-context: test
 EOK
-  if ! start_etcd || ! start_apiserver; then
-    echo "cp.sh: start failed; logs:" >&2; tail -20 "$dir"/*.log >&2
-    stop_pidfile apiserver; stop_pidfile etcd; exit 1
-  fi
+}
+
+case $cmd in
+up)
+  owner=
+  [ "${1:-}" = --owner ] && owner=$2
+  mkdir -p "$dir"; dir=$(cd "$dir" && pwd)
+  cpbin=$(bin)
+  pki
+  # A port can still be taken between the check and the bind by a parallel
+  # suite: retry the whole start on new ports.
+  for attempt in 1 2 3; do
+    aport=$(free_port); eport=$(free_port); pport=$(free_port)
+    write_env_and_kubeconfig
+    . "$dir/env"
+    if start_etcd && start_apiserver; then started=1; break; fi
+    echo "cp.sh: start attempt $attempt failed; logs:" >&2
+    for l in "$dir"/etcd.log "$dir"/apiserver.log; do [ -f "$l" ] && tail -n 5 "$l" >&2; done
+    stop_pidfile apiserver; stop_pidfile etcd
+    rm -rf "$dir/etcd" "$dir"/*.log
+  done
+  # keep the directory (logs) for the caller; nothing is left running
+  if [ -z "${started:-}" ]; then rm -rf "$dir/etcd"; exit 1; fi
   if [ -n "$owner" ]; then
     # Watchdog: tear down when the owner dies, whatever way it dies.
     setsid bash -c "while kill -0 $owner 2>/dev/null && [ -f '$dir/env' ]; do sleep 1; done
