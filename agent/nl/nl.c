@@ -19,6 +19,12 @@
 
 #define RECV_BUF (256 * 1024)
 
+/* NLMSG_OK without the signed/unsigned comparison clang warns about. */
+static inline bool msg_ok(const struct nlmsghdr *h, int left)
+{
+	return left >= (int)sizeof(*h) && h->nlmsg_len >= sizeof(*h) && h->nlmsg_len <= (unsigned)left;
+}
+
 struct gnl_sock {
 	struct nl_sock *sk;
 	uint32_t seq;
@@ -250,7 +256,7 @@ static int trip(struct gnl_sock *s, struct gnl_batch *b, const size_t *idx, size
 			return -errno;
 		}
 		left = (int)got;
-		for (h = (struct nlmsghdr *)s->rbuf; NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
+		for (h = (struct nlmsghdr *)s->rbuf; msg_ok(h, left); h = NLMSG_NEXT(h, left)) {
 			const struct nlmsgerr *e;
 			uint32_t k;
 			struct gnl_req *r;
@@ -381,7 +387,7 @@ int gnl_dump(struct gnl_sock *s, struct nl_msg *req, gnl_dump_cb cb, void *arg)
 			return -errno;
 		}
 		left = (int)got;
-		for (h = (struct nlmsghdr *)s->rbuf; NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
+		for (h = (struct nlmsghdr *)s->rbuf; msg_ok(h, left); h = NLMSG_NEXT(h, left)) {
 			if (h->nlmsg_seq != seq)
 				continue;
 			if (h->nlmsg_flags & NLM_F_DUMP_INTR)
