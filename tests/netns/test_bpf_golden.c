@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "agent/dp/bpf/bpf_dp.h"
+#include "agent/dp/bpf/bpf_sync.h"
 #include "tests/lib/gtest.h"
 
 #define TC_ACT_OK       0
@@ -821,6 +822,44 @@ START_TEST(drop_reasons_have_names)
 }
 END_TEST
 
+/* The fast result-key formatter must print exactly what gdp_prefix_str prints. */
+START_TEST(prefix_str_matches_model)
+{
+	static const char *const fixed[] = {
+		"::/0", "::1/128", "fd00::/8", "fd00:a::2/128", "fd00:0:0:1::/64", "1:0:0:2:0:0:0:3/128",
+		"1:0:0:2:0:0:3:4/128", "0:0:1:0:0:0:0:0/48", "fe80::1:0:0:0/64", "1:2:3:4:5:6:7:8/128",
+		"1::/16", "::ffff:10.0.0.1/128", "::10.0.0.1/128", "10.0.0.0/8", "0.0.0.0/0",
+		"255.255.255.255/32", "10.1.0.2/32", "2001:db8::1:0:0:1/128", "0:1::/32",
+	};
+	char a[80], b[80];
+	unsigned seed = 12345;
+
+	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
+		struct gdp_prefix p;
+
+		ck_assert_int_eq(gdp_prefix_parse(fixed[i], &p), 0);
+		/* Host bits are not canonical here on purpose for some: format, do not judge. */
+		ck_assert_str_eq(gbpf_prefix_str(&p, a, sizeof(a)), gdp_prefix_str(&p, b, sizeof(b)));
+	}
+	/* Random addresses with many zero words (where compression choices happen). */
+	for (int i = 0; i < 200000; i++) {
+		struct gdp_prefix p = { .family = i % 5 ? AF_INET6 : AF_INET };
+
+		for (int j = 0; j < 16; j += 2) {
+			seed = seed * 1103515245u + 12345u;
+			if ((seed >> 16) % 3) {
+				p.addr.raw[j] = (uint8_t)(seed >> 8);
+				p.addr.raw[j + 1] = (uint8_t)((seed >> 20) & ((seed >> 28) ? 0xff : 0));
+			}
+		}
+		p.len = (uint8_t)(seed % (p.family == AF_INET ? 33 : 129));
+		gbpf_prefix_str(&p, a, sizeof(a));
+		gdp_prefix_str(&p, b, sizeof(b));
+		ck_assert_msg(!strcmp(a, b), "fast '%s' != model '%s'", a, b);
+	}
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("bpf_golden");
@@ -849,6 +888,7 @@ static Suite *suite(void)
 	tcase_add_test(l, pinned_maps_survive_and_bad_layout_rebuilds);
 	tcase_add_test(l, preflight_passes_and_names_what_it_checked);
 	tcase_add_test(l, drop_reasons_have_names);
+	tcase_add_test(l, prefix_str_matches_model);
 	suite_add_tcase(s, d);
 	suite_add_tcase(s, e);
 	suite_add_tcase(s, l);

@@ -8,6 +8,80 @@
 #include <stdlib.h>
 #include <string.h>
 
+static char *put_dec(char *o, unsigned v)
+{
+	char t[4];
+	int n = 0;
+
+	do
+		t[n++] = (char)('0' + v % 10);
+	while ((v /= 10));
+	while (n)
+		*o++ = t[--n];
+	return o;
+}
+
+char *gbpf_prefix_str(const struct gdp_prefix *p, char *buf, size_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+	static const uint8_t zero10[10];
+	const uint8_t *a = p->addr.raw;
+	char tmp[64], *o = tmp;
+	int best = -1, bestlen = 0;
+
+	/* Anything unusual (IPv4-mapped/compatible forms, other families): the original. */
+	if (len < 64 || (p->family != AF_INET && p->family != AF_INET6) ||
+	    (p->family == AF_INET6 && !memcmp(a, zero10, 10)))
+		return gdp_prefix_str(p, buf, len);
+	if (p->family == AF_INET) {
+		for (int i = 0; i < 4; i++) {
+			o = put_dec(o, a[i]);
+			*o++ = i < 3 ? '.' : '/';
+		}
+	} else {
+		uint16_t w[8];
+
+		for (int i = 0; i < 8; i++)
+			w[i] = (uint16_t)(a[2 * i] << 8 | a[2 * i + 1]);
+		/* RFC 5952 as glibc does it: the first longest run of 2+ zero words. */
+		for (int i = 0; i < 8;) {
+			int j = i;
+
+			while (j < 8 && !w[j])
+				j++;
+			if (j - i > bestlen && j - i >= 2) {
+				best = i;
+				bestlen = j - i;
+			}
+			i = j > i ? j : i + 1;
+		}
+		for (int i = 0; i < 8; i++) {
+			if (i == best) {
+				*o++ = ':';
+				if (i == 0)
+					*o++ = ':';
+				i += bestlen - 1;
+				continue;
+			}
+			for (int sh = 12, lead = 1; sh >= 0; sh -= 4) {
+				unsigned nib = (w[i] >> sh) & 0xf;
+
+				if (nib || !lead || !sh) {
+					*o++ = hex[nib];
+					lead = 0;
+				}
+			}
+			if (i < 7)
+				*o++ = ':';
+		}
+		*o++ = '/';
+	}
+	o = put_dec(o, p->len);
+	*o = 0;
+	memcpy(buf, tmp, (size_t)(o - tmp) + 1);
+	return buf;
+}
+
 void gbpf_node_src(const struct gdp_node *n, uint8_t out[16])
 {
 	memset(out, 0, 16);
@@ -144,8 +218,33 @@ static struct gdp_result *res_append(struct gdp_results *res, const struct gdp_r
 	memset(x, 0, sizeof(*x));
 	x->kind = GDP_OBJ_REMOTE;
 	snprintf(x->vpc, sizeof(x->vpc), "%s", rm->vpc);
-	gdp_prefix_str(&rm->prefix, x->key, sizeof(x->key));
+	gbpf_prefix_str(&rm->prefix, x->key, sizeof(x->key));
 	return x;
+}
+
+/*
+ * gdp_validate_remote's checks without its string formatting (which costs
+ * more than the map update at 100k remotes). Only says "certainly valid";
+ * anything else goes to gdp_validate_remote for the verdict and message.
+ * Collisions with local pod addresses are caught by the sorted dedupe.
+ */
+static bool remote_surely_valid(const struct gdp_vpc *v, const struct gdp_remote *r)
+{
+	const struct in6_addr *a = &r->sid;
+	unsigned bits = r->prefix.family == AF_INET ? 32 : 128;
+	bool in = !v || !v->n_prefixes;
+
+	if (!v || (r->prefix.family != AF_INET && r->prefix.family != AF_INET6) ||
+	    r->prefix.len > bits)
+		return false;
+	for (unsigned i = r->prefix.len; i < bits; i++)
+		if (r->prefix.addr.raw[i / 8] & (0x80 >> (i % 8)))
+			return false;
+	for (size_t i = 0; !in && i < v->n_prefixes; i++)
+		in = gdp_prefix_contains(&v->prefixes[i], &r->prefix);
+	return in && !IN6_IS_ADDR_UNSPECIFIED(a) && !IN6_IS_ADDR_LOOPBACK(a) &&
+	       !IN6_IS_ADDR_MULTICAST(a) && !IN6_IS_ADDR_LINKLOCAL(a) && !IN6_IS_ADDR_V4MAPPED(a) &&
+	       !IN6_IS_ADDR_V4COMPAT(a) && !gdp_sid_parse(a, NULL, NULL, NULL, NULL);
 }
 
 static void want_key(struct want *w, uint16_t arg, const struct gdp_prefix *p)
@@ -189,7 +288,7 @@ int gbpf_sync_routes(struct gbpf *g, const struct gdp_state *d, gbpf_l2_fn l2, v
 		const struct gdp_vpc *v = gdp_state_find_vpc(d, rm->vpc);
 		struct gdp_result *r = res ? res_append(res, rm) : NULL;
 
-		if ((e = gdp_validate_remote(d, i, err, sizeof(err)))) {
+		if (!remote_surely_valid(v, rm) && (e = gdp_validate_remote(d, i, err, sizeof(err)))) {
 			gdp_result_fail(r, e, "%s", err);
 			failed[i] = true;
 			continue;

@@ -15,6 +15,12 @@ struct gbpf_sync_stats {
 	unsigned long added, removed, unchanged, failed;
 };
 
+/*
+ * gdp_prefix_str's exact output ("addr/len"), without inet_ntop's cost for
+ * the common case; buf >= 64. Used for 100k result keys.
+ */
+char *gbpf_prefix_str(const struct gdp_prefix *p, char *buf, size_t len);
+
 /* Outer source of encapsulated packets: the node's locator address block:node::. */
 void gbpf_node_src(const struct gdp_node *n, uint8_t out[16]);
 
