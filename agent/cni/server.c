@@ -66,6 +66,9 @@ struct gcni_server {
 	unsigned long gen_want, gen_done, commits;
 	unsigned nconns;
 	int default_mtu;
+	/* Pod-side setups running at once: more than a few only queue on the
+	 * kernel's rtnl lock and starve the committer. */
+	unsigned setups, max_setups;
 };
 
 /* ---- helpers ---------------------------------------------------------- */
@@ -750,9 +753,16 @@ static json_t *do_add(struct gcni_server *s, struct cni_req *q, int nsfd, struct
 	pthread_mutex_unlock(&s->mu);
 
 	/* The slow, parallel part: nothing shared is touched here. */
+	pthread_mutex_lock(&s->mu);
+	while (s->setups >= s->max_setups)
+		pthread_cond_wait(&s->cv, &s->mu);
+	s->setups++;
+	pthread_mutex_unlock(&s->mu);
 	rc = pod_setup(s->o.netns, nsfd, c, &r->link, &clash, err, sizeof(err));
 
 	pthread_mutex_lock(&s->mu);
+	s->setups--;
+	pthread_cond_broadcast(&s->cv);
 	if (rc) {
 		if (clash)
 			cni_err_set(e, CNI_ERR_INVALID_ENV, "CNI_IFNAME already exists in the container",
@@ -1182,6 +1192,7 @@ int gcni_server_start(struct gcni_server **out, const struct gcni_server_opts *o
 		s->o.table_min = GDP_TABLE_MIN_DEFAULT;
 	if (!s->o.max_conns)
 		s->o.max_conns = 512;
+	s->max_setups = opts->max_setups ? opts->max_setups : 4 * (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
 	snprintf(s->sock_path, sizeof(s->sock_path), "%s",
 		 opts->socket_path ? opts->socket_path : CNI_DEFAULT_SOCKET);
 	snprintf(s->store_path, sizeof(s->store_path), "%s/%s", opts->state_dir, STORE_NAME);

@@ -32,7 +32,7 @@ struct gcni_server_opts {
 				       * agent's own record (agent/state.h) there is read to
 				       * reuse its VPC numbers and avoid its arguments */
 	const char *netns;            /* the node's namespace (NULL: ours), as the backend's */
-	struct gdp_node node;         /* block, node id, uplink (for SIDs) */
+	struct gdp_node node;         /* uplink (default MTU); zero: from the agent's record */
 	struct gdp_backend *backend;  /* opened by the daemon; used when apply is NULL */
 	/*
 	 * Optional: the daemon applies the node's desired state itself (to add
@@ -45,6 +45,7 @@ struct gcni_server_opts {
 	uint32_t table_min;           /* 0: GDP_TABLE_MIN_DEFAULT; VPC table = min + arg */
 	int default_mtu;              /* pod MTU when the config has none; 0: uplink MTU - 40 */
 	unsigned max_conns;           /* concurrent requests; 0: 512 */
+	unsigned max_setups;          /* pod-side setups at once; 0: 4 x CPUs */
 };
 
 /* Loads the record, applies it (adopting what is in the kernel) and listens. */

@@ -1,0 +1,353 @@
+/*
+ * make bench: 200 concurrent CNI ADDs on one node.
+ *
+ * Two nodes (tests/lib/topo.*), galactic-agent with its CNI server on each.
+ * Reference run (same invocation): 20 ADDs one after another, for the
+ * latency of an uncontended ADD. Then 200 pods on node 1 are ADDed at once
+ * (each a fork+exec of galactic-cni with CNI_* and stdin, as a runtime
+ * does); we report p50/p99/max ADD latency, the ratio to the reference p50,
+ * the number of backend commits the agent needed, and the time from the
+ * first ADD until the last of the 200 pods got an IPv6 echo reply from a
+ * pod on node 2 (node 2 learns the 200 prefixes as one remotes.json write,
+ * standing in for the report watch).
+ *
+ *   build/rel/bench/bench_cni [N]      (N concurrent ADDs, default 200)
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/icmp6.h>
+#include <poll.h>
+#include <sched.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/dp/model.h"
+#include "tests/lib/topo.h"
+
+static struct topo T;
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static const char *top(void)
+{
+	const char *t = getenv("GT_TOP");
+
+	return t && *t ? t : ".";
+}
+
+static void sock_path(int node, char *buf, size_t n)
+{
+	snprintf(buf, n, "%s/n%d/cni.sock", T.dir, node);
+}
+
+static int wait_socket(int node, double timeout_ms)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	double end = now_ms() + timeout_ms;
+
+	sock_path(node, sa.sun_path, sizeof(sa.sun_path));
+	while (now_ms() < end) {
+		int fd = socket(AF_UNIX, SOCK_STREAM, 0), ok;
+
+		ok = fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+		if (fd >= 0)
+			close(fd);
+		if (ok)
+			return 0;
+		usleep(50000);
+	}
+	return -1;
+}
+
+/* ADD of pod <name> on node: fork+exec of the plugin; returns its exit code. */
+static int cni_add(int node, const char *name, const char *att, int idx)
+{
+	char conf[1024], sock[512], bin[512], nsenv[300], cid[64];
+	int in[2], st;
+	pid_t pid;
+
+	sock_path(node, sock, sizeof(sock));
+	snprintf(conf, sizeof(conf),
+		 "{\"cniVersion\":\"1.1.0\",\"name\":\"bench\",\"type\":\"galactic-cni\",\"vpc\":\"%s\","
+		 "\"vpcattachment\":\"%s\",\"ipFamilies\":[\"IPv6\",\"IPv4\"],"
+		 "\"addresses\":[{\"address\":\"fd00:a::%x:%x/128\",\"gateway\":\"fe80::1\"},"
+		 "{\"address\":\"10.1.%d.%d/32\",\"gateway\":\"169.254.1.1\"}],\"mtu\":1400,"
+		 "\"agentSocket\":\"%s\",\"timeoutSeconds\":300}",
+		 TOPO_VPC_A, att, node, idx + 1, 10 * node + idx / 250, idx % 250 + 1, sock);
+	if (pipe(in))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		snprintf(bin, sizeof(bin), "%s/build/rel/bin/galactic-cni", top());
+		snprintf(nsenv, sizeof(nsenv), "CNI_NETNS=/run/netns/%s-%s", T.prefix, name);
+		snprintf(cid, sizeof(cid), "CNI_CONTAINERID=c%s", name);
+		dup2(in[0], 0);
+		close(in[1]);
+		if (!freopen("/dev/null", "w", stdout))
+			_exit(126);
+		execve(bin, (char *[]){ bin, NULL },
+		       (char *[]){ "CNI_COMMAND=ADD", cid, nsenv, "CNI_IFNAME=eth0",
+				   "CNI_ARGS=IgnoreUnknown=1;K8S_POD_NAMESPACE=bench", "CNI_PATH=/opt/cni/bin",
+				   "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL });
+		_exit(127);
+	}
+	close(in[0]);
+	if (write(in[1], conf, strlen(conf)) < 0)
+		perror("write conf");
+	close(in[1]);
+	waitpid(pid, &st, 0);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double pct(double *v, int n, double p)
+{
+	int i = (int)(p * (n - 1) + 0.5);
+
+	return v[i < n ? i : n - 1];
+}
+
+static unsigned long commits_from_log(int node)
+{
+	char out[64];
+
+	topo_out(out, sizeof(out), "grep -c 'reconcile #' %s/n%d/agent.log", T.dir, node);
+	return strtoul(out, NULL, 10);
+}
+
+int main(int argc, char **argv)
+{
+	int n = argc > 1 ? atoi(argv[1]) : 200, nref = 20, fails = 0;
+	double *lat, ref[20], t0, t_adds, t_ping = 0;
+	unsigned long c0, c1;
+	char extra[600], sock[512];
+	int *done;
+
+	if (geteuid() != 0) {
+		printf("bench_cni: needs root (network namespaces); skipped\n");
+		return 0;
+	}
+	if (n < 1 || n > 4000)
+		n = 200;
+	lat = mmap(NULL, sizeof(double) * (size_t)n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	done = mmap(NULL, sizeof(int) * (size_t)n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (lat == MAP_FAILED || done == MAP_FAILED || topo_up(&T, 2)) {
+		fprintf(stderr, "bench_cni: setup failed\n");
+		return 1;
+	}
+	for (int node = 1; node <= 2; node++) {
+		sock_path(node, sock, sizeof(sock));
+		snprintf(extra, sizeof(extra), "--cni-socket %s", sock);
+		if (topo_write_state(&T, node, 0) || topo_agent_start(&T, node, extra) <= 0 ||
+		    wait_socket(node, 20000)) {
+			fprintf(stderr, "bench_cni: agent on n%d did not start (%s/n%d/agent.log)\n", node, T.dir, node);
+			return 1;
+		}
+	}
+	/* Namespaces first (the runtime's job, not timed), in one ip -batch. */
+	{
+		char path[512];
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/netns.batch", T.dir);
+		f = fopen(path, "w");
+		for (int i = 0; i < n; i++)
+			fprintf(f, "netns add %s-b%d\n", T.prefix, i);
+		for (int i = 0; i < nref; i++)
+			fprintf(f, "netns add %s-r%d\n", T.prefix, i);
+		fprintf(f, "netns add %s-target\n", T.prefix);
+		fclose(f);
+		if (topo_sh("ip -batch %s", path)) {
+			fprintf(stderr, "bench_cni: creating namespaces failed\n");
+			return 1;
+		}
+	}
+	if (cni_add(2, "target", "T0", 0)) {
+		fprintf(stderr, "bench_cni: ADD of the target pod on n2 failed\n");
+		return 1;
+	}
+
+	/* Reference: one ADD at a time. */
+	for (int i = 0; i < nref; i++) {
+		char name[16], att[16];
+		double s = now_ms();
+
+		snprintf(name, sizeof(name), "r%d", i);
+		snprintf(att, sizeof(att), "R%d", i);
+		if (cni_add(1, name, att, 3000 + i)) {
+			fprintf(stderr, "bench_cni: reference ADD %d failed\n", i);
+			return 1;
+		}
+		ref[i] = now_ms() - s;
+	}
+	qsort(ref, (size_t)nref, sizeof(double), cmp_d);
+
+	/* The measured run: n ADDs at once. */
+	c0 = commits_from_log(1);
+	t0 = now_ms();
+	for (int i = 0; i < n; i++) {
+		if (fork() == 0) {
+			char name[16], att[16];
+			double s = now_ms();
+			int rc;
+
+			snprintf(name, sizeof(name), "b%d", i);
+			snprintf(att, sizeof(att), "B%d", i);
+			rc = cni_add(1, name, att, i);
+			lat[i] = now_ms() - s;
+			done[i] = rc == 0 ? 1 : -1;
+			_exit(rc ? 1 : 0);
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		int st;
+
+		wait(&st);
+	}
+	t_adds = now_ms() - t0;
+	c1 = commits_from_log(1);
+	for (int i = 0; i < n; i++)
+		fails += done[i] != 1;
+
+	/* Node 2 learns the n prefixes (one write, like one watch batch). */
+	{
+		char path[512], sid[64];
+		struct gdp_node nd = { .block = { 0xfc, 0xbb, 0xbb, 0x00, 0x00, 0x01 }, .node_id = 1 };
+		struct in6_addr a;
+		FILE *f;
+
+		gdp_sid(&nd, GDP_FN_DECAP, 1, &a);
+		inet_ntop(AF_INET6, &a, sid, sizeof(sid));
+		snprintf(path, sizeof(path), "%s/n2/remotes.json.tmp", T.dir);
+		f = fopen(path, "w");
+		fprintf(f, "{\"remotes\":[");
+		for (int i = 0; i < n; i++)
+			fprintf(f, "%s{\"vpc\":\"%s\",\"prefix\":\"fd00:a::1:%x/128\",\"sid\":\"%s\"}", i ? "," : "",
+				TOPO_VPC_A, i + 1, sid);
+		fprintf(f, "]}\n");
+		fclose(f);
+		topo_sh("mv %s/n2/remotes.json.tmp %s/n2/remotes.json", T.dir, T.dir);
+		gdp_sid(&(struct gdp_node){ .block = { 0xfc, 0xbb, 0xbb, 0x00, 0x00, 0x01 }, .node_id = 2 },
+			GDP_FN_DECAP, 1, &a);
+		inet_ntop(AF_INET6, &a, sid, sizeof(sid));
+		snprintf(path, sizeof(path), "%s/n1/remotes.json.tmp", T.dir);
+		f = fopen(path, "w");
+		fprintf(f, "{\"remotes\":[{\"vpc\":\"%s\",\"prefix\":\"fd00:a::2:1/128\",\"sid\":\"%s\"}]}\n",
+			TOPO_VPC_A, sid);
+		fclose(f);
+		topo_sh("mv %s/n1/remotes.json.tmp %s/n1/remotes.json", T.dir, T.dir);
+	}
+	/* Until every pod has an answer from the target on node 2: one raw
+	 * ICMPv6 socket inside each pod, echo requests every 20 ms to the pods
+	 * still waiting, so the measurement costs no process per probe. */
+	{
+		int left = n - fails, self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+		int *fd = calloc((size_t)n, sizeof(int));
+		char *ok = calloc((size_t)n, 1);
+		double deadline = now_ms() + 120000;
+		struct sockaddr_in6 dst = { .sin6_family = AF_INET6 };
+		struct pollfd *pf = calloc((size_t)n, sizeof(*pf));
+
+		inet_pton(AF_INET6, "fd00:a::2:1", &dst.sin6_addr);
+		for (int i = 0; i < n; i++) {
+			char path[256];
+			int ns;
+			struct icmp6_filter flt;
+
+			fd[i] = -1;
+			if (done[i] != 1)
+				continue;
+			snprintf(path, sizeof(path), "/run/netns/%s-b%d", T.prefix, i);
+			ns = open(path, O_RDONLY | O_CLOEXEC);
+			if (ns < 0 || setns(ns, CLONE_NEWNET)) {
+				perror("setns");
+				return 1;
+			}
+			fd[i] = socket(AF_INET6, SOCK_RAW | SOCK_NONBLOCK, IPPROTO_ICMPV6);
+			ICMP6_FILTER_SETBLOCKALL(&flt);
+			ICMP6_FILTER_SETPASS(ICMP6_ECHO_REPLY, &flt);
+			setsockopt(fd[i], IPPROTO_ICMPV6, ICMP6_FILTER, &flt, sizeof(flt));
+			close(ns);
+			if (setns(self, CLONE_NEWNET)) {
+				perror("setns back");
+				return 1;
+			}
+		}
+		while (left > 0 && now_ms() < deadline) {
+			struct icmp6_hdr req = { .icmp6_type = ICMP6_ECHO_REQUEST };
+			int np = 0;
+
+			for (int i = 0; i < n; i++) {
+				if (ok[i] || fd[i] < 0)
+					continue;
+				req.icmp6_id = htons((uint16_t)i);
+				req.icmp6_seq = htons(1);
+				sendto(fd[i], &req, sizeof(req), 0, (struct sockaddr *)&dst, sizeof(dst));
+				pf[np].fd = fd[i];
+				pf[np].events = POLLIN;
+				np++;
+			}
+			poll(pf, (nfds_t)np, 20);
+			for (int i = 0; i < n; i++) {
+				struct icmp6_hdr rep;
+
+				if (ok[i] || fd[i] < 0)
+					continue;
+				while (recv(fd[i], &rep, sizeof(rep), 0) >= (ssize_t)sizeof(rep))
+					if (rep.icmp6_type == ICMP6_ECHO_REPLY && !ok[i]) {
+						ok[i] = 1;
+						left--;
+					}
+			}
+		}
+		t_ping = now_ms() - t0;
+		if (left) {
+			fprintf(stderr, "bench_cni: %d pods never reached node 2\n", left);
+			fails += left;
+		}
+		for (int i = 0; i < n; i++)
+			if (fd[i] >= 0)
+				close(fd[i]);
+		close(self);
+		free(fd);
+		free(ok);
+		free(pf);
+	}
+	qsort(lat, (size_t)n, sizeof(double), cmp_d);
+	printf("bench_cni: reference: %d sequential ADDs: p50 %.1f ms, p99 %.1f ms\n", nref,
+	       pct(ref, nref, 0.5), pct(ref, nref, 0.99));
+	printf("bench_cni: %d concurrent ADDs on one node: p50 %.1f ms, p99 %.1f ms, max %.1f ms "
+	       "(p50 %.1fx the uncontended ADD); all done in %.0f ms (%.0f ADD/s); %lu backend commits; %d failed\n",
+	       n, pct(lat, n, 0.5), pct(lat, n, 0.99), lat[n - 1], pct(lat, n, 0.5) / pct(ref, nref, 0.5),
+	       t_adds, n / (t_adds / 1e3), c1 - c0, fails);
+	printf("bench_cni: throughput %.1fx the sequential reference (%.0f vs %.0f ADD/s)\n",
+	       (n / (t_adds / 1e3)) / (1e3 / pct(ref, nref, 0.5)), n / (t_adds / 1e3), 1e3 / pct(ref, nref, 0.5));
+	printf("bench_cni: first ADD -> last of %d pods pinging a pod on node 2: %.0f ms\n", n, t_ping);
+	printf("bench_cni: %d passed, %d failed\n", n - fails > 0 ? 1 : 0, fails ? 1 : 0);
+	if (getenv("BENCH_KEEP"))
+		topo_sh("cp %s/n1/agent.log /tmp/bench_cni_agent.log", T.dir);
+	topo_down(&T);
+	return fails ? 1 : 0;
+}
