@@ -79,6 +79,9 @@ static int merge(struct gdp_state *a, const struct gdp_state *b)
 {
 	size_t i;
 
+	/* No node in the record (no state.json yet): the CNI server's is the node. */
+	if (!a->node.node_id)
+		a->node = b->node;
 	for (i = 0; i < b->n_vpcs; i++)
 		if (!gdp_state_find_vpc(a, b->vpcs[i].id) && gdp_state_add_vpc(a, &b->vpcs[i]))
 			return -ENOMEM;
