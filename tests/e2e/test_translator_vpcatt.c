@@ -13,6 +13,8 @@
  *  - each report transition costs exactly one status write, a steady state
  *    costs none (resourceVersion and counters unchanged), and no writer sees
  *    a 409;
+ *  - a leader that cannot renew stops writing, and nobody writes until the
+ *    Lease is free again;
  *  - a deleted attachment is not re-created; a leader that hands over leaves
  *    a follower that takes over without rewriting steady objects;
  *  - both replicas exit 0 under ASan/LSan on SIGTERM and release the lease;
@@ -706,6 +708,72 @@ START_TEST(test_no_conflicts)
 }
 END_TEST
 
+/*
+ * A leader whose renewals fail stops writing: another identity takes the
+ * Lease (as a partition would let a third party do), so neither replica may
+ * write; once the Lease is free again, one replica takes over and catches up.
+ */
+static void lease_set(const char *holder, int duration)
+{
+	char body[512], now[64];
+	time_t t = time(NULL);
+	struct tm tm;
+	json_t *l = get(LEASE_PATH, NULL);
+
+	ck_assert_ptr_nonnull(l);
+	gmtime_r(&t, &tm);
+	strftime(now, sizeof(now), "%Y-%m-%dT%H:%M:%S.000000Z", &tm);
+	snprintf(body, sizeof(body),
+		 "{\"metadata\":{\"resourceVersion\":\"%s\"},\"spec\":{\"holderIdentity\":\"%s\","
+		 "\"leaseDurationSeconds\":%d,\"renewTime\":\"%s\",\"acquireTime\":\"%s\"}}",
+		 sget(json_object_get(l, "metadata"), "resourceVersion", NULL), holder, duration, now, now);
+	json_decref(l);
+	/* Optimistic lock: a racing renewal makes this 409; try again on fresh state. */
+	long code = kreq(&cp, "PATCH", LEASE_PATH, "application/merge-patch+json", body, NULL, NULL);
+	if (code == 409)
+		return lease_set(holder, duration);
+	ck_assert_int_eq(code, 200);
+}
+
+START_TEST(test_lost_lease_stops_writes)
+{
+	int l = leader_index();
+	double t0, w[2], took;
+	json_t *a;
+
+	ck_assert_int_ge(l, 0);
+	report_spec("node-a-1f-2e", "5gHk2", "9ZzA");
+	report_programmed("node-a-1f-2e", "True", "KernelVerified");
+	json_decref(wait_programmed("att1", "True", "KernelVerified", 20, NULL));
+	lease_set("intruder", 60);
+	t0 = now_s();
+	while (now_s() - t0 < 15 && (metric(&rep[0], LEADER) != 0 || metric(&rep[1], LEADER) != 0))
+		usleep(50 * 1000);
+	ck_assert_msg(metric(&rep[0], LEADER) == 0 && metric(&rep[1], LEADER) == 0,
+		      "a replica still leads with the lease held elsewhere");
+	printf("MEASURE: leader stopped leading %.2f s after losing the lease (renew deadline 3 s)\n",
+	       now_s() - t0);
+	w[0] = metric(&rep[0], WRITES);
+	w[1] = metric(&rep[1], WRITES);
+	report_programmed("node-a-1f-2e", "False", "RouteMissing");
+	sleep(2);
+	a = att_get("att1");
+	ck_assert_msg(!strcmp(sget(cond(a, "Programmed"), "status", NULL), "True"),
+		      "a replica without the lease wrote the attachment");
+	json_decref(a);
+	ck_assert(metric(&rep[0], WRITES) == w[0] && metric(&rep[1], WRITES) == w[1]);
+
+	/* The intruder lets go: a replica takes over and applies what it missed. */
+	lease_set("", 1);
+	a = wait_programmed("att1", "False", "RouteMissing", 20, &took);
+	json_decref(a);
+	printf("MEASURE: lease freed -> attachment caught up in %.2f s\n", took);
+	ck_assert_int_ge(leader_index(), 0);
+	report_programmed("node-a-1f-2e", "True", "KernelVerified");
+	json_decref(wait_programmed("att1", "True", "KernelVerified", 20, NULL));
+}
+END_TEST
+
 START_TEST(test_handover)
 {
 	int l = leader_index(), f = 1 - l, status = 0;
@@ -733,12 +801,14 @@ START_TEST(test_handover)
 	usleep(1500 * 1000);
 	ck_assert_msg(metric(&rep[f], WRITES) == wf0, "new leader rewrote steady objects (%g writes)",
 		      metric(&rep[f], WRITES) - wf0);
-	/* And it acts on new reports. */
-	report_spec("node-a-1f-2e", "5gHk2", "9ZzA");
+	/* And it acts on new reports: two transitions, two writes. */
+	report_programmed("node-a-1f-2e", "False", "RouteMissing");
+	json_decref(wait_programmed("att1", "False", "RouteMissing", 20, NULL));
 	report_programmed("node-a-1f-2e", "True", "KernelVerified");
 	json_decref(wait_programmed("att1", "True", "KernelVerified", 20, &took));
 	printf("MEASURE: new leader: report -> attachment Programmed=True in %.1f ms\n", took * 1e3);
-	ck_assert(metric(&rep[f], WRITES) > wf0);
+	ck_assert_msg(settled_writes(f) - wf0 == 2, "new leader wrote %g times for 2 transitions",
+		      metric(&rep[f], WRITES) - wf0);
 }
 END_TEST
 
@@ -750,6 +820,7 @@ START_TEST(test_clean_exit_releases_lease)
 	for (int i = 0; i < 2; i++) {
 		if (rep[i].pid <= 0)
 			continue;
+		ck_assert_msg(metric(&rep[i], CONFLICTS) == 0, "%s saw 409s", rep[i].id);
 		ck_assert_int_eq(kill(rep[i].pid, SIGTERM), 0);
 		ck_assert_int_eq(waitpid(rep[i].pid, &status, 0), rep[i].pid);
 		rep[i].pid = 0;
@@ -842,6 +913,7 @@ START_TEST(test_second_dataplane_by_config)
 	json_decref(a);
 	ck_assert(metric(r, "galactic_translator_invalid_reports_total{mapping=\"minimal\"}") >= 1);
 	ck_assert_int_eq(metric(r, CONFLICTS), 0);
+	ck_assert_int_eq(standin_409s, 0);
 
 	int status = 0;
 	ck_assert_int_eq(kill(r->pid, SIGTERM), 0);
@@ -865,6 +937,7 @@ int main(void)
 	tcase_add_test(tc, test_steady_state_no_writes);
 	tcase_add_test(tc, test_report_deleted_clears_fields);
 	tcase_add_test(tc, test_deleted_attachment_not_recreated);
+	tcase_add_test(tc, test_lost_lease_stops_writes);
 	tcase_add_test(tc, test_no_conflicts);
 	tcase_add_test(tc, test_handover);
 	tcase_add_test(tc, test_clean_exit_releases_lease);
