@@ -198,10 +198,21 @@ static void emit(struct informer *inf, char kind, json_t *old, json_t *nw)
 
 static void diff_cb(char kind, json_t *old, json_t *nw, void *ud) { emit(ud, kind, old, nw); }
 
+static void transform(struct informer *inf, json_t *obj)
+{
+	if (inf->o.drop_managed_fields)
+		json_object_del(json_object_get(obj, "metadata"), "managedFields");
+}
+
+static void transform_item(json_t *obj, void *ud) { transform(ud, obj); }
+
+static void transform_item(json_t *obj, void *ud);
+
 static int do_list(struct informer *inf, struct kube_error *err)
 {
 	struct kube_list_opts lo = {
 		.label_selector = inf->lsel, .field_selector = inf->fsel, .limit = inf->o.page_size,
+		.item_fn = transform_item, .item_ud = inf,
 	};
 	json_t *list;
 	const char *rv;
@@ -262,6 +273,7 @@ static int on_event(const struct kube_event *ev, void *ud)
 			json_decref(old);
 		}
 	} else {
+		transform(inf, ev->object);
 		if (kube_store_upsert(inf->store, ev->object, &old) < 0) {
 			snprintf(inf->stream_error, sizeof(inf->stream_error), "cache update failed");
 			inf->stream_decode_failed = true;

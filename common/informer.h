@@ -45,6 +45,10 @@ struct informer_opts {
 	int idle_timeout_s;          /* 0: 150 (bookmarks come about every minute) */
 	double backoff_initial_s, backoff_max_s; /* 0: 0.8, 30 */
 	const char *name;            /* for logs; default the resource */
+	/* Drop metadata.managedFields before caching (as client-go's transform
+	 * is often used): most of an object's bytes for controllers that never
+	 * read it. */
+	bool drop_managed_fields;
 };
 
 struct informer_stats {

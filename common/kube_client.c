@@ -713,6 +713,12 @@ int kube_list_all(struct kube_client *kc, const struct kube_resource *r, const c
 			if (json_object_get(page, "apiVersion"))
 				json_object_set(all, "apiVersion", json_object_get(page, "apiVersion"));
 		}
+		if (po.item_fn) {
+			size_t i;
+			json_t *it;
+			json_array_foreach(json_object_get(page, "items"), i, it)
+				po.item_fn(it, po.item_ud);
+		}
 		json_array_extend(json_object_get(all, "items"), json_object_get(page, "items"));
 		free(cont);
 		cont = gj_str(page, "metadata.continue") && *gj_str(page, "metadata.continue")

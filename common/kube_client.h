@@ -103,6 +103,10 @@ struct kube_list_opts {
 	const char *continue_token;  /* kube_list_page only */
 	const char *resource_version;
 	const char *resource_version_match; /* "Exact" | "NotOlderThan" */
+	/* kube_list_all: called on each item as its page arrives, before it is
+	 * kept (e.g. to drop fields and keep peak memory low). */
+	void (*item_fn)(json_t *item, void *ud);
+	void *item_ud;
 };
 /* One page: the List object as the server sent it (metadata.continue if more). */
 int kube_list_page(struct kube_client *kc, const struct kube_resource *r, const char *ns,
