@@ -251,8 +251,16 @@ static json_t *store_json(struct gcni_server *s)
 
 	json_object_set_new(o, "version", json_integer(1));
 	for (size_t i = 0; i < s->nvpcs; i++) {
-		json_t *v = json_object();
+		json_t *v;
+		int used = 0;
 
+		/* Only VPCs with a committed attachment: a number reserved by an
+		 * ADD that never completed must not outlive a restart. */
+		for (size_t j = 0; j < s->nrecs && !used; j++)
+			used = s->recs[j]->st == R_ACTIVE && !strcmp(s->recs[j]->conf.vpc_s, s->vpcs[i].id);
+		if (!used)
+			continue;
+		v = json_object();
 		json_object_set_new(v, "id", json_string(s->vpcs[i].id));
 		json_object_set_new(v, "arg", json_integer(s->vpcs[i].arg));
 		json_object_set_new(v, "table", json_integer(s->vpcs[i].table));
