@@ -28,6 +28,7 @@
 
 #include "agent/cni/server.h"
 #include "agent/dp/backend.h"
+#include "agent/nl/objects.h"
 #include "agent/state.h"
 
 struct agent {
@@ -228,6 +229,52 @@ static time_t files_mtime(const char *dir)
 	return m;
 }
 
+/* Which kernel events can mean drift of what we own (a resync is cheap). */
+struct watch {
+	uint8_t proto;
+	uint32_t tmin, tmax;
+	bool dirty;
+};
+
+static int watch_cb(const struct nlmsghdr *h, void *arg)
+{
+	struct watch *w = arg;
+	struct gnl_route r;
+	struct gnl_rule ru;
+	struct gnl_neigh n;
+	struct gnl_ifaddr a;
+
+	switch (h->nlmsg_type) {
+	case RTM_NEWROUTE:
+	case RTM_DELROUTE:
+		if (gnl_route_parse(h, &r) == 0 &&
+		    ((h->nlmsg_type == RTM_DELROUTE && r.protocol == w->proto) ||
+		     (r.protocol != w->proto && r.table >= w->tmin && r.table <= w->tmax)))
+			w->dirty = true;
+		break;
+	case RTM_NEWRULE:
+	case RTM_DELRULE:
+		if (gnl_rule_parse(h, &ru) == 0 &&
+		    ((h->nlmsg_type == RTM_DELRULE && ru.protocol == w->proto) ||
+		     (ru.protocol != w->proto && ru.table >= w->tmin && ru.table <= w->tmax)))
+			w->dirty = true;
+		break;
+	case RTM_DELNEIGH:
+		if (gnl_neigh_parse(h, &n) == 0 && n.protocol == w->proto)
+			w->dirty = true;
+		break;
+	case RTM_DELADDR:
+		if (gnl_ifaddr_parse(h, &a) == 0 && a.protocol == w->proto)
+			w->dirty = true;
+		break;
+	case RTM_NEWLINK:
+	case RTM_DELLINK:
+		w->dirty = true; /* a host veth appeared, went away or down */
+		break;
+	}
+	return 0;
+}
+
 static void usage(void)
 {
 	fprintf(stderr, "usage: galactic-agent --state-dir DIR [--backend kernel] [--netns NAME]\n"
@@ -256,6 +303,12 @@ int main(int argc, char **argv)
 	bool once = false;
 	time_t mt;
 	char err[512];
+	static const unsigned groups[] = { RTNLGRP_LINK, RTNLGRP_IPV4_ROUTE, RTNLGRP_IPV6_ROUTE,
+					   RTNLGRP_IPV4_RULE, RTNLGRP_IPV6_RULE, RTNLGRP_NEIGH,
+					   RTNLGRP_IPV4_IFADDR, RTNLGRP_IPV6_IFADDR };
+	struct gnl_sock *mon = NULL;
+	struct watch w = { 0 };
+	double dirty_at = 0;
 	int c, rc;
 
 	while ((c = getopt_long(argc, argv, "s:b:n:i:op:t:B:c:h", lo, NULL)) != -1) {
@@ -322,20 +375,44 @@ int main(int argc, char **argv)
 	}
 	rc = reconcile(&ag);
 	last = now_ms();
+	/* Kernel events wake the loop early; the periodic pass stays the safety net. */
+	w.proto = bo.rtproto ? bo.rtproto : GDP_RTPROT_DEFAULT;
+	w.tmin = bo.table_min ? bo.table_min : GDP_TABLE_MIN_DEFAULT;
+	w.tmax = bo.table_max ? bo.table_max : GDP_TABLE_MAX_DEFAULT;
+	if (!once && gnl_open_monitor(&mon, bo.netns, groups, sizeof(groups) / sizeof(groups[0]), err,
+				      sizeof(err)))
+		logf_("netlink notifications unavailable (%s): periodic checks only", err);
 	while (!once && !got_term) {
+		struct pollfd pfd = { .fd = mon ? gnl_fd(mon) : -1, .events = POLLIN };
 		time_t m;
 
-		poll(NULL, 0, 200);
+		poll(&pfd, 1, 200);
+		if (mon && (pfd.revents & POLLIN)) {
+			int n = gnl_read_notifications(mon, watch_cb, &w);
+
+			if (n < 0)
+				w.dirty = true; /* events were lost: resync */
+			if (w.dirty && !dirty_at)
+				dirty_at = now_ms();
+		}
 		m = files_mtime(ag.state_dir);
-		if (got_hup || m != mt || now_ms() - last >= interval * 1000) {
+		/* Debounced: one reconcile for a burst of events (including our own). */
+		bool changed = dirty_at && now_ms() - dirty_at >= 100;
+
+		if (changed)
+			logf_("kernel change seen: reconciling");
+		if (changed || got_hup || m != mt || now_ms() - last >= interval * 1000) {
 			if (got_hup)
 				logf_("SIGHUP: reconciling");
 			got_hup = 0;
+			w.dirty = false;
+			dirty_at = 0;
 			mt = m;
 			rc = reconcile(&ag);
 			last = now_ms();
 		}
 	}
+	gnl_close(mon);
 	logf_("exiting; kernel state left in place");
 	gcni_server_stop(cni);
 	ops->close(ag.be);

@@ -408,6 +408,53 @@ int gnl_dump(struct gnl_sock *s, struct nl_msg *req, gnl_dump_cb cb, void *arg)
 	}
 }
 
+/* ---------------------------------------------------------- notifications */
+
+int gnl_open_monitor(struct gnl_sock **out, const char *netns, const unsigned *groups, size_t n,
+		     char *err, size_t errlen)
+{
+	size_t i;
+	int rc = gnl_open(out, netns, err, errlen);
+
+	if (rc)
+		return rc;
+	for (i = 0; i < n; i++) {
+		rc = nl_socket_add_membership((*out)->sk, (int)groups[i]);
+		if (rc < 0) {
+			snprintf(err, errlen, "netlink: join group %u: %s", groups[i], nl_geterror(rc));
+			gnl_close(*out);
+			*out = NULL;
+			return -EIO;
+		}
+	}
+	nl_socket_set_nonblocking((*out)->sk);
+	return 0;
+}
+
+int gnl_read_notifications(struct gnl_sock *s, gnl_dump_cb cb, void *arg)
+{
+	int count = 0;
+
+	for (;;) {
+		ssize_t got = recv(gnl_fd(s), s->rbuf, RECV_BUF, MSG_DONTWAIT);
+		struct nlmsghdr *h;
+		int left;
+
+		if (got < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return count;
+			return -errno;
+		}
+		left = (int)got;
+		for (h = (struct nlmsghdr *)s->rbuf; msg_ok(h, left); h = NLMSG_NEXT(h, left)) {
+			count++;
+			cb(h, arg);
+		}
+	}
+}
+
 /* ---------------------------------------------------------------- helpers */
 
 bool gnl_addr_eq(const struct gnl_addr *x, const struct gnl_addr *y)

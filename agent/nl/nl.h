@@ -73,6 +73,17 @@ int gnl_talk(struct gnl_sock *s, struct nl_msg *msg, char *ext, size_t extlen);
 typedef int (*gnl_dump_cb)(const struct nlmsghdr *h, void *arg);
 int gnl_dump(struct gnl_sock *s, struct nl_msg *req, gnl_dump_cb cb, void *arg);
 
+/* --- notifications ----------------------------------------------------- */
+
+/* A non-blocking socket in netns subscribed to the RTNLGRP_* groups given. */
+int gnl_open_monitor(struct gnl_sock **out, const char *netns, const unsigned *groups, size_t n,
+		     char *err, size_t errlen);
+/*
+ * Hands every queued notification to cb without blocking. Returns the number
+ * read, or -ENOBUFS when the kernel dropped some (the caller must resync).
+ */
+int gnl_read_notifications(struct gnl_sock *s, gnl_dump_cb cb, void *arg);
+
 /* --- helpers --------------------------------------------------------------- */
 
 /* Address: family + bytes. */

@@ -244,19 +244,24 @@ static void status_path(int node, char *buf, size_t n)
 }
 
 /* Restarts node's agent with sig and waits for the new one's first reconcile. */
-static void restart_agent(int node, int sig)
+static void restart_agent_args(int node, int sig, const char *args)
 {
 	char sp[600];
 
 	status_path(node, sp, sizeof(sp));
 	topo_agent_stop(&T, node, sig);
 	unlink(sp);
-	ck_assert_int_gt(topo_agent_start(&T, node, NULL), 0);
+	ck_assert_int_gt(topo_agent_start(&T, node, args), 0);
 	ck_assert_msg(wait_reconciled(node, 1, 20) == 0, "agent on n%d did not reconcile after restart", node);
 	/* A restart adopts the kernel as it is: nothing added, nothing removed. */
 	ck_assert_int_eq(status_int(node, "added"), 0);
 	ck_assert_int_eq(status_int(node, "removed"), 0);
 	ck_assert_int_gt(status_int(node, "unchanged"), 10);
+}
+
+static void restart_agent(int node, int sig)
+{
+	restart_agent_args(node, sig, NULL);
 }
 
 START_TEST(t_restart_agent_during_ping_loses_nothing)
@@ -311,6 +316,23 @@ START_TEST(t_drift_repaired_leftovers_removed)
 	ck_assert_msg(gone, "owned leftover route was not removed");
 	ck_assert_int_eq(topo_sh("ip -n %s -6 route show | grep -q '^2001:db8:77::/64'", ns), 0);
 	ck_assert_int_eq(ping("a1", "fd00:a::2", 3, "0.05"), 3);
+
+	/* With an hour between periodic passes, the netlink notification alone
+	 * must bring a deleted route and rule back. */
+	restart_agent_args(1, SIGTERM, "--interval 3600");
+	ck_assert_int_eq(topo_sh("ip -n %s -6 route del fd00:a::2/128 table %d", ns, TOPO_TABLE_A), 0);
+	ck_assert_int_eq(topo_sh("ip -n %s -6 rule del iif ha1 lookup %d", ns, TOPO_TABLE_A), 0);
+	back = 0;
+	{
+		double t0 = now_s();
+
+		for (end = t0 + 5; now_s() < end && !back; usleep(20000))
+			back = topo_sh("ip -n %s -6 route show table %d | grep -q '^fd00:a::2 .*encap seg6'", ns, TOPO_TABLE_A) == 0 &&
+			       topo_sh("ip -n %s -6 rule | grep -q 'iif ha1 lookup %d'", ns, TOPO_TABLE_A) == 0;
+		printf("drift repaired from netlink notifications in %.2f s\n", now_s() - t0);
+	}
+	ck_assert_msg(back, "drift not repaired from notifications (interval 3600)");
+	restart_agent(1, SIGTERM);
 }
 END_TEST
 
