@@ -888,6 +888,92 @@ START_TEST(t_concurrent_adds)
 }
 END_TEST
 
+
+/* A VPC only CNI knows about (not in the agent's record): its table, rules
+ * and decap SID come with its first attachment and go with its last. */
+START_TEST(t_vpc_state_follows_last_attachment)
+{
+	char nsp[256], *c1, *c2, *before, *mid, *after, out[4096], sid[64];
+	struct outcome o;
+	struct inv v = { .ifname = "eth0" };
+	json_t *rec;
+	int arg;
+
+	NEED_TOPO();
+	ck_assert_int_eq(mkns("v1"), 0);
+	ck_assert_int_eq(mkns("v2"), 0);
+	before = kernel_snapshot(1, NULL);
+	c1 = conf_for("1.1.0", "net-c", "vpcC", "C1", "fd00:c::1", "10.3.0.1", 1, NULL);
+	c2 = conf_for("1.1.0", "net-c", "vpcC", "C2", "fd00:c::2", "10.3.0.2", 1, NULL);
+	v.cmd = "ADD";
+	v.cid = "cv1";
+	v.netns = pod_ns_path("v1", nsp, sizeof(nsp));
+	v.conf = c1;
+	run_plugin(&v, &o);
+	ck_assert_msg(o.exit == 0, "ADD v1: %s", o.out);
+	outcome_free(&o);
+	rec = record(1);
+	arg = 0;
+	{
+		json_t *x;
+		size_t i;
+
+		json_array_foreach(json_object_get(rec, "vpcs"), i, x)
+			if (!strcmp(jstr(x, "id"), "vpcC"))
+				arg = (int)json_integer_value(json_object_get(x, "arg"));
+	}
+	json_decref(rec);
+	/* vpcA and vpcB hold 1 and 2 in the agent's record: vpcC must not reuse them. */
+	ck_assert_int_eq(arg, 3);
+	sid_str(1, GDP_FN_DECAP, (unsigned)arg, sid, sizeof(sid));
+	topo_out(out, sizeof(out), "ip -n %s-n1 -6 route show %s/128", T.prefix, sid);
+	ck_assert_msg(strstr(out, "End.DT6 table 16387"), "decap SID %s of vpcC missing: %s", sid, out);
+	v.cid = "cv2";
+	v.netns = pod_ns_path("v2", nsp, sizeof(nsp));
+	v.conf = c2;
+	run_plugin(&v, &o);
+	ck_assert_msg(o.exit == 0, "ADD v2: %s", o.out);
+	outcome_free(&o);
+	ck_assert_int_eq(wait_ping("v1", "fd00:c::2", 10), 0);
+	ck_assert_int_eq(wait_ping("v2", "10.3.0.1", 10), 0);
+	/* DEL of the first: the VPC's SID and table stay for the second. */
+	v.cmd = "DEL";
+	v.cid = "cv1";
+	v.netns = pod_ns_path("v1", nsp, sizeof(nsp));
+	v.conf = c1;
+	run_plugin(&v, &o);
+	ck_assert_msg(o.exit == 0, "DEL v1: %s", o.out);
+	outcome_free(&o);
+	mid = kernel_snapshot(1, NULL);
+	ck_assert_msg(strstr(mid, "End.DT6 table 16387"), "vpcC decap SID went with its first attachment");
+	ck_assert_msg(strstr(mid, "fd00:c::2 dev gc"), "v2's route went with v1");
+	ck_assert_msg(!strstr(mid, "fd00:c::1 dev gc"), "v1's route stayed");
+	/* DEL of the last: the node is exactly as before vpcC's first ADD. */
+	v.cid = "cv2";
+	v.netns = pod_ns_path("v2", nsp, sizeof(nsp));
+	v.conf = c2;
+	run_plugin(&v, &o);
+	ck_assert_msg(o.exit == 0, "DEL v2: %s", o.out);
+	outcome_free(&o);
+	after = kernel_snapshot(1, NULL);
+	ck_assert_msg(!strcmp(before, after), "vpcC left state behind:\n--- before\n%s\n--- after\n%s", before, after);
+	rec = record(1);
+	{
+		char *dump = json_dumps(rec, 0);
+
+		ck_assert_ptr_nonnull(dump);
+		ck_assert_ptr_null(strstr(dump, "vpcC"));
+		free(dump);
+	}
+	json_decref(rec);
+	free(before);
+	free(mid);
+	free(after);
+	free(c1);
+	free(c2);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("cni_plugin");
@@ -903,6 +989,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(t, t_bad_input_table, 0, (int)(sizeof(badinvs) / sizeof(badinvs[0])));
 	tcase_add_test(t, t_gc_and_del);
 	tcase_add_test(t, t_concurrent_adds);
+	tcase_add_test(t, t_vpc_state_follows_last_attachment);
 	tcase_add_test(t, t_agent_restart_keeps_attachments);
 	suite_add_tcase(s, t);
 	return s;
