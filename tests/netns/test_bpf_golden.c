@@ -705,6 +705,7 @@ END_TEST
 START_TEST(encap_too_big_dropped)
 {
 	struct pkt inner = { 0 }, in = { 0 }, out;
+	struct gbpf_vpc_stats st;
 	int v;
 
 	NEED_ROOT();
@@ -725,6 +726,9 @@ START_TEST(encap_too_big_dropped)
 	v = run(GBPF_PROG_ENCAP, if_hv1, &in, &out);
 	ck_assert_int_eq(v, TC_ACT_SHOT);
 	ck_assert_uint_eq(drops(GBPF_DROP_TOO_BIG), 2);
+	ck_assert_int_eq(gbpf_vpc_stats(g, ARG_A, &st), 0);
+	ck_assert_uint_eq(st.encap_pkts, 0);
+	ck_assert_uint_eq(st.drop_pkts, 2);
 }
 END_TEST
 

@@ -11,13 +11,16 @@ BPF_SRCS := $(wildcard agent/dp/bpf/*.bpf.h) agent/dp/bpf/srv6.h
 
 build/gen/vmlinux.h:
 	@mkdir -p $(@D)
-	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
+	@$(if $(Q),echo "  BTF     $@")
+	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
 
 build/gen/srv6.bpf.o: agent/dp/bpf/srv6.bpf.c $(BPF_SRCS) build/gen/vmlinux.h
-	$(CLANG) $(BPF_CFLAGS) -c -o $@ $<
+	@$(if $(Q),echo "  BPF     $@")
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c -o $@ $<
 
 build/gen/srv6.skel.h: build/gen/srv6.bpf.o
-	$(BPFTOOL) gen skeleton $< name srv6_bpf > $@.tmp && mv $@.tmp $@
+	@$(if $(Q),echo "  SKEL    $@")
+	$(Q)$(BPFTOOL) gen skeleton $< name srv6_bpf > $@.tmp && mv $@.tmp $@
 
 GENERATED += build/gen/vmlinux.h build/gen/srv6.skel.h
 

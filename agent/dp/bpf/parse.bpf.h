@@ -8,6 +8,7 @@
 #define AF_INET6     10
 #define TC_ACT_OK    0
 #define TC_ACT_SHOT  2
+#define TC_ACT_REDIRECT 7
 #define IPPROTO_IPIP 4
 #define IPPROTO_IPV6 41
 #define ETH_HLEN     14

@@ -91,7 +91,8 @@ int galactic_encap(struct __sk_buff *skb)
 	const struct gbpf_cfg *cfg;
 	__u32 ifindex = skb->ifindex, zero = 0, arg;
 	__u8 src[16], sid[16];
-	int why;
+	__u32 len;
+	int why, verdict;
 
 	ifc = bpf_map_lookup_elem(&gbpf_ifaces, &ifindex);
 	if (!ifc || !(ifc->flags & GBPF_IFACE_VALID))
@@ -120,8 +121,11 @@ int galactic_encap(struct __sk_buff *skb)
 	why = push_outer(skb, &ii, src, sid);
 	if (why)
 		return drop(why, arg);
-	count_encap(arg, skb->len);
-	return send_outer(skb, rt, src, arg);
+	len = skb->len;
+	verdict = send_outer(skb, rt, src, arg);
+	if (verdict == TC_ACT_REDIRECT)
+		count_encap(arg, len); /* a drop is counted as such, not twice */
+	return verdict;
 }
 
 /* Preflight: does bpf_fib_lookup take a table id here? Returns its rc. */
