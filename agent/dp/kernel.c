@@ -752,14 +752,10 @@ static int reconcile(struct kb *k, const struct gdp_state *d, struct gdp_results
 		v6_addr(&sid, 128, &r.dst);
 		r.oif = upidx;
 		r.encap = GNL_ENCAP_SEG6LOCAL;
-		if (k->caps.vrf && k->caps.dt46) {
-			/* Not reachable on kernels without VRF; VRF mode needs a device per VPC. */
-			r.s6l.action = SEG6_LOCAL_ACTION_END_DT6;
-			r.s6l.table = v->table;
-		} else {
-			r.s6l.action = SEG6_LOCAL_ACTION_END_DT6;
-			r.s6l.table = v->table;
-		}
+		/* Tables + iif rules on every kernel; a VRF mode (End.DT46 vrftable
+		 * into a VRF device per VPC) is not implemented (docs/dataplane-kernel.md). */
+		r.s6l.action = SEG6_LOCAL_ACTION_END_DT6;
+		r.s6l.table = v->table;
 		if (want_route(&p, vres[i], &r))
 			goto nomem;
 		base_route(k, &r, AF_INET6, v->table);
