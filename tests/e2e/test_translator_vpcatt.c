@@ -13,6 +13,7 @@
  *  - each report transition costs exactly one status write, a steady state
  *    costs none (resourceVersion and counters unchanged), and no writer sees
  *    a 409;
+ *  - a foreign writer of a translator field is overridden and counted;
  *  - a leader that cannot renew stops writing, and nobody writes until the
  *    Lease is free again;
  *  - a deleted attachment is not re-created; a leader that hands over leaves
@@ -735,6 +736,45 @@ static void lease_set(const char *holder, int duration)
 	ck_assert_int_eq(code, 200);
 }
 
+/*
+ * Someone violates the contract and force-applies a translator field: the
+ * translator restores its value and its sole ownership (and counts it).
+ */
+START_TEST(test_foreign_writer_overridden)
+{
+	int l = leader_index();
+	char p[256];
+	json_t *a = NULL;
+	double t0;
+	struct owned vpcop, tr;
+
+	ck_assert_int_ge(l, 0);
+	report_spec("node-a-1f-2e", "5gHk2", "9ZzA");
+	report_programmed("node-a-1f-2e", "True", "KernelVerified");
+	json_decref(wait_programmed("att1", "True", "KernelVerified", 20, NULL));
+	snprintf(p, sizeof(p), "%s/att1/status", ATT_PATH);
+	ck_assert_int_eq(apply(p, "rogue&force=true",
+			       "{\"apiVersion\":\"cloud.datumapis.com/v1alpha1\",\"kind\":\"VPCAttachment\","
+			       "\"metadata\":{\"name\":\"att1\",\"namespace\":\"" TNS "\"},"
+			       "\"status\":{\"node\":\"rogue-node\"}}"), 200);
+	t0 = now_s();
+	while (now_s() - t0 < 20) {
+		json_decref(a);
+		a = att_get("att1");
+		if (!strcmp(sget(json_object_get(a, "status"), "node", NULL) ?: "", "node-a"))
+			break;
+		usleep(10 * 1000);
+	}
+	ck_assert_str_eq(sget(json_object_get(a, "status"), "node", NULL), "node-a");
+	printf("MEASURE: foreign write of status.node undone in %.1f ms\n", (now_s() - t0) * 1e3);
+	table_rows(&vpcop, &tr);
+	check_manager(a, "galactic-translator", &tr);
+	check_no_foreign(a, "galactic-translator", &tr);
+	json_decref(a);
+	ck_assert(metric(&rep[l], "galactic_translator_field_takeovers_total{field=\"node\"}") >= 1);
+}
+END_TEST
+
 START_TEST(test_lost_lease_stops_writes)
 {
 	int l = leader_index();
@@ -937,6 +977,7 @@ int main(void)
 	tcase_add_test(tc, test_steady_state_no_writes);
 	tcase_add_test(tc, test_report_deleted_clears_fields);
 	tcase_add_test(tc, test_deleted_attachment_not_recreated);
+	tcase_add_test(tc, test_foreign_writer_overridden);
 	tcase_add_test(tc, test_lost_lease_stops_writes);
 	tcase_add_test(tc, test_no_conflicts);
 	tcase_add_test(tc, test_handover);
