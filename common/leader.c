@@ -29,6 +29,7 @@ struct leader {
 	/* election thread only */
 	char *observed;     /* spec as last seen, to detect changes */
 	double observed_at; /* monotonic time it was first seen */
+	double expires_at;  /* when another holder's lease runs out (0: none known) */
 	char rv[64];        /* resourceVersion of our last write or read */
 	unsigned seed;
 };
@@ -172,7 +173,9 @@ static bool try_acquire_or_renew(struct leader *l)
 	}
 	set_holder(l, holder);
 	double dur = (double)gj_int(cur, "spec.leaseDurationSeconds", (int64_t)l->o.lease_duration_s);
+	l->expires_at = 0;
 	if (*holder && strcmp(holder, l->id) && l->observed_at + dur > t) {
+		l->expires_at = l->observed_at + dur;
 		json_decref(cur);
 		return false; /* held by someone else and not expired */
 	}
@@ -258,7 +261,12 @@ static void *run(void *arg)
 	while (!atomic_load(&l->stop)) {
 		/* Acquire. */
 		if (!try_acquire_or_renew(l)) {
-			if (sleep_or_stop(l, jittered(l)))
+			/* Wake when the holder's lease runs out if that is before the
+			 * next retry: takeover then follows the expiry closely. */
+			double d = jittered(l), left = l->expires_at - mono();
+			if (l->expires_at > 0 && left < d)
+				d = left > 0.05 ? left + 0.01 : 0.05;
+			if (sleep_or_stop(l, d))
 				break;
 			continue;
 		}
