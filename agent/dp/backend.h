@@ -95,7 +95,8 @@ struct gdp_backend_ops {
 	/*
 	 * Read-only: compares the datapath with desired and fills one result
 	 * per object (programmed = present and right). Returns the number of
-	 * objects not programmed plus owned leftovers (0 = in sync), or -errno.
+	 * differences found (datapath entries missing or different, plus owned
+	 * leftovers; 0 = in sync), or -errno.
 	 */
 	int (*observe)(struct gdp_backend *b, const struct gdp_state *desired,
 		       struct gdp_results *res);
