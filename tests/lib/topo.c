@@ -93,6 +93,10 @@ int topo_up(struct topo *t, int nodes)
 		atexit(at_exit);
 		signal(SIGINT, on_fatal);
 		signal(SIGTERM, on_fatal);
+		signal(SIGHUP, on_fatal);
+		/* best effort: a crashing test process still removes its namespaces */
+		signal(SIGABRT, on_fatal);
+		signal(SIGSEGV, on_fatal);
 		hooked = true;
 	}
 	for (i = 1; i <= nodes; i++)

@@ -11,7 +11,9 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <linux/fib_rules.h>
@@ -345,6 +347,51 @@ START_TEST(t_50k_seg6_routes_none_lost)
 }
 END_TEST
 
+/* A test process that fails (exit or abort) after building a topology leaves nothing behind. */
+START_TEST(t_topology_removed_on_failure)
+{
+	static const int how[] = { 0, 1, 2 };
+	size_t i;
+
+	NEED();
+	for (i = 0; i < sizeof(how) / sizeof(how[0]); i++) {
+		char prefix[32], out[64];
+		int st;
+		pid_t pid = fork();
+
+		ck_assert_int_ge(pid, 0);
+		if (pid == 0) {
+			struct topo t;
+
+			if (topo_up(&t, 2) || topo_add_pod(&t, 1, "p1", TOPO_VPC_A, "fd00:a::1", "10.1.0.1") < 0)
+				_exit(90);
+			if (how[i] == 0)
+				exit(1);        /* a failed assertion ends the process like this */
+			if (how[i] == 1)
+				abort();
+			raise(SIGTERM);         /* killed by the runner */
+			_exit(91);
+		}
+		ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+		ck_assert_msg(!(WIFEXITED(st) && WEXITSTATUS(st) >= 90), "child could not build the topology");
+		snprintf(prefix, sizeof(prefix), "gt%d-", (int)pid);
+		topo_out(out, sizeof(out), "ip netns list | grep -c '^%s' || true", prefix);
+		ck_assert_msg(atoi(out) == 0, "%s namespaces left by %s: %s", prefix,
+			      how[i] == 0 ? "exit" : how[i] == 1 ? "abort" : "SIGTERM", out);
+	}
+	/* shell tests: topo.sh run removes everything when the command fails */
+	{
+		char out[64];
+		const char *top = getenv("GT_TOP") ? getenv("GT_TOP") : ".";
+
+		ck_assert_int_eq(topo_sh("TOPO_PREFIX=gts%d %s/tests/lib/topo.sh run sh -c '%s/tests/lib/topo.sh up $TOPO_PREFIX 2 && exit 7'",
+					 (int)getpid(), top, top), 7);
+		topo_out(out, sizeof(out), "ip netns list | grep -c '^gts%d-' || true", (int)getpid());
+		ck_assert_int_eq(atoi(out), 0);
+	}
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("kernel_nl");
@@ -357,6 +404,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, t_batch_errors_land_on_their_request);
 	tcase_add_test(tc, t_links_addrs_neigh_rules);
 	tcase_add_test(tc, t_50k_seg6_routes_none_lost);
+	tcase_add_test(tc, t_topology_removed_on_failure);
 	suite_add_tcase(s, tc);
 	return s;
 }
