@@ -521,6 +521,38 @@ static void teardown(void)
 
 /* ---- tests (run in order, sharing the control plane and the replicas) ---- */
 
+/* Bad start-up configuration is refused with the place of the problem, before any API call. */
+START_TEST(test_bad_config_refused)
+{
+	char path[400], cmd[1200], out[2048] = "";
+	FILE *f, *pp;
+	int st;
+
+	snprintf(path, sizeof(path), "%s/bad-mapping.json", cp.dir);
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("{\"reportKinds\":[{\"name\":\"x\",\"group\":\"g.io\",\"version\":\"v1\",\"resource\":\"r\","
+	      "\"fields\":{\"node\":\"spec.node\",\"vpc\":\"spec.vpc\"},\"programmed\":{\"path\":\"s.up\"}}]}",
+	      f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "%s --kubeconfig %s --metrics-addr 127.0.0.1:0 --mapping-config %s 2>&1",
+		 BIN, cp.kubeconfig, path);
+	pp = popen(cmd, "r");
+	ck_assert_ptr_nonnull(pp);
+	size_t n = fread(out, 1, sizeof(out) - 1, pp);
+	out[n] = 0;
+	st = pclose(pp);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 1, "exit status 0x%x: %s", st, out);
+	ck_assert_msg(strstr(out, "reportKinds[0].fields.vpcAttachment: required"), "%s", out);
+	snprintf(cmd, sizeof(cmd), "%s --renew-deadline 20 >/dev/null 2>&1", BIN);
+	st = system(cmd);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 2, "renew deadline above lease duration accepted");
+	snprintf(cmd, sizeof(cmd), "%s --metrics-addr nope >/dev/null 2>&1", BIN);
+	st = system(cmd);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 2, "bad --metrics-addr accepted");
+}
+END_TEST
+
 START_TEST(test_ready_and_one_leader)
 {
 	double t0 = now_s();
@@ -985,6 +1017,7 @@ int main(void)
 	setenv("CK_FORK", "no", 1);
 	tcase_add_unchecked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 240);
+	tcase_add_test(tc, test_bad_config_refused);
 	tcase_add_test(tc, test_ready_and_one_leader);
 	tcase_add_test(tc, test_attachment_follows_report);
 	tcase_add_test(tc, test_steady_state_no_writes);
