@@ -19,13 +19,22 @@
 #include "agent/dp/bpf/bpf_dp.h"
 #include "agent/dp/bpf/bpf_sync.h"
 
-#define ROUNDS 3
+#define ROUNDS 5
 
 static double now(void)
 {
 	struct timespec t;
 
 	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* CPU time of this process (user + system): what the work costs, whoever else runs. */
+static double cpu(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
 	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
@@ -128,7 +137,8 @@ int main(int argc, char **argv)
 {
 	double bfirst = 0, bagain = 0;
 	size_t n = argc > 1 ? strtoul(argv[1], NULL, 10) : 100000;
-	double raw[ROUNDS], agent[ROUNDS], again[ROUNDS], t;
+	double raw[ROUNDS], agent[ROUNDS], again[ROUNDS], t, c;
+	double ratio[ROUNDS], cpu_raw[ROUNDS], cpu_agent[ROUNDS], cpu_ratio[ROUNDS];
 	struct gbpf_route_key *k = calloc(n, sizeof(*k));
 	struct gbpf_route *v = calloc(n, sizeof(*v));
 	struct gbpf_opts o = { .pin_root = "" };
@@ -166,11 +176,13 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		t = now();
+		c = cpu();
 		if (bpf_map_update_batch(fd, k, v, &count, &bo) || count != n) {
 			fprintf(stderr, "raw batch: %s (%u of %zu)\n", strerror(errno), count, n);
 			return 1;
 		}
 		raw[round] = now() - t;
+		cpu_raw[round] = cpu() - c;
 		close(fd);
 
 		if ((e = gbpf_open(&g, &o, err, sizeof(err)))) {
@@ -179,10 +191,14 @@ int main(int argc, char **argv)
 		}
 		gdp_results_init(&res);
 		t = now();
+		c = cpu();
 		e = gbpf_sync_node(g, &s, &res);
 		e = e ? e : gbpf_sync_vpcs(g, &s, &res, &vst);
 		e = e ? e : gbpf_sync_routes(g, &s, NULL, NULL, &res, &st);
 		agent[round] = now() - t;
+		cpu_agent[round] = cpu() - c;
+		ratio[round] = agent[round] / raw[round];
+		cpu_ratio[round] = cpu_agent[round] / cpu_raw[round];
 		if (e || st.added != n || st.failed) {
 			fprintf(stderr, "agent sync: %s, added %lu failed %lu\n", strerror(-e), st.added,
 				st.failed);
@@ -205,11 +221,18 @@ int main(int argc, char **argv)
 	qsort(raw, ROUNDS, sizeof(double), cmp_d);
 	qsort(agent, ROUNDS, sizeof(double), cmp_d);
 	qsort(again, ROUNDS, sizeof(double), cmp_d);
-	printf("bench_bpf_maps: %zu remote prefixes, median of %d rounds\n", n, ROUNDS);
-	printf("  raw bpf_map_update_batch      %8.1f ms\n", raw[1] * 1e3);
-	printf("  agent sync (model -> maps)    %8.1f ms   ratio %.2fx (target <= 1.50x: %s)\n",
-	       agent[1] * 1e3, agent[1] / raw[1], agent[1] / raw[1] <= 1.5 ? "met" : "NOT met");
-	printf("  agent re-apply, no change     %8.1f ms\n", again[1] * 1e3);
+	qsort(ratio, ROUNDS, sizeof(double), cmp_d);
+	qsort(cpu_raw, ROUNDS, sizeof(double), cmp_d);
+	qsort(cpu_agent, ROUNDS, sizeof(double), cmp_d);
+	qsort(cpu_ratio, ROUNDS, sizeof(double), cmp_d);
+	/* Ratios per round (raw and agent back to back), then the median: load comes and goes. */
+	printf("bench_bpf_maps: %zu remote prefixes, median of %d rounds (wall | cpu)\n", n, ROUNDS);
+	printf("  raw bpf_map_update_batch      %8.1f ms | %6.1f ms\n", raw[ROUNDS / 2] * 1e3,
+	       cpu_raw[ROUNDS / 2] * 1e3);
+	printf("  agent sync (model -> maps)    %8.1f ms | %6.1f ms   ratio %.2fx | %.2fx (target <= 1.50x: %s)\n",
+	       agent[ROUNDS / 2] * 1e3, cpu_agent[ROUNDS / 2] * 1e3, ratio[ROUNDS / 2],
+	       cpu_ratio[ROUNDS / 2], ratio[ROUNDS / 2] <= 1.5 ? "met" : "NOT met");
+	printf("  agent re-apply, no change     %8.1f ms\n", again[ROUNDS / 2] * 1e3);
 	if (backend_apply(&s, &bfirst, &bagain))
 		return 1;
 	printf("  whole bpf backend apply       %8.1f ms   (kernel plumbing + maps + filters; re-apply %.1f ms)\n",

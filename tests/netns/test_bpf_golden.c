@@ -826,6 +826,122 @@ START_TEST(drop_reasons_have_names)
 }
 END_TEST
 
+/* Model -> maps: adds, keeps, removes, fails duplicates alone, local addresses win. */
+static void remote(struct gdp_state *s, const char *vpc, const char *prefix, uint16_t node)
+{
+	struct gdp_remote r = { 0 };
+	struct gdp_node far = { .block = { 0xfc, 0, 0, 0, 0, 0 }, .node_id = node };
+
+	snprintf(r.vpc, sizeof(r.vpc), "%s", vpc);
+	ck_assert_int_eq(gdp_prefix_parse(prefix, &r.prefix), 0);
+	gdp_sid(&far, GDP_FN_DECAP, 5, &r.sid);
+	ck_assert_int_eq(gdp_state_add_remote(s, &r), 0);
+}
+
+static const struct gdp_result *result(const struct gdp_results *r, enum gdp_obj_kind k,
+				       const char *vpc, const char *key)
+{
+	for (size_t i = 0; i < r->n; i++)
+		if (r->v[i].kind == k && !strcmp(r->v[i].vpc, vpc) && !strcmp(r->v[i].key, key))
+			return &r->v[i];
+	return NULL;
+}
+
+static size_t trie_entries(void)
+{
+	struct gbpf_route_key k, *prev = NULL, cur;
+	size_t n = 0;
+
+	while (!bpf_map_get_next_key(gbpf_map_fd(g, GBPF_MAP_ROUTES), prev, &k)) {
+		cur = k;
+		prev = &cur;
+		n++;
+	}
+	return n;
+}
+
+START_TEST(sync_model_to_maps)
+{
+	struct gdp_vpc va = { .id = "vpcA", .arg = ARG_A, .table = TABLE_A };
+	struct gdp_vpc vb = { .id = "vpcB", .arg = ARG_B, .table = TABLE_B };
+	struct gdp_attachment at = { .vpc = "vpcA", .id = "att1", .host_ifname = "hv1", .n_addrs = 1 };
+	struct gbpf_sync_stats st = { 0 };
+	const struct gdp_result *r;
+	struct gdp_results res;
+	struct gdp_state s;
+	struct gbpf_vpc v;
+
+	NEED_ROOT();
+	gdp_state_init(&s);
+	memcpy(s.node.block, BLOCK, 6);
+	s.node.node_id = 1;
+	ck_assert_int_eq(gdp_state_add_vpc(&s, &va), 0);
+	ck_assert_int_eq(gdp_state_add_vpc(&s, &vb), 0);
+	ck_assert_int_eq(gdp_prefix_parse("fd00:a::1", &at.addrs[0]), 0);
+	ck_assert_int_eq(gdp_state_add_attachment(&s, &at), 0);
+	remote(&s, "vpcA", "fd00:a::2/128", 2);
+	remote(&s, "vpcA", "fd00:a:0:3::/64", 3);
+	remote(&s, "vpcB", "fd00:a::2/128", 4);       /* same prefix, other VPC: fine */
+	remote(&s, "vpcA", "fd00:a::2/128", 5);       /* duplicate: fails alone */
+	remote(&s, "vpcA", "10.1.0.0/24", 2);
+	remote(&s, "vpcX", "10.9.0.0/24", 2);         /* unknown VPC: fails alone */
+	gdp_results_init(&res);
+	ck_assert_int_eq(gbpf_sync_node(g, &s, &res), 0);
+	ck_assert_int_eq(gbpf_sync_vpcs(g, &s, &res, &st), 0);
+	ck_assert_int_ne(gbpf_sync_routes(g, &s, NULL, NULL, &res, &st), 0);
+	/* 4 remotes + the local pod address. */
+	ck_assert_uint_eq(trie_entries(), 5);
+	/* The fixture already set both VPCs exactly so: unchanged, not rewritten. */
+	ck_assert_uint_eq(st.added, 5);
+	ck_assert_uint_eq(st.unchanged, 2);
+	ck_assert_uint_eq(st.failed, 2);
+	r = result(&res, GDP_OBJ_REMOTE, "vpcA", "fd00:a::2/128");
+	ck_assert_ptr_nonnull(r);
+	ck_assert(r->programmed);
+	r = &res.v[res.n - 3]; /* the duplicate, in model order */
+	ck_assert_int_eq(r->err, -EEXIST);
+	ck_assert_msg(strstr(r->msg, "duplicate"), "%s", r->msg);
+	r = result(&res, GDP_OBJ_REMOTE, "vpcX", "10.9.0.0/24");
+	ck_assert_ptr_nonnull(r);
+	ck_assert_int_ne(r->err, 0);
+	ck_assert(!r->programmed);
+
+	/* Again, unchanged: nothing written. */
+	memset(&st, 0, sizeof(st));
+	gdp_results_reset(&res);
+	gbpf_sync_routes(g, &s, NULL, NULL, &res, &st);
+	ck_assert_uint_eq(st.added, 0);
+	ck_assert_uint_eq(st.unchanged, 5);
+
+	/* VPC B and one remote of A go; what remains stays. */
+	s.n_vpcs = 1;
+	s.n_remotes = 2;
+	memset(&st, 0, sizeof(st));
+	gdp_results_reset(&res);
+	ck_assert_int_eq(gbpf_sync_vpcs(g, &s, &res, &st), 0);
+	ck_assert_uint_eq(st.removed, 1);
+	ck_assert_int_eq(gbpf_get_vpc(g, ARG_B, &v), 0);
+	ck_assert_uint_eq(v.flags & GBPF_VPC_VALID, 0);
+	memset(&st, 0, sizeof(st));
+	ck_assert_int_eq(gbpf_sync_routes(g, &s, NULL, NULL, &res, &st), 0);
+	ck_assert_uint_eq(st.removed, 2);
+	ck_assert_uint_eq(st.unchanged, 3);
+	ck_assert_uint_eq(trie_entries(), 3);
+
+	/* A remote equal to a local pod address: the local entry wins, the remote fails. */
+	remote(&s, "vpcA", "fd00:a::1/128", 2);
+	gdp_results_reset(&res);
+	memset(&st, 0, sizeof(st));
+	ck_assert_int_ne(gbpf_sync_routes(g, &s, NULL, NULL, &res, &st), 0);
+	r = result(&res, GDP_OBJ_REMOTE, "vpcA", "fd00:a::1/128");
+	ck_assert_ptr_nonnull(r);
+	ck_assert_int_ne(r->err, 0);
+	ck_assert_uint_eq(trie_entries(), 3);
+	gdp_results_free(&res);
+	gdp_state_free(&s);
+}
+END_TEST
+
 /* The fast result-key formatter must print exactly what gdp_prefix_str prints. */
 START_TEST(prefix_str_matches_model)
 {
@@ -893,6 +1009,7 @@ static Suite *suite(void)
 	tcase_add_test(l, preflight_passes_and_names_what_it_checked);
 	tcase_add_test(l, drop_reasons_have_names);
 	tcase_add_test(l, prefix_str_matches_model);
+	tcase_add_test(e, sync_model_to_maps);
 	suite_add_tcase(s, d);
 	suite_add_tcase(s, e);
 	suite_add_tcase(s, l);

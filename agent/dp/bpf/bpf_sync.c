@@ -137,11 +137,22 @@ int gbpf_sync_vpcs(struct gbpf *g, const struct gdp_state *d, struct gdp_results
 		}
 		want[v->arg] = v->table;
 	}
+	/* All 4096 entries in one call rather than 4096 lookups. */
+	static __thread __u32 keys[GBPF_MAX_ARG];
+	static __thread struct gbpf_vpc vals[GBPF_MAX_ARG];
+	LIBBPF_OPTS(bpf_map_batch_opts, bo);
+	__u32 count = GBPF_MAX_ARG, token;
+
+	if (bpf_map_lookup_batch(gbpf_map_fd(g, GBPF_MAP_VPCS), NULL, &token, keys, vals, &count, &bo) &&
+	    errno != ENOENT)
+		count = 0; /* no batch op here: per entry below */
 	for (uint16_t arg = 1; arg < GBPF_MAX_ARG; arg++) {
 		struct gbpf_vpc have = { 0 };
 		bool valid;
 
-		if ((e = gbpf_get_vpc(g, arg, &have)))
+		if (count == GBPF_MAX_ARG && keys[arg] == arg)
+			have = vals[arg];
+		else if ((e = gbpf_get_vpc(g, arg, &have)))
 			return e;
 		valid = have.flags & GBPF_VPC_VALID;
 		if (want[arg] && valid && have.table == want[arg]) {
@@ -182,19 +193,59 @@ struct want {
 	long remote;
 };
 
-static int cmp_want(const void *a, const void *b)
-{
-	const struct want *x = a, *y = b;
-	int c = memcmp(&x->k, &y->k, sizeof(x->k));
+/*
+ * Open-addressing set of entries of the want array, keyed by route key: finds
+ * duplicates and answers "is this map key wanted" in O(1) (a sort of 100k
+ * entries costs more than the checks around it).
+ */
+_Static_assert(sizeof(struct gbpf_route_key) == 24, "route key hashed as three words");
+struct kset {
+	uint32_t *slot;          /* index + 1; 0 = empty */
+	size_t mask;
+};
 
-	if (c)
-		return c;
-	return x->remote < y->remote ? -1 : x->remote > y->remote;
+static uint64_t mix(uint64_t h)
+{
+	/* splitmix64's finalizer: every input bit reaches the low (masked) bits. */
+	h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;
+	h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;
+	return h ^ (h >> 31);
 }
 
-static int cmp_key(const void *key, const void *elem)
+static uint64_t key_hash(const struct gbpf_route_key *k)
 {
-	return memcmp(key, &((const struct want *)elem)->k, sizeof(struct gbpf_route_key));
+	uint64_t x[3];
+
+	memcpy(x, k, sizeof(x));
+	return mix(mix(mix(x[0]) ^ x[1]) ^ x[2]);
+}
+
+static int kset_init(struct kset *s, size_t n)
+{
+	size_t sz = 16;
+
+	while (sz < n * 2)
+		sz <<= 1;
+	s->slot = calloc(sz, sizeof(*s->slot));
+	s->mask = sz - 1;
+	return s->slot ? 0 : -ENOMEM;
+}
+
+/* Index of the entry with key k, or -1; with add, inserts idx when absent. */
+static long kset_probe(struct kset *s, const struct want *w, const struct gbpf_route_key *k,
+		       bool add, size_t idx)
+{
+	for (size_t h = key_hash(k) & s->mask;; h = (h + 1) & s->mask) {
+		uint32_t v = s->slot[h];
+
+		if (!v) {
+			if (add)
+				s->slot[h] = (uint32_t)idx + 1;
+			return -1;
+		}
+		if (!memcmp(&w[v - 1].k, k, sizeof(*k)))
+			return (long)v - 1;
+	}
 }
 
 /*
@@ -217,7 +268,7 @@ static struct gdp_result *res_append(struct gdp_results *res, const struct gdp_r
 	x = &res->v[res->n++];
 	memset(x, 0, sizeof(*x));
 	x->kind = GDP_OBJ_REMOTE;
-	snprintf(x->vpc, sizeof(x->vpc), "%s", rm->vpc);
+	memcpy(x->vpc, rm->vpc, strnlen(rm->vpc, sizeof(x->vpc) - 1)); /* x is zeroed: terminated */
 	gbpf_prefix_str(&rm->prefix, x->key, sizeof(x->key));
 	return x;
 }
@@ -260,6 +311,7 @@ int gbpf_sync_routes(struct gbpf *g, const struct gdp_state *d, gbpf_l2_fn l2, v
 	struct gbpf_route_key *uk = NULL, *stale = NULL, cur, next;
 	struct gbpf_route *uv = NULL;
 	size_t nstale = 0, capstale = 0;
+	struct kset set = { 0 };
 	struct want *w;
 	bool *failed;
 	char err[512];
@@ -283,6 +335,17 @@ int gbpf_sync_routes(struct gbpf *g, const struct gdp_state *d, gbpf_l2_fn l2, v
 		res->v = nv;
 		res->cap = res->n + d->n_remotes;
 	}
+	/* Local pod addresses first: they win over any remote with the same key. */
+	for (size_t i = 0; i < d->n_atts; i++) {
+		const struct gdp_vpc *v = gdp_state_find_vpc(d, d->atts[i].vpc);
+
+		for (size_t j = 0; v && j < d->atts[i].n_addrs; j++) {
+			want_key(&w[n], v->arg, &d->atts[i].addrs[j]);
+			w[n].v.flags = GBPF_RT_LOCAL;
+			w[n].remote = -1;
+			n++;
+		}
+	}
 	for (size_t i = 0; i < d->n_remotes; i++) {
 		const struct gdp_remote *rm = &d->remotes[i];
 		const struct gdp_vpc *v = gdp_state_find_vpc(d, rm->vpc);
@@ -304,41 +367,26 @@ int gbpf_sync_routes(struct gbpf *g, const struct gdp_state *d, gbpf_l2_fn l2, v
 		w[n].remote = (long)i;
 		n++;
 	}
-	for (size_t i = 0; i < d->n_atts; i++) {
-		const struct gdp_vpc *v = gdp_state_find_vpc(d, d->atts[i].vpc);
+	if ((e = kset_init(&set, n)))
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		long dup = kset_probe(&set, w, &w[i].k, true, i);
+		const struct gdp_remote *rm;
+		char pb[64];
 
-		for (size_t j = 0; v && j < d->atts[i].n_addrs; j++) {
-			want_key(&w[n], v->arg, &d->atts[i].addrs[j]);
-			w[n].v.flags = GBPF_RT_LOCAL;
-			w[n].remote = -1;
-			n++;
+		if (dup < 0)
+			continue;
+		if (w[i].remote >= 0) {
+			rm = &d->remotes[w[i].remote];
+			failed[w[i].remote] = true;
+			if (res)
+				gdp_result_fail(&res->v[base + (size_t)w[i].remote], -EEXIST,
+						"remote %s in vpc %s: %s",
+						gdp_prefix_str(&rm->prefix, pb, sizeof(pb)), rm->vpc,
+						w[dup].remote < 0 ? "a local attachment has it"
+								  : "duplicate of an earlier remote");
 		}
-	}
-	/* Sorted: duplicates sit side by side, and the map walk can bsearch. */
-	qsort(w, n, sizeof(*w), cmp_want);
-	{
-		size_t o = 0;
-
-		for (size_t i = 0; i < n; i++) {
-			if (o && !memcmp(&w[o - 1].k, &w[i].k, sizeof(w[i].k))) {
-				if (w[i].remote >= 0) {
-					const struct gdp_remote *rm = &d->remotes[w[i].remote];
-					char pb[64];
-
-					failed[w[i].remote] = true;
-					if (res)
-						gdp_result_fail(&res->v[base + (size_t)w[i].remote], -EEXIST,
-								"remote %s in vpc %s: %s",
-								gdp_prefix_str(&rm->prefix, pb, sizeof(pb)),
-								rm->vpc, w[o - 1].remote < 0
-									? "a local attachment has it"
-									: "duplicate of an earlier remote");
-				}
-				continue;
-			}
-			w[o++] = w[i];
-		}
-		n = o;
+		w[i].remote = -2; /* not written */
 	}
 
 	/* What the trie holds now: stale keys go, equal entries stay untouched. */
@@ -352,7 +400,8 @@ int gbpf_sync_routes(struct gbpf *g, const struct gdp_state *d, gbpf_l2_fn l2, v
 	}
 	prev = NULL;
 	while (!bpf_map_get_next_key(fd, prev, &next)) {
-		struct want *hit = bsearch(&next, w, n, sizeof(*w), cmp_key);
+		long at = kset_probe(&set, w, &next, false, 0);
+		struct want *hit = at >= 0 ? &w[at] : NULL;
 		struct gbpf_route have;
 
 		cur = next;
@@ -387,6 +436,8 @@ int gbpf_sync_routes(struct gbpf *g, const struct gdp_state *d, gbpf_l2_fn l2, v
 		st->removed++;
 	}
 	for (size_t i = 0; i < n; i++) {
+		if (w[i].remote == -2)
+			continue;
 		if (same[i]) {
 			st->unchanged++;
 			continue;
@@ -401,6 +452,8 @@ int gbpf_sync_routes(struct gbpf *g, const struct gdp_state *d, gbpf_l2_fn l2, v
 		for (size_t i = 0; i < n; i++) {
 			struct gbpf_route have;
 
+			if (w[i].remote == -2)
+				continue;
 			if (!bpf_map_lookup_elem(fd, &w[i].k, &have) &&
 			    !memcmp(&have, &w[i].v, sizeof(have)))
 				continue;
@@ -426,6 +479,7 @@ out:
 			res->v[base + i].programmed = true;
 		}
 	}
+	free(set.slot);
 	free(w);
 	free(failed);
 	free(uk);
