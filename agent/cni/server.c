@@ -13,12 +13,34 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
+#include <stdarg.h>
 #include <unistd.h>
 
 #include "agent/cni/pod.h"
 #include "agent/cni/proto.h"
 #include "agent/cni/result.h"
 #include "agent/state.h"
+
+/* One line per request on stderr (the agent's log), like the daemon's own. */
+static void cni_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void cni_log(const char *fmt, ...)
+{
+	struct timespec ts;
+	struct tm tm;
+	char line[1024];
+	va_list ap;
+	int n;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	n = snprintf(line, sizeof(line), "%02d:%02d:%02d.%03ld galactic-agent: cni: ", tm.tm_hour,
+		     tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000);
+	va_start(ap, fmt);
+	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "%s\n", line); /* one write: lines from threads do not interleave */
+}
 
 #define STORE_NAME "cni-attachments.json"
 #define REQ_IO_MS 10000
@@ -1028,13 +1050,18 @@ static void *conn_main(void *arg)
 	char *buf = NULL, *text;
 	size_t len;
 	int nsfd = -1, ok = 0;
-	int64_t deadline = cni_now_ms() + REQ_IO_MS;
+	int64_t t0 = cni_now_ms(), deadline = t0 + REQ_IO_MS;
+	char lnet[CNI_NAME_MAX + 1] = "-", lvpc[12] = "-", latt[12] = "-";
 
 	memset(&q, 0, sizeof(q));
 	if (cni_frame_recv(cn->fd, &buf, &len, &nsfd, deadline, &e))
 		goto out;
 	if (cni_req_decode(buf, len, &q, &e))
 		goto respond;
+	/* For the log line: ADD moves the configuration into its record. */
+	snprintf(lnet, sizeof(lnet), "%s", q.conf.name);
+	snprintf(lvpc, sizeof(lvpc), "%s", q.conf.vpc_s);
+	snprintf(latt, sizeof(latt), "%s", q.conf.att_s);
 	if (q.has_netns_fd != (nsfd >= 0)) {
 		cni_err_set(&e, CNI_ERR_INVALID_ENV, "invalid environment",
 			    "the request %s a network namespace fd but %s", q.has_netns_fd ? "announces" : "does not announce",
@@ -1073,6 +1100,14 @@ static void *conn_main(void *arg)
 		cni_err_set(&e, CNI_ERR_DECODE, "malformed agent request", "unsupported op");
 	}
 respond:
+	if (ok)
+		cni_log("%s container %s if %s network %s vpc %s attachment %s: ok (%lld ms)",
+			cni_cmd_str(q.env.cmd), q.env.container_id, q.env.ifname,
+			lnet, lvpc, latt, (long long)(cni_now_ms() - t0));
+	else
+		cni_log("%s container %s if %s: error %d: %s: %s (%lld ms)", cni_cmd_str(q.env.cmd),
+			q.env.container_id[0] ? q.env.container_id : "-", q.env.ifname[0] ? q.env.ifname : "-",
+			e.code, e.msg, e.details, (long long)(cni_now_ms() - t0));
 	text = ok ? cni_resp_encode_ok(result) : cni_resp_encode_err(&e);
 	/* Answering gets its own deadline: the work may have taken long. */
 	reply(cn->fd, text, cni_now_ms() + REQ_IO_MS);
