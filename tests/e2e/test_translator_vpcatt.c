@@ -697,6 +697,35 @@ START_TEST(test_steady_state_no_writes)
 }
 END_TEST
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* A series of report flips: latency distribution and exactly one write each. */
+START_TEST(test_flip_series)
+{
+	enum { N = 20 };
+	int l = leader_index();
+	double lat[N], w0, w1;
+
+	ck_assert_int_ge(l, 0);
+	w0 = settled_writes(l);
+	for (int i = 0; i < N; i++) {
+		bool up = i % 2 == 1; /* starts True: first flip to False */
+		report_programmed("node-a-1f-2e", up ? "True" : "False", up ? "KernelVerified" : "RouteMissing");
+		json_decref(wait_programmed("att1", up ? "True" : "False", up ? "KernelVerified" : "RouteMissing",
+					    20, &lat[i]));
+	}
+	w1 = settled_writes(l);
+	qsort(lat, N, sizeof(lat[0]), cmp_double);
+	printf("MEASURE: %d report flips -> attachment: min %.1f ms, median %.1f ms, max %.1f ms; "
+	       "%.0f status writes\n", N, lat[0] * 1e3, lat[N / 2] * 1e3, lat[N - 1] * 1e3, w1 - w0);
+	ck_assert_msg(w1 - w0 == N, "%d flips took %.0f writes", N, w1 - w0);
+}
+END_TEST
+
 START_TEST(test_report_deleted_clears_fields)
 {
 	char p[256];
@@ -1021,6 +1050,7 @@ int main(void)
 	tcase_add_test(tc, test_ready_and_one_leader);
 	tcase_add_test(tc, test_attachment_follows_report);
 	tcase_add_test(tc, test_steady_state_no_writes);
+	tcase_add_test(tc, test_flip_series);
 	tcase_add_test(tc, test_report_deleted_clears_fields);
 	tcase_add_test(tc, test_deleted_attachment_not_recreated);
 	tcase_add_test(tc, test_foreign_writer_overridden);
