@@ -1180,7 +1180,27 @@ static int kb_caps(struct gdp_backend *b, struct gdp_caps *caps)
 
 static int kb_apply(struct gdp_backend *b, const struct gdp_state *d, struct gdp_results *res)
 {
-	return reconcile((struct kb *)b, d, res, false);
+	struct gdp_results v;
+	size_t i;
+	int rc = reconcile((struct kb *)b, d, res, false), vr;
+
+	if (rc < 0 || (!res->added && !res->removed))
+		return rc; /* nothing written: the diff itself was the verification */
+	/* Programmed means seen in the kernel, not "the write returned 0": read back. */
+	gdp_results_init(&v);
+	vr = reconcile((struct kb *)b, d, &v, true);
+	if (vr >= 0 && v.n == res->n) {
+		for (i = 0; i < res->n; i++) {
+			if (!res->v[i].programmed || v.v[i].programmed)
+				continue;
+			res->v[i].programmed = false;
+			gdp_result_fail(&res->v[i], -EIO, "verify after write: %s", v.v[i].msg);
+			if (!rc)
+				rc = -EIO;
+		}
+	}
+	gdp_results_free(&v);
+	return rc;
 }
 
 static int kb_observe(struct gdp_backend *b, const struct gdp_state *d, struct gdp_results *res)
