@@ -5,6 +5,7 @@
 #include <linux/neighbour.h>
 #include <linux/rtnetlink.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -525,6 +526,81 @@ int pod_check_node(const char *host_netns, const char *host_ifname, uint32_t tab
 		}
 	}
 	return 0;
+}
+
+struct sweep {
+	char (*names)[CNI_IFNAME_MAX + 1];
+	size_t n, cap;
+};
+
+static int ours(const char *name)
+{
+	if (strlen(name) != 15 || strncmp(name, "gc", 2))
+		return 0;
+	for (int i = 2; i < 15; i++)
+		if (!strchr("0123456789abcdef", name[i]))
+			return 0;
+	return 1;
+}
+
+static int sweep_cb(const struct nlmsghdr *h, void *arg)
+{
+	struct sweep *sw = arg;
+	struct gnl_link l;
+
+	if (gnl_link_parse(h, &l) || strcmp(l.kind, "veth") || !ours(l.name))
+		return 0;
+	if (sw->n == sw->cap) {
+		size_t nc = sw->cap ? sw->cap * 2 : 16;
+		void *nv = realloc(sw->names, nc * sizeof(*sw->names));
+
+		if (!nv)
+			return -ENOMEM;
+		sw->names = nv;
+		sw->cap = nc;
+	}
+	snprintf(sw->names[sw->n++], CNI_IFNAME_MAX + 1, "%s", l.name);
+	return 0;
+}
+
+int pod_sweep(const char *host_netns, char (*keep)[CNI_IFNAME_MAX + 1], size_t n,
+	      unsigned *removed, char *err, size_t errlen)
+{
+	struct sweep sw = { 0 };
+	struct gnl_sock *hs;
+	struct nl_msg *m;
+	char ext[128] = "";
+	int rc;
+
+	*removed = 0;
+	rc = gnl_open(&hs, host_netns, err, errlen);
+	if (rc)
+		return rc;
+	rc = gnl_link_dump_msg(&m);
+	if (!rc) {
+		rc = gnl_dump(hs, m, sweep_cb, &sw);
+		nlmsg_free(m);
+	}
+	if (rc)
+		snprintf(err, errlen, "dump links: %s", strerror(-rc));
+	for (size_t i = 0; !rc && i < sw.n; i++) {
+		size_t k;
+
+		for (k = 0; k < n && strcmp(keep[k], sw.names[i]); k++)
+			;
+		if (k < n)
+			continue;
+		rc = gnl_link_del(hs, sw.names[i], ext, sizeof(ext));
+		if (rc == -ENODEV)
+			rc = 0;
+		else if (rc)
+			snprintf(err, errlen, "delete leftover %s: %s %s", sw.names[i], strerror(-rc), ext);
+		else
+			(*removed)++;
+	}
+	free(sw.names);
+	gnl_close(hs);
+	return rc;
 }
 
 int pod_link_mtu(const char *host_netns, const char *name)

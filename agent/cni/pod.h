@@ -47,6 +47,13 @@ int pod_check(const char *host_netns, int nsfd, const struct cni_conf *c,
  */
 int pod_check_node(const char *host_netns, const char *host_ifname, uint32_t table,
 		   const struct cni_conf *c, char *err, size_t errlen);
+/*
+ * Deletes host ends galactic-cni made ("gc" + 13 hex digits, kind veth)
+ * that are not in keep (n names): leftovers of ADDs that died before their
+ * commit and were never retried. *removed gets how many went.
+ */
+int pod_sweep(const char *host_netns, char (*keep)[CNI_IFNAME_MAX + 1], size_t n,
+	      unsigned *removed, char *err, size_t errlen);
 /* The uplink's MTU (0 if unknown). */
 int pod_link_mtu(const char *host_netns, const char *name);
 

@@ -932,6 +932,25 @@ static int do_gc(struct gcni_server *s, struct cni_req *q, struct cni_err *e)
 		}
 	}
 	rc = n ? remove_recs(s, v, n, e) : 0;
+	if (!rc) {
+		/* Host ends no record owns (an ADD died before its commit and was
+		 * never retried). Under the lock: a new ADD reserves its name in a
+		 * record before it creates the veth, so it cannot be swept. */
+		char (*keep)[CNI_IFNAME_MAX + 1] = calloc(s->nrecs ? s->nrecs : 1, sizeof(*keep));
+		char err[512];
+		unsigned gone = 0;
+
+		for (size_t i = 0; keep && i < s->nrecs; i++)
+			snprintf(keep[i], sizeof(keep[i]), "%s", s->recs[i]->link.host_ifname);
+		if (!keep || pod_sweep(s->o.netns, keep, s->nrecs, &gone, err, sizeof(err))) {
+			rc = -1;
+			cni_err_set(e, CNI_ERR_PROGRAMMING, "removing leftover interfaces failed", "%s",
+				    keep ? err : "out of memory");
+		} else if (gone) {
+			cni_log("GC: removed %u host interfaces no attachment owns", gone);
+		}
+		free(keep);
+	}
 	pthread_mutex_unlock(&s->mu);
 	free(v);
 	return rc;

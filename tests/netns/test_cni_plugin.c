@@ -766,6 +766,12 @@ START_TEST(t_gc_and_del)
 	snprintf(gone_host, sizeof(gone_host), "%s", jstr(json_array_get(json_object_get(o.j, "interfaces"), 0), "name"));
 	outcome_free(&o);
 	free(conf);
+	/* A host end no attachment owns (an ADD that died before its commit),
+	 * and a look-alike that is not ours: GC removes the first only. */
+	ck_assert_int_eq(topo_sh("ip -n %s-n1 link add gc00000000000ab type veth peer name stray0 netns %s-g2",
+				 T.prefix, T.prefix), 0);
+	ck_assert_int_eq(topo_sh("ip -n %s-n1 link add gcnotours type veth peer name stray1 netns %s-g2",
+				 T.prefix, T.prefix), 0);
 	/* GC for net-gc: only cg1/net1 is valid. Attachments of other networks
 	 * (p1, q1 on net-a/net-b) must not be touched. */
 	snprintf(extra, sizeof(extra), "\"cni.dev/valid-attachments\":[{\"containerID\":\"cg1\",\"ifname\":\"net1\"}]");
@@ -783,6 +789,8 @@ START_TEST(t_gc_and_del)
 	json_decref(keep);
 	ck_assert(link_exists(1, keep_host));
 	ck_assert(!link_exists(1, gone_host));
+	ck_assert(!link_exists(1, "gc00000000000ab"));
+	ck_assert(link_exists(1, "gcnotours"));
 	keep = record_att(1, "P1");
 	ck_assert_ptr_nonnull(keep);
 	json_decref(keep);
