@@ -468,7 +468,12 @@ static int perform(struct kube_client *kc, struct xfer *x, const char *method,
 		atomic_fetch_add(&kc->connects, (unsigned long)nconn);
 		curl_slist_free_all(hdrs);
 		curl_easy_setopt(x->h, CURLOPT_ERRORBUFFER, NULL);
-		handle_give(kc, x->h);
+		if (x->idle_expired || (rc != CURLE_OK && !x->stopped_by_fn && !x->stop_requested))
+			/* The connection may be dead but open (a black hole): a handle
+			 * returned to the pool would multiplex the next request onto it. */
+			curl_easy_cleanup(x->h);
+		else
+			handle_give(kc, x->h);
 		x->h = NULL;
 
 		if (x->stopped_by_fn || x->stop_requested) {

@@ -258,6 +258,76 @@ START_TEST(compaction_relist)
 }
 END_TEST
 
+struct seen_ctx {
+	struct rec *r;
+	const char *what;
+};
+
+static bool seen(void *ud)
+{
+	struct seen_ctx *c = ud;
+	return rec_has(c->r, c->what);
+}
+
+/* Server-side watch timeouts re-watch without a relist; a black-holed
+ * connection is caught by the client-side idle timeout. */
+START_TEST(watch_timeouts)
+{
+	struct kube_config *dcfg, *pcfg;
+	struct kube_client *direct = ce_client_token(&cp, NULL, &dcfg);
+	struct tproxy *px = tproxy_start(ce_port(&cp));
+	struct rec r = { .mu = PTHREAD_MUTEX_INITIALIZER };
+	struct informer_stats st;
+	char url[64];
+
+	snprintf(url, sizeof(url), "https://127.0.0.1:%d", tproxy_port(px));
+	struct kube_client *kc = ce_client_token(&cp, url, &pcfg);
+	ce_namespace(direct, "e2e-timeout");
+	put(direct, "e2e-timeout", "t", "0", NULL);
+	struct informer_opts o = { .res = CE_CONFIGMAPS, .ns = "e2e-timeout", .min_timeout_s = 2,
+				   .max_timeout_s = 3, .idle_timeout_s = 4 };
+	struct informer_handlers h = { on_add, on_update, on_delete, &r };
+	struct informer *inf = informer_new(kc, &o);
+	informer_add_handlers(inf, &h);
+	informer_start(inf);
+	ck_assert(informer_wait_synced(inf, 30));
+	usleep(7500 * 1000);
+	informer_get_stats(inf, &st);
+	printf("timeouts: after 7.5s with server timeout 2-3s: lists %lu watches %lu errors %lu\n",
+	       st.lists, st.watches, st.errors);
+	ck_assert_uint_eq(st.lists, 1);
+	ck_assert_uint_ge(st.watches, 3);
+	ck_assert_uint_eq(st.errors, 0);
+
+	/* Long server timeout now matters not: freeze the live connection. */
+	informer_free(inf);
+	o.min_timeout_s = o.max_timeout_s = 300;
+	inf = informer_new(kc, &o);
+	informer_add_handlers(inf, &h);
+	informer_start(inf);
+	ck_assert(informer_wait_synced(inf, 30));
+	usleep(300 * 1000);
+	tproxy_freeze(px);
+	double t0 = ce_now();
+	put(direct, "e2e-timeout", "t", "after-freeze", NULL);
+	struct seen_ctx c = { &r, "upd:e2e-timeout/t:after-freeze;" };
+	ck_assert_msg(wait_until(seen, &c, 20), "update not seen through a frozen connection: %s", r.log);
+	double dt = ce_now() - t0;
+	informer_get_stats(inf, &st);
+	printf("idle timeout: frozen connection replaced, update seen %.2fs after the freeze (idle timeout 4s); "
+	       "watches %lu errors %lu lists %lu\n", dt, st.watches, st.errors, st.lists);
+	ck_assert_double_ge(dt, 3.0);
+	ck_assert_uint_ge(st.errors, 1);
+	ck_assert_uint_eq(st.lists, 1); /* resumed from its version, no relist */
+	informer_free(inf);
+	tproxy_stop(px);
+	kube_client_free(kc);
+	kube_client_free(direct);
+	kube_config_free(pcfg);
+	kube_config_free(dcfg);
+}
+END_TEST
+
 struct filler {
 	struct kube_client *kc;
 	int from, to;
@@ -322,6 +392,7 @@ int main(void)
 	tcase_add_test(tc, restart_no_missed_event);
 	tcase_add_test(tc, compaction_relist);
 	tcase_add_test(tc, scale_small);
+	tcase_add_test(tc, watch_timeouts);
 	suite_add_tcase(s, tc);
 	rc = gt_run(s);
 	cp_down(&cp);

@@ -20,6 +20,8 @@ struct tproxy {
 	atomic_bool stop, cut;
 	atomic_int accepted;
 	int a[MAXC], b[MAXC]; /* client fd, upstream fd; -1 when free */
+	bool frozen[MAXC];
+	atomic_bool freeze_req;
 	int wake[2];
 };
 
@@ -44,6 +46,7 @@ static void close_pair(struct tproxy *p, int i)
 	if (p->b[i] >= 0)
 		close(p->b[i]);
 	p->a[i] = p->b[i] = -1;
+	p->frozen[i] = false;
 }
 
 static bool pump(int from, int to)
@@ -71,8 +74,11 @@ static void *loop(void *arg)
 		int n = 0;
 		pf[n++] = (struct pollfd){ .fd = p->lfd, .events = POLLIN };
 		pf[n++] = (struct pollfd){ .fd = p->wake[0], .events = POLLIN };
+		if (atomic_exchange(&p->freeze_req, false))
+			for (int i = 0; i < MAXC; i++)
+				p->frozen[i] = p->a[i] >= 0;
 		for (int i = 0; i < MAXC; i++) {
-			if (p->a[i] < 0)
+			if (p->a[i] < 0 || p->frozen[i])
 				continue;
 			idx[n] = i;
 			pf[n++] = (struct pollfd){ .fd = p->a[i], .events = POLLIN };
@@ -161,6 +167,13 @@ void tproxy_cut(struct tproxy *p)
 	atomic_store(&p->cut, true);
 	poke(p);
 	usleep(300 * 1000); /* let the loop close what is open */
+}
+
+void tproxy_freeze(struct tproxy *p)
+{
+	atomic_store(&p->freeze_req, true);
+	poke(p);
+	usleep(300 * 1000);
 }
 
 void tproxy_restore(struct tproxy *p)

@@ -15,6 +15,11 @@ int tproxy_port(const struct tproxy *p);
 /* Closes all connections; new ones are closed at once until restored. */
 void tproxy_cut(struct tproxy *p);
 void tproxy_restore(struct tproxy *p);
+/*
+ * Black-holes the connections open now: they stay open but no byte moves
+ * (a dead peer behind a NAT or a dropped route). New connections work.
+ */
+void tproxy_freeze(struct tproxy *p);
 /* Connections accepted and passed upstream so far. */
 int tproxy_accepted(struct tproxy *p);
 void tproxy_stop(struct tproxy *p);
