@@ -125,18 +125,59 @@ static long ping(const char *pod, const char *dst, int count, const char *interv
 	return out[0] ? atol(out) : -1;
 }
 
+
+/* tcpdump on the fabric bridge, in the background; returns once it listens. */
+static pid_t capture_start(const char *filter, int count, const char *file)
+{
+	char cmd[1024], err[700];
+	double end;
+	pid_t pid;
+
+	snprintf(err, sizeof(err), "%s.err", file);
+	unlink(err);
+	snprintf(cmd, sizeof(cmd), "exec ip netns exec %s-fab timeout 10 tcpdump -l -n -i br0 -c %d '%s' > %s 2> %s",
+		 T.prefix, count, filter, file, err);
+	pid = fork();
+	if (pid == 0) {
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	for (end = now_s() + 5; pid > 0 && now_s() < end; usleep(20000))
+		if (topo_sh("grep -q listening %s 2>/dev/null", err) == 0)
+			break;
+	return pid;
+}
+
+/* Waits for the capture and returns the number of packets it printed. */
+static long capture_count(pid_t pid, const char *file)
+{
+	char out[32];
+
+	waitpid(pid, NULL, 0);
+	topo_out(out, sizeof(out), "grep -c . %s", file);
+	return atol(out);
+}
+
 START_TEST(t_v6_ping_same_vpc_isolated)
 {
-	long a2, b2, b1r, a1r, got;
+	long a2, b2, b1r, a1r, got, ncap;
+	char cap[600];
+	pid_t cp;
 
 	NEED_TOPO();
 	a2 = topo_snmp(&T, "a2", "Icmp6InEchos");
 	b2 = topo_snmp(&T, "b2", "Icmp6InEchos");
 	a1r = topo_snmp(&T, "a1", "Icmp6InEchoReplies");
 	b1r = topo_snmp(&T, "b1", "Icmp6InEchoReplies");
+	snprintf(cap, sizeof(cap), "%s/cap6.txt", T.dir);
+	cp = capture_start("ip6 and ip6[6] == 41 and dst host fcbb:bb00:1:2:e001::", 20, cap);
+	ck_assert_int_gt(cp, 0);
 	got = ping("a1", "fd00:a::2", 20, "0.05");
-	printf("v6 ping a1->a2: %ld/20 received; echo requests at a2 +%ld, at b2 (same address, vpcB) +%ld\n",
-	       got, topo_snmp(&T, "a2", "Icmp6InEchos") - a2, topo_snmp(&T, "b2", "Icmp6InEchos") - b2);
+	ncap = capture_count(cp, cap);
+	printf("v6 ping a1->a2: %ld/20 received; on the fabric %ld IPv6-in-IPv6 packets to a2's VPC SID; "
+	       "echo requests at a2 +%ld, at b2 (same address, vpcB) +%ld\n", got, ncap,
+	       topo_snmp(&T, "a2", "Icmp6InEchos") - a2, topo_snmp(&T, "b2", "Icmp6InEchos") - b2);
+	ck_assert_int_eq(ncap, 20); /* the requests crossed the fabric encapsulated to the SID */
 	ck_assert_int_eq(got, 20);
 	ck_assert_int_eq(topo_snmp(&T, "a2", "Icmp6InEchos") - a2, 20);
 	ck_assert_int_eq(topo_snmp(&T, "b2", "Icmp6InEchos") - b2, 0);
@@ -183,14 +224,22 @@ END_TEST
 
 START_TEST(t_v4_dx4_ping_isolated)
 {
-	long a2, b2, got;
+	long a2, b2, got, ncap;
+	char cap[600];
+	pid_t cp;
 
 	NEED_TOPO();
 	a2 = topo_snmp(&T, "a2", "Icmp:InEchos");
 	b2 = topo_snmp(&T, "b2", "Icmp:InEchos");
+	snprintf(cap, sizeof(cap), "%s/cap4.txt", T.dir);
+	cp = capture_start("ip6 and ip6[6] == 4 and dst host fcbb:bb00:1:2:d001::", 20, cap);
+	ck_assert_int_gt(cp, 0);
 	got = ping("a1", "10.1.0.2", 20, "0.05");
-	printf("v4 (End.DX4) ping a1->a2: %ld/20; echo requests at a2 +%ld, at b2 (same address, vpcB) +%ld\n",
-	       got, topo_snmp(&T, "a2", "Icmp:InEchos") - a2, topo_snmp(&T, "b2", "Icmp:InEchos") - b2);
+	ncap = capture_count(cp, cap);
+	printf("v4 (End.DX4) ping a1->a2: %ld/20; on the fabric %ld IPv4-in-IPv6 packets to a2's End.DX4 SID; "
+	       "echo requests at a2 +%ld, at b2 (same address, vpcB) +%ld\n", got, ncap,
+	       topo_snmp(&T, "a2", "Icmp:InEchos") - a2, topo_snmp(&T, "b2", "Icmp:InEchos") - b2);
+	ck_assert_int_eq(ncap, 20);
 	ck_assert_int_eq(got, 20);
 	ck_assert_int_eq(topo_snmp(&T, "a2", "Icmp:InEchos") - a2, 20);
 	ck_assert_int_eq(topo_snmp(&T, "b2", "Icmp:InEchos") - b2, 0);
