@@ -51,7 +51,7 @@ struct controller {
 	struct gmap *memo;
 
 	struct metric *m_writes, *m_skips, *m_errors, *m_conflicts, *m_invalid, *m_leader,
-		*m_takeover, *m_reconciles;
+		*m_takeover, *m_reconciles, *m_deferred;
 };
 
 /* ---- indexes and event handlers ---- */
@@ -278,8 +278,21 @@ static size_t collect_reports(struct controller *c, const char *ids, struct repo
 	return n;
 }
 
-/* 0 done (forget), 1 retry with backoff. */
-static int reconcile(struct controller *c, const char *key)
+#define NEW_REPORT_GRACE_S 2.0
+
+/* Seconds since an RFC 3339 UTC timestamp (second precision); -1 if unreadable. */
+static double report_age_s(const char *ts)
+{
+	struct tm tm = { 0 };
+	const char *end;
+
+	if (!ts || !(end = strptime(ts, "%Y-%m-%dT%H:%M:%S", &tm)) || (*end != 'Z' && *end != '.'))
+		return -1;
+	return difftime(time(NULL), timegm(&tm));
+}
+
+/* 0 done (forget), 1 retry with backoff; *retry_after > 0: look again after that delay. */
+static int reconcile(struct controller *c, const char *key, double *retry_after)
 {
 	struct report_candidate *cands = NULL;
 	const struct report_candidate *pick;
@@ -303,6 +316,18 @@ static int reconcile(struct controller *c, const char *key)
 			     sizeof(ids)))
 		n = collect_reports(c, ids, &cands);
 	pick = report_pick(cands, n);
+	/* A new report is written in two steps (spec, then status through its
+	 * subresource). Writing "not reported yet" in between would cost one
+	 * write per workload start for a state that lasts milliseconds: give the
+	 * agent a moment; its status write re-queues the key at once. */
+	if (pick && pick->valid && pick->v.programmed == PS_ABSENT) {
+		double age = report_age_s(pick->v.created);
+		if (age >= 0 && age < NEW_REPORT_GRACE_S) {
+			metric_add(c->m_deferred, NULL, 1);
+			*retry_after = NEW_REPORT_GRACE_S - age + 0.1;
+			goto out;
+		}
+	}
 	now_rfc3339(now, sizeof(now));
 	intent = vpcatt_intent(att, pick, now, ebuf, sizeof(ebuf));
 	if (!intent) {
@@ -379,10 +404,14 @@ static void *worker(void *arg)
 	char *key;
 
 	while ((key = wq_get(c->q, -1))) {
-		if (reconcile(c, key))
+		double after = 0;
+		if (reconcile(c, key, &after)) {
 			wq_add_rate_limited(c->q, key);
-		else
+		} else {
 			wq_forget(c->q, key);
+			if (after > 0)
+				wq_add_after(c->q, key, after);
+		}
 		wq_done(c->q, key);
 		free(key);
 	}
@@ -429,10 +458,12 @@ struct controller *controller_new(struct kube_client *kc, const struct mapping_s
 					"Translator-owned fields found owned by another manager", "field");
 	c->m_reconciles = metrics_counter(m, "galactic_translator_reconciles_total",
 					  "Attachment keys reconciled while leading", NULL);
+	c->m_deferred = metrics_counter(m, "galactic_translator_new_report_deferrals_total",
+					"Reconciles put off briefly because a new report has no Programmed yet", NULL);
 	c->m_leader = metrics_gauge(m, "galactic_translator_leader",
 				    "1 while this replica holds the lease", NULL);
 	if (!c->m_writes || !c->m_skips || !c->m_errors || !c->m_conflicts || !c->m_invalid ||
-	    !c->m_takeover || !c->m_reconciles || !c->m_leader)
+	    !c->m_takeover || !c->m_reconciles || !c->m_leader || !c->m_deferred)
 		goto fail;
 	/* Present from the start, so a scrape can tell 0 from "not exported". */
 	metric_add(c->m_writes, "VPCAttachment", 0);

@@ -593,12 +593,18 @@ START_TEST(test_attachment_follows_report)
 	ck_assert_ptr_null(json_object_get(json_object_get(a, "status"), "node"));
 	json_decref(a);
 
-	/* The agent publishes its report, not yet programmed. */
+	/* The agent publishes its report (spec, then status: two writes, as the
+	 * status subresource requires), not yet programmed: one attachment write. */
+	w0 = settled_writes(l);
 	report_spec("node-a-1f-2e", "5gHk2", "9ZzA");
 	report_programmed("node-a-1f-2e", "False", "RoutesPending");
 	a = wait_programmed("att1", "False", "RoutesPending", 20, NULL);
 	json_decref(a);
-	w0 = settled_writes(l);
+	w1 = settled_writes(l);
+	printf("MEASURE: status writes for a new report (spec + status): %.0f\n", w1 - w0);
+	ck_assert_msg(w1 - w0 == 1, "a new report took %.0f attachment writes, want 1", w1 - w0);
+	ck_assert(metric(&rep[l], "galactic_translator_new_report_deferrals_total") >= 1);
+	w0 = w1;
 
 	/* Programmed=True in the report -> on the attachment: one write, timed. */
 	report_programmed("node-a-1f-2e", "True", "KernelVerified");
