@@ -304,6 +304,63 @@ START_TEST(t_agent_restart_no_loss)
 }
 END_TEST
 
+static const char *top(void)
+{
+	return getenv("GT_TOP") ? getenv("GT_TOP") : ".";
+}
+
+/* galactic-bpf (a separate process each time) on node n's state dir. */
+static int tool(int n, const char *cmd, char *out, size_t outlen)
+{
+	char d[512], ns[64];
+
+	return topo_out(out, outlen, "%s/build/rel/bin/galactic-bpf %s --state-dir %s --netns %s --bpffs %s 2>&1",
+			top(), cmd, topo_state_dir(&T, n, d, sizeof(d)), topo_node_ns(&T, n, ns, sizeof(ns)),
+			pins[n]);
+}
+
+/*
+ * The agent as separate processes: each run loads its own programs, swaps
+ * them into the filters and exits; a 100 pps ping across both nodes loses
+ * nothing, and the pinned counters are readable from outside.
+ */
+START_TEST(t_process_restarts_no_loss)
+{
+	char out[4096];
+	long tx = -1, rx = -1;
+	unsigned long long dec = 0;
+	const char *p;
+
+	NEED_TOPO();
+	for (int n = 1; n <= NODES; n++) {
+		be[n]->ops->close(be[n]); /* this process holds nothing from here on */
+		be[n] = NULL;
+	}
+	ck_assert_int_eq(topo_sh("ip netns exec %s-a1 ping -q -c 400 -i 0.01 fd00:a::2 > %s/ping.out 2>&1 &",
+				 T.prefix, T.dir), 0);
+	usleep(300 * 1000);
+	for (int round = 0; round < 3; round++)
+		for (int n = 1; n <= 2; n++) {
+			int rc = tool(n, "apply", out, sizeof(out));
+
+			ck_assert_msg(rc == 0, "galactic-bpf apply on node %d: %s", n, out);
+		}
+	ck_assert_msg(tool(1, "observe", out, sizeof(out)) == 0, "observe: %s", out);
+	for (int i = 0; i < 100 && topo_sh("grep -q 'packet loss' %s/ping.out", T.dir); i++)
+		usleep(100 * 1000);
+	topo_out(out, sizeof(out), "sed -n 's/^\\([0-9]*\\) packets transmitted, \\([0-9]*\\) received.*/\\1 \\2/p' %s/ping.out",
+		 T.dir);
+	sscanf(out, "%ld %ld", &tx, &rx);
+	printf("6 galactic-bpf runs (each a new process and program load) under ping: %ld transmitted, %ld received\n", tx, rx);
+	ck_assert_int_eq(tx, 400);
+	ck_assert_int_eq(rx, 400);
+	ck_assert_int_eq(tool(2, "stats", out, sizeof(out)), 0);
+	p = strstr(out, "id=vpcA decap_packets=");
+	ck_assert_msg(p && sscanf(p, "id=vpcA decap_packets=%llu", &dec) == 1, "stats: %s", out);
+	ck_assert_uint_ge(dec, 400);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("bpf_topo");
@@ -316,6 +373,7 @@ int main(void)
 	tcase_add_test(tc, t_v4_dx4_ping_isolated);
 	tcase_add_test(tc, t_v4_bpf_decap_isolated);
 	tcase_add_test(tc, t_agent_restart_no_loss);
+	tcase_add_test(tc, t_process_restarts_no_loss);
 	suite_add_tcase(s, tc);
 	return gt_run(s);
 }

@@ -368,21 +368,43 @@ int gbpf_detach(int ifindex, char *err, size_t errlen)
 	return 0;
 }
 
-static __u32 prog_id(int fd)
+static int prog_info(int fd, struct bpf_prog_info *info, __u32 *map_ids, __u32 nmaps)
 {
-	struct bpf_prog_info info;
-	__u32 len = sizeof(info);
+	__u32 len = sizeof(*info);
 
-	memset(&info, 0, sizeof(info));
-	return bpf_obj_get_info_by_fd(fd, &info, &len) ? 0 : info.id;
+	memset(info, 0, sizeof(*info));
+	if (map_ids) {
+		info->nr_map_ids = nmaps;
+		info->map_ids = (__u64)(unsigned long)map_ids;
+	}
+	return bpf_obj_get_info_by_fd(fd, info, &len) ? -errno : 0;
+}
+
+/* Does a loaded program use only our maps? (Then it reads and counts where we write.) */
+static bool uses_our_maps(const struct gbpf *g, const __u32 *ids, __u32 n)
+{
+	for (__u32 i = 0; i < n; i++) {
+		bool ours = false;
+
+		for (int m = 0; m < GBPF_MAP_COUNT && !ours; m++) {
+			struct bpf_map_info mi;
+			__u32 len = sizeof(mi);
+
+			memset(&mi, 0, sizeof(mi));
+			ours = !bpf_obj_get_info_by_fd(gbpf_map_fd(g, m), &mi, &len) && mi.id == ids[i];
+		}
+		if (!ours)
+			return false;
+	}
+	return true;
 }
 
 int gbpf_attached(const struct gbpf *g, int ifindex, enum gbpf_prog p)
 {
 	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex, .attach_point = BPF_TC_INGRESS);
 	LIBBPF_OPTS(bpf_tc_opts, opts, .handle = GBPF_TC_HANDLE, .priority = GBPF_TC_PRIO);
-	struct bpf_prog_info info;
-	__u32 len = sizeof(info);
+	struct bpf_prog_info info, mine;
+	__u32 ids[16];
 	int fd, e;
 
 	quiet_libbpf();
@@ -394,15 +416,25 @@ int gbpf_attached(const struct gbpf *g, int ifindex, enum gbpf_prog p)
 	fd = bpf_prog_get_fd_by_id(opts.prog_id);
 	if (fd < 0)
 		return -errno;
-	memset(&info, 0, sizeof(info));
-	e = bpf_obj_get_info_by_fd(fd, &info, &len);
+	e = prog_info(fd, &info, ids, 16);
 	close(fd);
 	if (e)
-		return -errno;
+		return e;
+	if ((e = prog_info(gbpf_prog_fd(g, p), &mine, NULL, 0)))
+		return e;
 	/* Kernel names are cut at 15 characters; ours fit. */
 	if (strncmp(info.name, prog_name(p), sizeof(info.name) - 1))
 		return 0;
-	return opts.prog_id == prog_id(gbpf_prog_fd(g, p)) ? 2 : 1;
+	/*
+	 * Current: our very load, or the same instructions (tag) on our maps,
+	 * as a previous agent of the same version leaves it. A different tag
+	 * (new code) or other maps (an older layout) must be replaced.
+	 */
+	if (opts.prog_id == mine.id ||
+	    (!memcmp(info.tag, mine.tag, sizeof(info.tag)) && info.nr_map_ids <= 16 &&
+	     uses_our_maps(g, ids, info.nr_map_ids)))
+		return 2;
+	return 1;
 }
 
 /* ---- maps ---- */
@@ -608,7 +640,7 @@ int gbpf_resolve(struct gbpf *g, const uint8_t src[16], const uint8_t sid[16], s
 
 /* ---- counters ---- */
 
-int gbpf_vpc_stats(struct gbpf *g, uint16_t arg, struct gbpf_vpc_stats *out)
+static int vstats_fd(int fd, uint16_t arg, struct gbpf_vpc_stats *out)
 {
 	int ncpu = libbpf_num_possible_cpus();
 	struct gbpf_vpc_stats *v;
@@ -620,7 +652,7 @@ int gbpf_vpc_stats(struct gbpf *g, uint16_t arg, struct gbpf_vpc_stats *out)
 	v = calloc((size_t)ncpu, sizeof(*v));
 	if (!v)
 		return -ENOMEM;
-	if (bpf_map_lookup_elem(gbpf_map_fd(g, GBPF_MAP_VSTATS), &k, v)) {
+	if (bpf_map_lookup_elem(fd, &k, v)) {
 		int e = -errno;
 
 		free(v);
@@ -638,7 +670,7 @@ int gbpf_vpc_stats(struct gbpf *g, uint16_t arg, struct gbpf_vpc_stats *out)
 	return 0;
 }
 
-int gbpf_drops(struct gbpf *g, uint64_t out[GBPF_DROP_MAX])
+static int drops_fd(int fd, uint64_t out[GBPF_DROP_MAX])
 {
 	int ncpu = libbpf_num_possible_cpus();
 	uint64_t *v;
@@ -650,7 +682,7 @@ int gbpf_drops(struct gbpf *g, uint64_t out[GBPF_DROP_MAX])
 	if (!v)
 		return -ENOMEM;
 	for (__u32 r = 0; r < GBPF_DROP_MAX; r++) {
-		if (bpf_map_lookup_elem(gbpf_map_fd(g, GBPF_MAP_DROPS), &r, v)) {
+		if (bpf_map_lookup_elem(fd, &r, v)) {
 			int e = -errno;
 
 			free(v);
@@ -661,6 +693,56 @@ int gbpf_drops(struct gbpf *g, uint64_t out[GBPF_DROP_MAX])
 	}
 	free(v);
 	return 0;
+}
+
+int gbpf_vpc_stats(struct gbpf *g, uint16_t arg, struct gbpf_vpc_stats *out)
+{
+	return vstats_fd(gbpf_map_fd(g, GBPF_MAP_VSTATS), arg, out);
+}
+
+int gbpf_drops(struct gbpf *g, uint64_t out[GBPF_DROP_MAX])
+{
+	return drops_fd(gbpf_map_fd(g, GBPF_MAP_DROPS), out);
+}
+
+/* The running data plane's counters, from the pins alone (loads nothing). */
+static int pinned_fd(const char *pin_root, enum gbpf_map m, char *err, size_t errlen)
+{
+	char path[400];
+	int fd;
+
+	quiet_libbpf();
+	snprintf(path, sizeof(path), "%s/v%d/%s", pin_root && *pin_root ? pin_root : GBPF_PIN_ROOT_DEFAULT,
+		 GBPF_BPF_LAYOUT, gbpf_map_name(m));
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		return fail(err, errlen, errno, "open pinned map %s", path);
+	return fd;
+}
+
+int gbpf_pinned_vpc_stats(const char *pin_root, uint16_t arg, struct gbpf_vpc_stats *out, char *err,
+			  size_t errlen)
+{
+	int fd = pinned_fd(pin_root, GBPF_MAP_VSTATS, err, errlen), e;
+
+	if (fd < 0)
+		return fd;
+	if ((e = vstats_fd(fd, arg, out)))
+		fail(err, errlen, e, "read gbpf_vstats[%u]", arg);
+	close(fd);
+	return e;
+}
+
+int gbpf_pinned_drops(const char *pin_root, uint64_t out[GBPF_DROP_MAX], char *err, size_t errlen)
+{
+	int fd = pinned_fd(pin_root, GBPF_MAP_DROPS, err, errlen), e;
+
+	if (fd < 0)
+		return fd;
+	if ((e = drops_fd(fd, out)))
+		fail(err, errlen, e, "read gbpf_drops");
+	close(fd);
+	return e;
 }
 
 const char *gbpf_drop_name(int reason)

@@ -57,8 +57,10 @@ const char *gbpf_map_name(enum gbpf_map m);
 int gbpf_attach(struct gbpf *g, int ifindex, enum gbpf_prog p, char *err, size_t errlen);
 int gbpf_detach(int ifindex, char *err, size_t errlen);
 /*
- * What our filter on ifindex runs: 2 = this handle's program p, 1 = another
- * load of p (a previous agent, or an older layout), 0 = nothing/other, -errno.
+ * What our filter on ifindex runs: 2 = program p as this handle has it (its
+ * own load, or a load with the same instructions on the same maps), 1 =
+ * another version of p (other code or an older layout's maps), 0 = nothing
+ * or something else, -errno.
  */
 int gbpf_attached(const struct gbpf *g, int ifindex, enum gbpf_prog p);
 
@@ -91,6 +93,10 @@ int gbpf_resolve(struct gbpf *g, const uint8_t src[16], const uint8_t sid[16], s
 int gbpf_vpc_stats(struct gbpf *g, uint16_t arg, struct gbpf_vpc_stats *out);
 int gbpf_drops(struct gbpf *g, uint64_t out[GBPF_DROP_MAX]);
 const char *gbpf_drop_name(int reason);
+/* The same from the pinned maps of a running data plane (no program load). */
+int gbpf_pinned_vpc_stats(const char *pin_root, uint16_t arg, struct gbpf_vpc_stats *out, char *err,
+			  size_t errlen);
+int gbpf_pinned_drops(const char *pin_root, uint64_t out[GBPF_DROP_MAX], char *err, size_t errlen);
 
 /*
  * Can the bpf backend run here? Checks program and map types, helpers, vmlinux
