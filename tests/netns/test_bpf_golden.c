@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent/dp/bpf/bpf_backend.h"
 #include "agent/dp/bpf/bpf_dp.h"
 #include "agent/dp/bpf/bpf_sync.h"
 #include "tests/lib/gtest.h"
@@ -816,6 +817,29 @@ START_TEST(preflight_passes_and_names_what_it_checked)
 }
 END_TEST
 
+/* Backend choice: refuse with the reason, or fall back to the kernel backend when told to. */
+START_TEST(choose_refuses_or_falls_back)
+{
+	char why[512];
+
+	NEED_ROOT();
+	ck_assert_ptr_eq(gdp_bpf_choose("bpf", false, NULL, why, sizeof(why)), &gdp_bpf_backend);
+	ck_assert_ptr_eq(gdp_bpf_choose("auto", false, NULL, why, sizeof(why)), &gdp_bpf_backend);
+	ck_assert_ptr_eq(gdp_backend_find("bpf"), &gdp_bpf_backend);
+	ck_assert_ptr_eq(gdp_bpf_choose("kernel", false, NULL, why, sizeof(why)), &gdp_kernel_backend);
+	ck_assert_ptr_null(gdp_bpf_choose("xdp", true, NULL, why, sizeof(why)));
+	ck_assert_msg(strstr(why, "unknown datapath mode"), "%s", why);
+	/* A pin root that is no bpffs makes the bpf backend unusable here. */
+	ck_assert_ptr_null(gdp_bpf_choose("bpf", false, "/tmp/not-bpffs", why, sizeof(why)));
+	ck_assert_msg(strstr(why, "refused") && strstr(why, "not on a bpffs"), "%s", why);
+	ck_assert_ptr_eq(gdp_bpf_choose("bpf", true, "/tmp/not-bpffs", why, sizeof(why)),
+			 &gdp_kernel_backend);
+	ck_assert_msg(strstr(why, "using the kernel backend"), "%s", why);
+	ck_assert_ptr_eq(gdp_bpf_choose("auto", false, "/tmp/not-bpffs", why, sizeof(why)),
+			 &gdp_kernel_backend);
+}
+END_TEST
+
 START_TEST(drop_reasons_have_names)
 {
 	for (int i = 0; i < GBPF_DROP_MAX; i++) {
@@ -1008,6 +1032,7 @@ static Suite *suite(void)
 	tcase_add_test(l, pinned_maps_survive_and_bad_layout_rebuilds);
 	tcase_add_test(l, preflight_passes_and_names_what_it_checked);
 	tcase_add_test(l, drop_reasons_have_names);
+	tcase_add_test(l, choose_refuses_or_falls_back);
 	tcase_add_test(l, prefix_str_matches_model);
 	tcase_add_test(e, sync_model_to_maps);
 	suite_add_tcase(s, d);
