@@ -291,9 +291,9 @@ START_TEST(watch_timeouts)
 	informer_add_handlers(inf, &h);
 	informer_start(inf);
 	ck_assert(informer_wait_synced(inf, 30));
-	usleep(7500 * 1000);
+	usleep(9000 * 1000);
 	informer_get_stats(inf, &st);
-	printf("timeouts: after 7.5s with server timeout 2-3s: lists %lu watches %lu errors %lu\n",
+	printf("timeouts: after 9s with server timeout 2-3s: lists %lu watches %lu errors %lu\n",
 	       st.lists, st.watches, st.errors);
 	ck_assert_uint_eq(st.lists, 1);
 	ck_assert_uint_ge(st.watches, 3);
