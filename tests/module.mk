@@ -1,3 +1,5 @@
 # Suites of the foundation: the test control plane itself.
 $(eval $(call e2e_test,test_controlplane,tests/e2e/test_controlplane.c tests/lib/cp.c tests/lib/kreq.c,,curl jansson))
 $(eval $(call e2e_test,test_crds,tests/e2e/test_crds.c tests/lib/cp.c tests/lib/kreq.c,,curl jansson))
+# The node daemons (release builds) under valgrind, serving real CNI requests.
+$(eval $(call netns_test,test_valgrind,tests/netns/test_valgrind.c tests/lib/topo.c,gdp gnl,jansson nl))
