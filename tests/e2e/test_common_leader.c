@@ -208,7 +208,9 @@ START_TEST(lease_handover)
 	ck_assert_msg(a_lead2 > 0, "A did not take over from the killed leader");
 	double takeover = (a_lead2 - t_kill) / 1e3;
 	printf("kill: leadership moved %.2fs after SIGKILL of the leader (lease 15s, retry 2s)\n", takeover);
-	ck_assert_double_le(takeover, 15 + 2 * 1.2 + 0.5);
+	/* Bound: the follower sees the last renewal up to one retry (2.4 s) late and
+	 * takes over one lease duration after that: 17.4 s + request latency. */
+	ck_assert_double_le(takeover, 15 + 2 * 1.2 + 1.5);
 
 	/* 4. Clean shutdown releases the lease. */
 	pid_t c = spawn("C", cp.apiserver);
