@@ -1,6 +1,7 @@
 #include "common/kube_client.h"
 
 #include "common/json.h"
+#include "common/metrics.h"
 
 #include <curl/curl.h>
 #include <pthread.h>
@@ -24,7 +25,24 @@ struct kube_client {
 	long timeout_s;
 	atomic_ulong requests, connects;
 	atomic_long http_version; /* CURL_HTTP_VERSION_* of the last response */
+	struct metric *m_requests, *m_seconds;
 };
+
+int kube_client_set_metrics(struct kube_client *kc, struct metrics *reg)
+{
+	kc->m_requests = metrics_counter(reg, "galactic_kube_requests_total",
+					 "API requests by HTTP method and status.", "verb,code");
+	kc->m_seconds = metrics_counter(reg, "galactic_kube_request_seconds_total",
+					"Time spent in API requests.", "verb");
+	return kc->m_requests && kc->m_seconds ? 0 : -1;
+}
+
+static double mono_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
 
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
 static void global_init(void) { curl_global_init(CURL_GLOBAL_ALL); }
@@ -456,8 +474,19 @@ static int perform(struct kube_client *kc, struct xfer *x, const char *method,
 			curl_easy_setopt(x->h, CURLOPT_XFERINFODATA, x);
 		}
 		atomic_fetch_add(&kc->requests, 1);
+		double t0 = mono_s();
 		rc = curl_easy_perform(x->h);
 		curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &x->status);
+		if (kc->m_requests) {
+			char lv[64];
+			const char *verb = x->fn ? "WATCH" : method;
+			if (x->status)
+				snprintf(lv, sizeof(lv), "%s,%ld", verb, x->status);
+			else
+				snprintf(lv, sizeof(lv), "%s,error", verb);
+			metric_add(kc->m_requests, lv, 1);
+			metric_add(kc->m_seconds, verb, mono_s() - t0);
+		}
 		curl_easy_getinfo(x->h, CURLINFO_NUM_CONNECTS, &nconn);
 		{
 			long hv = 0;

@@ -81,6 +81,14 @@ struct kube_config *kube_client_config(struct kube_client *kc);
 int kube_client_last_http_version(struct kube_client *kc);
 /* Requests issued and new connections opened so far (connection reuse check). */
 void kube_client_counters(struct kube_client *kc, unsigned long *requests, unsigned long *connects);
+struct metrics;
+/*
+ * Counts every response in `reg` (borrowed, must outlive the client):
+ *   galactic_kube_requests_total{verb,code}  code is the HTTP status or "error"
+ *   galactic_kube_request_seconds_total{verb}
+ * verb is the HTTP method (WATCH for streams). Call before the first request.
+ */
+int kube_client_set_metrics(struct kube_client *kc, struct metrics *reg);
 /* Per-request timeout in seconds for non-streaming calls (default 60). */
 void kube_client_set_timeout(struct kube_client *kc, long seconds);
 

@@ -129,6 +129,17 @@ struct metric *metrics_gauge(struct metrics *m, const char *name, const char *he
 	return declare(m, name, help, label_names, true);
 }
 
+struct metric *metric_lookup(struct metrics *m, const char *name)
+{
+	struct metric *x = NULL;
+	pthread_mutex_lock(&m->mu);
+	for (int i = 0; i < m->n && !x; i++)
+		if (!strcmp(m->m[i]->name, name))
+			x = m->m[i];
+	pthread_mutex_unlock(&m->mu);
+	return x;
+}
+
 static void update(struct metric *x, const char *lv, double v, bool set)
 {
 	double *p;

@@ -25,6 +25,8 @@ struct metric *metrics_counter(struct metrics *m, const char *name, const char *
 			       const char *label_names);
 struct metric *metrics_gauge(struct metrics *m, const char *name, const char *help,
 			     const char *label_names);
+/* A declared metric by name, or NULL. */
+struct metric *metric_lookup(struct metrics *m, const char *name);
 /* label_values: comma-separated in label_names order (NULL when no labels). */
 void metric_add(struct metric *x, const char *label_values, double v);
 void metric_set(struct metric *x, const char *label_values, double v);

@@ -6,6 +6,7 @@
  */
 #include "common/json.h"
 #include "common/kube_client.h"
+#include "common/metrics.h"
 #include "tests/lib/common_e2e.h"
 #include "tests/lib/gtest.h"
 
@@ -70,6 +71,8 @@ START_TEST(crud_preconditions_errors)
 {
 	struct kube_config *cfg;
 	struct kube_client *kc = ce_client_token(&cp, NULL, &cfg);
+	struct metrics *reg = metrics_new();
+	ck_assert_int_eq(kube_client_set_metrics(kc, reg), 0);
 	struct kube_error e;
 	json_t *o = ce_cm("e2e-crud", "x", "k", "v1"), *got = NULL, *upd;
 	char uid[64], rv[64];
@@ -116,7 +119,14 @@ START_TEST(crud_preconditions_errors)
 	/* Argument errors never reach the server. */
 	ck_assert_int_eq(kube_get(kc, &CE_CONFIGMAPS, "e2e-crud", "../../x", &got, &e), -1);
 	ck_assert_int_eq(e.code, KUBE_ERR_ARG);
+	/* Every response was counted by method and status: the 409s among them. */
+	ck_assert_double_eq(metric_value(metric_lookup(reg, "galactic_kube_requests_total"), "PUT,409"), 1);
+	ck_assert_double_eq(metric_value(metric_lookup(reg, "galactic_kube_requests_total"), "DELETE,409"), 2);
+	ck_assert_double_eq(metric_value(metric_lookup(reg, "galactic_kube_requests_total"), "POST,409"), 1);
+	ck_assert_double_eq(metric_value(metric_lookup(reg, "galactic_kube_requests_total"), "POST,422"), 1);
+	ck_assert_double_eq(metric_value(metric_lookup(reg, "galactic_kube_requests_total"), "GET,404"), 2);
 	kube_client_free(kc);
+	metrics_free(reg);
 	kube_config_free(cfg);
 }
 END_TEST
