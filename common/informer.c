@@ -39,6 +39,7 @@ struct informer {
 	char stream_error[512];
 	bool stream_decode_failed;
 	bool got_data;
+	unsigned long applied; /* events and bookmarks since the last list */
 	unsigned seed;
 };
 
@@ -260,6 +261,7 @@ static int on_event(const struct kube_event *ev, void *ud)
 			 ev->error_reason ? ev->error_reason : "", ev->error_message ? ev->error_message : "");
 		return 1;
 	}
+	inf->applied++;
 	if (ev->type == KUBE_EVENT_BOOKMARK) {
 		stat_add(inf, &inf->st.bookmarks);
 		set_rv(inf, ev->resource_version);
@@ -406,18 +408,22 @@ static void *run(void *arg)
 				continue;
 			}
 			need_list = false;
-			backoff_reset(&bo);
+			inf->applied = 0;
 		}
 		wr = do_watch(inf, &ra);
 		switch (wr) {
 		case W_STOP:
 			goto out;
 		case W_REWATCH:
-			if (inf->got_data)
+			if (inf->applied)
 				backoff_reset(&bo);
 			break;
 		case W_RELIST:
 			need_list = true;
+			/* A fresh list that expires again before anything arrived is a
+			 * server in trouble: slow down instead of relisting in a loop. */
+			if (!inf->applied && sleep_or_stop(inf, backoff_next(&bo)))
+				goto out;
 			break;
 		case W_RELIST_BACKOFF:
 			need_list = true;
