@@ -1,4 +1,5 @@
 /* Work queue: de-duplication, processing rules, backoff, token bucket, delays. */
+#include "common/backoff.h"
 #include "common/workqueue.h"
 #include "tests/lib/gtest.h"
 
@@ -176,6 +177,34 @@ START_TEST(shutdown_wakes_workers)
 }
 END_TEST
 
+/* Reconnect backoff of informers: 0.8 s doubling to 30 s, jitter x[1, 1.5), capped. */
+START_TEST(reconnect_backoff)
+{
+	struct backoff b;
+	double step = 0.8, prev_max = 0;
+	backoff_init(&b, 0.8, 30);
+	for (int i = 0; i < 12; i++) {
+		double d = backoff_next(&b);
+		double lo = step < 30 ? step : 30, hi = step * 1.5 < 30 ? step * 1.5 : 30;
+		ck_assert_msg(d >= lo - 1e-9 && d <= hi + 1e-9, "step %d: %g not in [%g, %g]", i, d, lo, hi);
+		prev_max = d > prev_max ? d : prev_max;
+		step *= 2;
+	}
+	ck_assert_double_eq(prev_max, 30);
+	backoff_reset(&b);
+	double d = backoff_next(&b);
+	ck_assert(d >= 0.8 && d < 1.2);
+	/* Two clients do not move in lockstep. */
+	struct backoff c;
+	int differ = 0;
+	backoff_init(&b, 0.8, 30);
+	backoff_init(&c, 0.8, 30);
+	for (int i = 0; i < 5; i++)
+		differ += backoff_next(&b) != backoff_next(&c);
+	ck_assert_int_gt(differ, 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("common_workqueue");
@@ -185,6 +214,7 @@ int main(void)
 	tcase_add_test(tc, token_bucket);
 	tcase_add_test(tc, delayed_adds);
 	tcase_add_test(tc, shutdown_wakes_workers);
+	tcase_add_test(tc, reconnect_backoff);
 	suite_add_tcase(s, tc);
 	return gt_run(s);
 }
