@@ -25,6 +25,9 @@ deps:
 controlplane:
 	./tests/controlplane/build.sh
 
+# How long `make test` runs each fuzzer (a smoke run; `make fuzz` alone: 60 s).
+TEST_FUZZ_SECONDS ?= 10
+
 # Every suite; the runner prints one 'N passed, N failed, N skipped' line per
 # suite and a total, and fails if any suite failed.
 test: deps
@@ -32,15 +35,18 @@ test: deps
 	$(MAKE) test-unit
 	$(MAKE) test-netns
 	$(MAKE) test-e2e
+	$(MAKE) fuzz FUZZ_SECONDS=$(TEST_FUZZ_SECONDS)
 	./tests/run-suites.sh --summary
 
 test-unit: $(UNIT_TESTS)
 	./tests/run-suites.sh unit $(UNIT_TESTS)
 
-test-netns: all $(NETNS_TESTS)
+# Kernel and e2e suites run the daemons both as shipped (build/rel) and
+# sanitized (build/san).
+test-netns: all $(ALL_SAN) $(NETNS_TESTS)
 	./tests/run-suites.sh netns $(NETNS_TESTS)
 
-test-e2e: all $(E2E_TESTS)
+test-e2e: all $(ALL_SAN) $(E2E_TESTS)
 	./tests/run-suites.sh e2e $(E2E_TESTS)
 
 bench: all $(BENCHES)

@@ -37,6 +37,7 @@ LIB_pthread := -lpthread
 LIB_m       := -lm
 
 ALL_REL     :=
+ALL_SAN     :=
 UNIT_TESTS  :=
 NETNS_TESTS :=
 E2E_TESTS   :=
@@ -85,6 +86,7 @@ build/san/bin/$(1): $(call objs,san,$(2)) $(call libfiles,san,$(3))
 	@$(if $(Q),echo "  LD      $$@")
 	$(Q)$(CC) $(LDFLAGS_san) -o $$@ $$^ $(call ldlibs,$(4))
 ALL_REL += build/rel/bin/$(1)
+ALL_SAN += build/san/bin/$(1)
 -include $(patsubst %.o,%.d,$(call objs,rel,$(2)) $(call objs,san,$(2)))
 endef
 
@@ -109,14 +111,16 @@ BENCHES += build/rel/bench/$(1)
 endef
 
 # Fuzzers build every source with clang + libFuzzer + ASan/UBSan into build/fuzz.
-CFLAGS_fuzz := $(CBASE) -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined -Wno-error=unknown-warning-option
+CFLAGS_fuzz := $(filter-out -Wno-format-truncation,$(CBASE)) -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined
 build/fuzz/%.o: %.c | $$(GENERATED)
 	@mkdir -p $(@D)
-	$(CLANG) $(CFLAGS_fuzz) -c -o $@ $<
+	@$(if $(Q),echo "  CLANG   $@")
+	$(Q)$(CLANG) $(CFLAGS_fuzz) -c -o $@ $<
 define fuzzer
 build/fuzz/bin/$(1): $(call objs,fuzz,$(2) $(foreach l,$(3),$(SRCS_$(l))))
 	@mkdir -p $$(@D)
-	$(CLANG) -fsanitize=fuzzer,address,undefined -o $$@ $$^ $(call ldlibs,$(4))
+	@$(if $(Q),echo "  LD      $$@")
+	$(Q)$(CLANG) -fsanitize=fuzzer,address,undefined -o $$@ $$^ $(call ldlibs,$(4))
 FUZZERS += build/fuzz/bin/$(1)
 endef
 

@@ -25,8 +25,8 @@ suite=$1; shift
 P=0 F=0 S=0
 for t in "$@"; do
   name=$(basename "$t")
-  log=$res/$suite-$name.log
-  skips=$res/$suite-$name.skips; : > "$skips"
+  log=$res/$suite-$name.$$.log
+  skips=$res/$suite-$name.$$.skips; : > "$skips"
   echo "=== $suite/$name"
   start=$(date +%s%3N)
   GT_SKIP_FILE=$skips CK_VERBOSITY=${CK_VERBOSITY:-verbose} CK_DEFAULT_TIMEOUT=${CK_DEFAULT_TIMEOUT:-600} \

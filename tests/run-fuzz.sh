@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Runs each libFuzzer target for FUZZ_SECONDS (default 60) on its own corpus
+# (build/fuzz/corpus/<name>, seeded from tests/fuzz/corpus/<name> when that
+# exists) and fails on any crash, leak or sanitizer report.
+set -uo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+secs=${FUZZ_SECONDS:-60}
+failed=()
+for f in "$@"; do
+  f=$(realpath "$f"); name=$(basename "$f")
+  corpus=$top/build/fuzz/corpus/$name
+  mkdir -p "$corpus"
+  seeds=()
+  [ -d "$top/tests/fuzz/corpus/$name" ] && seeds=("$top/tests/fuzz/corpus/$name")
+  echo "=== fuzz/$name (${secs}s)"
+  (cd "$top/build/fuzz" && "$f" -max_total_time="$secs" -print_final_stats=1 \
+      -artifact_prefix="$top/build/fuzz/$name-" "$corpus" "${seeds[@]}") \
+    > "$top/build/fuzz/$name.log" 2>&1
+  rc=$?
+  grep -E '^stat::number_of_executed_units|^stat::peak_rss_mb|^Done' "$top/build/fuzz/$name.log" | sed 's/^/  /'
+  echo "--- fuzz/$name: exit $rc"
+  [ "$rc" = 0 ] || { tail -30 "$top/build/fuzz/$name.log"; failed+=("$name"); }
+done
+((${#failed[@]})) && { echo "fuzz: failed: ${failed[*]}"; exit 1; }
+echo "fuzz: $# targets, no crash"
