@@ -43,6 +43,7 @@ static const uint8_t MAC_HV2[6] = { 0x02, 0x00, 0, 0, 2, 0x01 };
 static const uint8_t MAC_NH[6] = { 0x02, 0xfe, 0, 0, 0, 0x09 };  /* next hop toward remote SIDs */
 
 static struct gbpf *g;
+static int run_id; /* the runner's pid, for names a dying test may leave behind */
 static int if_up, if_hv1, if_hv2;
 
 /* ---- packet building (independent of the programs under test) ---- */
@@ -767,7 +768,8 @@ START_TEST(pinned_maps_survive_and_bad_layout_rebuilds)
 	int fd;
 
 	NEED_ROOT();
-	snprintf(root, sizeof(root), "/sys/fs/bpf/galactic-test-%d", (int)getpid());
+	snprintf(root, sizeof(root), "/sys/fs/bpf/galactic-test-%d", run_id);
+	gbpf_unpin_all(root, err, sizeof(err)); /* a previous failure's */
 	a6("fd00:a::7", a);
 	gbpf_route_key(&k, ARG_A, AF_INET6, a, 128);
 	ck_assert_msg(!gbpf_open(&p, &o, err, sizeof(err)), "%s", err);
@@ -1004,6 +1006,14 @@ START_TEST(prefix_str_matches_model)
 }
 END_TEST
 
+static void pins_down(void)
+{
+	char root[128], err[256];
+
+	snprintf(root, sizeof(root), "/sys/fs/bpf/galactic-test-%d", run_id);
+	gbpf_unpin_all(root, err, sizeof(err));
+}
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("bpf_golden");
@@ -1029,6 +1039,8 @@ static Suite *suite(void)
 	tcase_add_test(e, encap_too_big_dropped);
 	TCase *l = tcase_create("loader");
 
+	tcase_add_unchecked_fixture(l, NULL, pins_down);
+
 	tcase_add_test(l, pinned_maps_survive_and_bad_layout_rebuilds);
 	tcase_add_test(l, preflight_passes_and_names_what_it_checked);
 	tcase_add_test(l, drop_reasons_have_names);
@@ -1043,5 +1055,6 @@ static Suite *suite(void)
 
 int main(void)
 {
+	run_id = (int)getpid();
 	return gt_run(suite());
 }

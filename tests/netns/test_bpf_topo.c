@@ -33,6 +33,17 @@ static struct gdp_state st[NODES + 1];
 static struct gdp_backend *be[NODES + 1];
 static char pins[NODES + 1][128];
 static int setup_ok;
+static int run_id; /* the runner's pid: pins survive a test that dies, the runner clears them */
+
+static void pins_down(void)
+{
+	char err[256];
+
+	for (int n = 1; n <= NODES; n++) {
+		snprintf(pins[n], sizeof(pins[n]), "/sys/fs/bpf/galactic-test-%d-n%d", run_id, n);
+		gbpf_unpin_all(pins[n], err, sizeof(err));
+	}
+}
 
 static int open_node(int n, char *err, size_t errlen)
 {
@@ -81,6 +92,7 @@ static void setup(void)
 	setup_ok = 0;
 	if (geteuid() != 0 || gbpf_preflight(NULL, why, sizeof(why)))
 		return;
+	pins_down();
 	if (topo_up(&T, NODES))
 		return;
 	if (topo_add_pod(&T, 1, "a1", TOPO_VPC_A, "fd00:a::1", "10.1.0.1") < 0 ||
@@ -90,7 +102,6 @@ static void setup(void)
 	    topo_add_pod(&T, 3, "a3", TOPO_VPC_A, "fd00:a::3", "10.1.0.3") < 0)
 		return;
 	for (int n = 1; n <= NODES; n++) {
-		snprintf(pins[n], sizeof(pins[n]), "/sys/fs/bpf/galactic-test-%d-n%d", (int)getpid(), n);
 		gdp_results_init(&bad);
 		if (topo_write_state(&T, n, 0) ||
 		    gst_load(topo_state_dir(&T, n, d, sizeof(d)), &st[n], &bad, err, sizeof(err)) ||
@@ -366,7 +377,9 @@ int main(void)
 	Suite *s = suite_create("bpf_topo");
 	TCase *tc = tcase_create("topology");
 
+	run_id = (int)getpid();
 	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_unchecked_fixture(tc, NULL, pins_down);
 	tcase_set_timeout(tc, 180);
 	tcase_add_test(tc, t_v6_ping_same_vpc_isolated);
 	tcase_add_test(tc, t_v6_tcp_stream_isolated);

@@ -42,7 +42,13 @@ static void bench_fail(const char *file, int line, const char *expr)
 #define ARG_B 0x006
 #define POD_MTU 1400
 
-static char pfx[32];                 /* netns prefix "gbt<pid>" */
+/*
+ * Names carry the runner's pid (set in main, inherited by the forked tests):
+ * a test that dies on an assertion skips its teardown (check _exits), so the
+ * next setup and the runner's final teardown clear what it left.
+ */
+static int run_id;
+static char pfx[32];                 /* netns prefix "gbt<run id>" */
 static char pins[NODES][128];        /* bpffs pin roots */
 static struct gdp_backend *be[NODES];
 static const struct gdp_backend_ops *ops;
@@ -190,10 +196,28 @@ static int observe(int n)
 	return rc;
 }
 
-static void topo_down(void)
+static void names(void)
+{
+	snprintf(pfx, sizeof(pfx), "gbt%d", run_id);
+	for (int n = 1; n <= NODES; n++)
+		snprintf(pins[n - 1], sizeof(pins[n - 1]), "/sys/fs/bpf/galactic-test-%d-n%d", run_id, n);
+}
+
+/* Namespaces and pins of this run, whoever left them. */
+static void leftovers_down(void)
 {
 	char err[256];
 
+	names();
+	for (int n = 1; n <= NODES; n++) {
+		sh("ip netns del %s-n%d 2>/dev/null; ip netns del %s-a%d 2>/dev/null; "
+		   "ip netns del %s-b%d 2>/dev/null", pfx, n, pfx, n, pfx, n);
+		gbpf_unpin_all(pins[n - 1], err, sizeof(err));
+	}
+}
+
+static void topo_down(void)
+{
 	if (getenv("GBT_KEEP")) /* debugging: leave the namespaces for a look */
 		return;
 	for (int n = 1; n <= NODES; n++) {
@@ -201,18 +225,14 @@ static void topo_down(void)
 			be[n - 1]->ops->close(be[n - 1]);
 		be[n - 1] = NULL;
 		gdp_state_free(&st[n - 1]);
-		sh("ip netns del %s-n%d 2>/dev/null; ip netns del %s-a%d 2>/dev/null; "
-		   "ip netns del %s-b%d 2>/dev/null", pfx, n, pfx, n, pfx, n);
-		gbpf_unpin_all(pins[n - 1], err, sizeof(err));
 	}
+	leftovers_down();
 }
 
 static void topo_up(bool bpf)
 {
-	snprintf(pfx, sizeof(pfx), "gbt%d", (int)getpid());
+	leftovers_down();
 	for (int n = 1; n <= NODES; n++) {
-		snprintf(pins[n - 1], sizeof(pins[n - 1]), "/sys/fs/bpf/galactic-test-%d-n%d",
-			 (int)getpid(), n);
 		SH("ip netns add %s-n%d && ip -n %s-n%d link set lo up", pfx, n, pfx, n);
 	}
 	SH("ip -n %s-n1 link add up1 type veth peer name up2 netns %s-n2", pfx, pfx);
@@ -443,6 +463,8 @@ static Suite *suite(void)
 
 	tcase_add_checked_fixture(k, setup_kernel, topo_down);
 	tcase_add_checked_fixture(b, setup_bpf, topo_down);
+	tcase_add_unchecked_fixture(k, NULL, leftovers_down);
+	tcase_add_unchecked_fixture(b, NULL, leftovers_down);
 	tcase_set_timeout(k, 120);
 	tcase_set_timeout(b, 120);
 	tcase_add_test(k, kernel_backend_traffic);
@@ -457,6 +479,7 @@ static Suite *suite(void)
 
 int main(void)
 {
+	run_id = (int)getpid();
 	return gt_run(suite());
 }
 #else
@@ -488,6 +511,7 @@ int main(int argc, char **argv)
 	double k, b;
 	char why[512];
 
+	run_id = (int)getpid();
 	if (geteuid()) {
 		printf("bench_bpf_fwd: needs root\n0 passed, 0 failed, 1 skipped\n");
 		return 0;
