@@ -834,6 +834,11 @@ START_TEST(t_agent_restart_keeps_attachments)
 
 	NEED_TOPO();
 	ck_assert_int_eq(wait_ping("p2", "fd00:a::11", 10), 0);
+	/* A ping stream across the whole kill + restart must lose nothing: the
+	 * restarted agent adopts the kernel state instead of rebuilding it. */
+	ck_assert_int_eq(topo_sh("(ip netns exec %s-p2 ping -q -c 80 -i 0.05 -W 1 fd00:a::11 > %s/restart-ping.txt 2>&1 &)",
+				 T.prefix, T.dir), 0);
+	usleep(300000);
 	/* The agent is the suite parent's child: kill it; the parent reaps it. */
 	ck_assert_int_eq(kill(T.agent[1], SIGKILL), 0);
 	usleep(200000);
@@ -863,6 +868,19 @@ START_TEST(t_agent_restart_keeps_attachments)
 	ck_assert_msg(o.exit == 0, "CHECK after restart: %s", o.out);
 	outcome_free(&o);
 	ck_assert_int_eq(ping("p2", "fd00:a::11", 5), 5);
+	{
+		char out[256];
+		double end = now_s() + 10;
+
+		do {
+			topo_out(out, sizeof(out), "sed -n 's/.* \\([0-9]*\\) received.*/\\1/p' %s/restart-ping.txt", T.dir);
+			if (out[0])
+				break;
+			usleep(100000);
+		} while (now_s() < end);
+		printf("cni restart: %s/80 echo replies across agent kill -9 + restart\n", out);
+		ck_assert_str_eq(out, "80");
+	}
 	free(conf);
 }
 END_TEST
