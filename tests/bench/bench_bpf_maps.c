@@ -88,7 +88,7 @@ static void build(struct gdp_state *s, size_t n)
  * The whole bpf backend apply on a node netns (kernel plumbing for the 4
  * VPCs, maps, link sweep, next-hop precompute): first apply and a re-apply.
  */
-static int backend_apply(const struct gdp_state *s, double *first, double *again)
+static int backend_apply(const struct gdp_state *s, double *first, double *again, double *obs)
 {
 	char ns[64], pins[128], err[512], cmd[512];
 	struct gdp_backend_opts o = { 0 };
@@ -120,6 +120,13 @@ static int backend_apply(const struct gdp_state *s, double *first, double *again
 	t = now();
 	rc = rc ? rc : b->ops->apply(b, s, &res);
 	*again = now() - t;
+	gdp_results_reset(&res);
+	t = now();
+	if (!rc && b->ops->observe(b, s, &res)) {
+		fprintf(stderr, "backend observe: out of sync after apply\n");
+		rc = -1;
+	}
+	*obs = now() - t;
 	if (rc)
 		fprintf(stderr, "backend apply: %s\n", strerror(-rc));
 	gdp_results_free(&res);
@@ -135,7 +142,7 @@ out:
 
 int main(int argc, char **argv)
 {
-	double bfirst = 0, bagain = 0;
+	double bfirst = 0, bagain = 0, bobs = 0;
 	size_t n = argc > 1 ? strtoul(argv[1], NULL, 10) : 100000;
 	double raw[ROUNDS], agent[ROUNDS], again[ROUNDS], t, c;
 	double ratio[ROUNDS], cpu_raw[ROUNDS], cpu_agent[ROUNDS], cpu_ratio[ROUNDS];
@@ -233,10 +240,11 @@ int main(int argc, char **argv)
 	       agent[ROUNDS / 2] * 1e3, cpu_agent[ROUNDS / 2] * 1e3, ratio[ROUNDS / 2],
 	       cpu_ratio[ROUNDS / 2], ratio[ROUNDS / 2] <= 1.5 ? "met" : "NOT met");
 	printf("  agent re-apply, no change     %8.1f ms\n", again[ROUNDS / 2] * 1e3);
-	if (backend_apply(&s, &bfirst, &bagain))
+	if (backend_apply(&s, &bfirst, &bagain, &bobs))
 		return 1;
 	printf("  whole bpf backend apply       %8.1f ms   (kernel plumbing + maps + filters; re-apply %.1f ms)\n",
 	       bfirst * 1e3, bagain * 1e3);
+	printf("  whole bpf backend observe     %8.1f ms\n", bobs * 1e3);
 	gdp_state_free(&s);
 	free(k);
 	free(v);

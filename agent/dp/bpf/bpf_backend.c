@@ -166,6 +166,49 @@ static bool is_uplink(const struct gdp_state *d, const char *name, struct ifaddr
 	return false;
 }
 
+/*
+ * Result slots of the node and of each attachment, found before the 100k
+ * remote results are appended (gdp_results_get searches from the end).
+ */
+struct slots {
+	struct gdp_results *res;
+	size_t node;
+	size_t *att;   /* per d->atts index */
+};
+
+static int slots_init(struct slots *sl, struct gdp_results *res, const struct gdp_state *d)
+{
+	struct gdp_result *r = gdp_results_get(res, GDP_OBJ_NODE, "", "");
+
+	sl->res = res;
+	sl->att = calloc(d->n_atts + 1, sizeof(*sl->att));
+	if (!r || !sl->att) {
+		free(sl->att);
+		return -ENOMEM;
+	}
+	sl->node = (size_t)(r - res->v);
+	for (size_t i = 0; i < d->n_atts; i++) {
+		r = gdp_results_get(res, GDP_OBJ_ATTACHMENT, d->atts[i].vpc, d->atts[i].id);
+		if (!r) {
+			free(sl->att);
+			return -ENOMEM;
+		}
+		sl->att[i] = (size_t)(r - res->v);
+	}
+	return 0;
+}
+
+static struct gdp_result *slot_node(const struct slots *sl)
+{
+	return &sl->res->v[sl->node];
+}
+
+static struct gdp_result *slot_att(const struct slots *sl, const struct gdp_state *d,
+				   const struct gdp_attachment *a)
+{
+	return &sl->res->v[sl->att[a - d->atts]];
+}
+
 static const struct gdp_attachment *att_of(const struct gdp_state *d, const char *ifname)
 {
 	for (size_t i = 0; i < d->n_atts; i++)
@@ -179,7 +222,7 @@ static const struct gdp_attachment *att_of(const struct gdp_state *d, const char
  * the filter it should have (decap on uplinks, encap on attachments) and
  * loses ours otherwise; the ifaces map follows.
  */
-static int sync_links(struct bpf_backend *b, const struct gdp_state *d, struct gdp_results *res,
+static int sync_links(struct bpf_backend *b, const struct gdp_state *d, const struct slots *sl,
 		      bool fix, int *bad)
 {
 	struct if_nameindex *links = if_nameindex(), *l;
@@ -203,7 +246,7 @@ static int sync_links(struct bpf_backend *b, const struct gdp_state *d, struct g
 	for (l = links; l->if_index; l++) {
 		const struct gdp_attachment *a = att_of(d, l->if_name);
 		const struct gdp_vpc *v = a ? gdp_state_find_vpc(d, a->vpc) : NULL;
-		struct gdp_result *r = a ? gdp_results_get(res, GDP_OBJ_ATTACHMENT, a->vpc, a->id) : NULL;
+		struct gdp_result *r = a ? slot_att(sl, d, a) : NULL;
 		enum gbpf_prog want;
 		int have;
 
@@ -247,11 +290,8 @@ static int sync_links(struct bpf_backend *b, const struct gdp_state *d, struct g
 					 want == GBPF_PROG_DECAP ? "decap" : "encap");
 			if (r)
 				gdp_result_fail(r, e, "%s", err);
-			else {
-				struct gdp_result *nr = gdp_results_get(res, GDP_OBJ_NODE, "", "");
-
-				gdp_result_fail(nr, e, "%s", err);
-			}
+			else
+				gdp_result_fail(slot_node(sl), e, "%s", err);
 			(*bad)++;
 			first = first ? first : e;
 		}
@@ -276,9 +316,9 @@ static int sync_links(struct bpf_backend *b, const struct gdp_state *d, struct g
 			prev = NULL; /* restart the walk: the key we stood on is gone */
 	}
 	for (size_t i = 0; i < d->n_atts; i++) {
-		struct gdp_result *r = gdp_results_get(res, GDP_OBJ_ATTACHMENT, d->atts[i].vpc,
-						       d->atts[i].id);
-		if (r && !if_nametoindex(d->atts[i].host_ifname)) {
+		struct gdp_result *r = slot_att(sl, d, &d->atts[i]);
+
+		if (!if_nametoindex(d->atts[i].host_ifname)) {
 			gdp_result_fail(r, -ENODEV, "attachment %s: host interface %s not found",
 					d->atts[i].id, d->atts[i].host_ifname);
 			(*bad)++;
@@ -347,6 +387,7 @@ static int bpf_apply(struct gdp_backend *base, const struct gdp_state *desired,
 	struct bpf_backend *b = of(base);
 	struct gdp_state k = no_remotes(desired);
 	struct gbpf_sync_stats st = { 0 };
+	struct slots sl;
 	char err[512];
 	int first, e, saved, bad = 0;
 
@@ -355,20 +396,23 @@ static int bpf_apply(struct gdp_backend *base, const struct gdp_state *desired,
 		first = first ? first : e;
 	if ((e = gbpf_sync_vpcs(b->g, desired, res, &st)))
 		first = first ? first : e;
+	if ((e = slots_init(&sl, res, desired)))
+		return e;
 	if ((e = enter(b, &saved))) {
-		gdp_result_fail(gdp_results_get(res, GDP_OBJ_NODE, "", ""), e,
-				"bpf backend: enter netns: %s", strerror(-e));
+		gdp_result_fail(slot_node(&sl), e, "bpf backend: enter netns: %s", strerror(-e));
+		free(sl.att);
 		return first ? first : e;
 	}
 	/* Routes before filters: a fresh encap filter finds its prefixes. */
 	if ((e = sync_routes(b, desired, res, &st)))
 		first = first ? first : e;
-	if ((e = sync_links(b, desired, res, true, &bad)))
+	if ((e = sync_links(b, desired, &sl, true, &bad)))
 		first = first ? first : e;
 	leave(saved);
 	/* Only once the new programs hold every link may an old layout's maps go. */
 	if (!first && gbpf_stale_layouts(b->g) && (e = gbpf_prune_layouts(b->g, err, sizeof(err))))
-		gdp_result_fail(gdp_results_get(res, GDP_OBJ_NODE, "", ""), e, "%s", err);
+		gdp_result_fail(slot_node(&sl), e, "%s", err);
+	free(sl.att);
 	res->added += st.added;
 	res->removed += st.removed;
 	res->unchanged += st.unchanged;
@@ -383,21 +427,12 @@ static int bpf_observe(struct gdp_backend *base, const struct gdp_state *desired
 	struct gdp_state k = no_remotes(desired);
 	int n, e, saved, bad = 0, fd = gbpf_map_fd(b->g, GBPF_MAP_ROUTES);
 	struct gbpf_cfg cfg;
+	uint8_t src[16];
+	struct slots sl;
 
 	n = b->kernel->ops->observe(b->kernel, &k, res);
 	if (n < 0)
 		return n;
-	{
-		struct gdp_result *r = gdp_results_get(res, GDP_OBJ_NODE, "", "");
-		uint8_t src[16];
-
-		gbpf_node_src(&desired->node, src);
-		if (gbpf_get_cfg(b->g, &cfg) || !(cfg.flags & GBPF_CFG_VALID) ||
-		    memcmp(cfg.block, desired->node.block, 6) || memcmp(cfg.src, src, 16)) {
-			gdp_result_fail(r, -ENOENT, "bpf node config missing or different");
-			bad++;
-		}
-	}
 	for (size_t i = 0; i < desired->n_vpcs; i++) {
 		const struct gdp_vpc *v = &desired->vpcs[i];
 		struct gdp_result *r = gdp_results_get(res, GDP_OBJ_VPC, v->id, "");
@@ -410,32 +445,41 @@ static int bpf_observe(struct gdp_backend *base, const struct gdp_state *desired
 			bad++;
 		}
 	}
+	if ((e = slots_init(&sl, res, desired)))
+		return e;
+	gbpf_node_src(&desired->node, src);
+	if (gbpf_get_cfg(b->g, &cfg) || !(cfg.flags & GBPF_CFG_VALID) ||
+	    memcmp(cfg.block, desired->node.block, 6) || memcmp(cfg.src, src, 16)) {
+		gdp_result_fail(slot_node(&sl), -ENOENT, "bpf node config missing or different");
+		bad++;
+	}
 	for (size_t i = 0; i < desired->n_remotes; i++) {
 		const struct gdp_remote *rm = &desired->remotes[i];
 		const struct gdp_vpc *v = gdp_state_find_vpc(desired, rm->vpc);
 		struct gbpf_route_key key;
 		struct gbpf_route have;
-		char pb[64];
-		struct gdp_result *r;
+		/* The kernel backend saw no remotes: no search (quadratic at 100k). */
+		struct gdp_result *r = gbpf_result_remote(res, rm);
 
-		gdp_prefix_str(&rm->prefix, pb, sizeof(pb));
-		r = gdp_results_get(res, GDP_OBJ_REMOTE, rm->vpc, pb);
 		if (v)
 			gbpf_route_key(&key, v->arg, rm->prefix.family, rm->prefix.addr.raw,
 				       rm->prefix.len);
 		if (!v || bpf_map_lookup_elem(fd, &key, &have) ||
 		    memcmp(have.sid, rm->sid.s6_addr, 16)) {
-			gdp_result_fail(r, -ENOENT, "remote %s in vpc %s: not in the bpf routes map", pb,
-					rm->vpc);
+			gdp_result_fail(r, -ENOENT, "remote %s in vpc %s: not in the bpf routes map",
+					r ? r->key : "?", rm->vpc);
 			bad++;
 		} else if (r && !r->err) {
 			r->programmed = true;
 		}
 	}
-	if ((e = enter(b, &saved)))
+	if ((e = enter(b, &saved))) {
+		free(sl.att);
 		return e;
-	sync_links(b, desired, res, false, &bad);
+	}
+	sync_links(b, desired, &sl, false, &bad);
 	leave(saved);
+	free(sl.att);
 	return n + bad;
 }
 

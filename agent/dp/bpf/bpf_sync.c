@@ -252,7 +252,7 @@ static long kset_probe(struct kset *s, const struct want *w, const struct gbpf_r
  * Results for 100k remotes: appended without gdp_results_get's search (each
  * remote key is unique once duplicates are failed), which would be quadratic.
  */
-static struct gdp_result *res_append(struct gdp_results *res, const struct gdp_remote *rm)
+struct gdp_result *gbpf_result_remote(struct gdp_results *res, const struct gdp_remote *rm)
 {
 	struct gdp_result *x;
 
@@ -349,7 +349,7 @@ int gbpf_sync_routes(struct gbpf *g, const struct gdp_state *d, gbpf_l2_fn l2, v
 	for (size_t i = 0; i < d->n_remotes; i++) {
 		const struct gdp_remote *rm = &d->remotes[i];
 		const struct gdp_vpc *v = gdp_state_find_vpc(d, rm->vpc);
-		struct gdp_result *r = res ? res_append(res, rm) : NULL;
+		struct gdp_result *r = res ? gbpf_result_remote(res, rm) : NULL;
 
 		if (!remote_surely_valid(v, rm) && (e = gdp_validate_remote(d, i, err, sizeof(err)))) {
 			gdp_result_fail(r, e, "%s", err);

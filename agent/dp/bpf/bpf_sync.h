@@ -21,6 +21,12 @@ struct gbpf_sync_stats {
  */
 char *gbpf_prefix_str(const struct gdp_prefix *p, char *buf, size_t len);
 
+/*
+ * Appends the result of one remote (key = its prefix) without searching the
+ * existing results: the caller knows it is not there yet. NULL on ENOMEM.
+ */
+struct gdp_result *gbpf_result_remote(struct gdp_results *res, const struct gdp_remote *rm);
+
 /* Outer source of encapsulated packets: the node's locator address block:node::. */
 void gbpf_node_src(const struct gdp_node *n, uint8_t out[16]);
 
