@@ -15,3 +15,5 @@ $(eval $(call fuzzer,fuzz_cni_proto,tests/fuzz/fuzz_cni_proto.c,gcni,jansson))
 $(eval $(call netns_test,test_cni_plugin,tests/netns/test_cni_plugin.c tests/lib/topo.c,gdp gnl,jansson nl))
 # make bench: 200 concurrent ADDs (p50/p99, time until the last pod pings across nodes).
 $(eval $(call bench,bench_cni,tests/bench/bench_cni.c tests/lib/topo.c,gdp gnl,jansson nl))
+# The netns suite runs the sanitized plugin binary: keep it up to date.
+build/san/tests/test_cni_plugin: | build/san/bin/galactic-cni

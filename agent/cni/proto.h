@@ -18,7 +18,7 @@
 
 #define CNI_PROTO_VERSION 1
 #define CNI_PROTO_MAX_FRAME (2u << 20)
-#define CNI_DEFAULT_SOCKET "/run/galactic/cni.sock"
+#define CNI_DEFAULT_SOCKET CNI_SOCKET_DIR "cni.sock"
 
 struct cni_req {
 	int proto;

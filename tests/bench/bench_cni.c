@@ -53,7 +53,7 @@ static const char *top(void)
 
 static void sock_path(int node, char *buf, size_t n)
 {
-	snprintf(buf, n, "%s/n%d/cni.sock", T.dir, node);
+	snprintf(buf, n, "/run/galactic/%s-n%d.sock", T.prefix, node);
 }
 
 static int wait_socket(int node, double timeout_ms)
@@ -153,7 +153,7 @@ int main(int argc, char **argv)
 		n = 200;
 	lat = mmap(NULL, sizeof(double) * (size_t)n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	done = mmap(NULL, sizeof(int) * (size_t)n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (lat == MAP_FAILED || done == MAP_FAILED || topo_up(&T, 2)) {
+	if (lat == MAP_FAILED || done == MAP_FAILED || topo_sh("mkdir -p -m 0700 /run/galactic") || topo_up(&T, 2)) {
 		fprintf(stderr, "bench_cni: setup failed\n");
 		return 1;
 	}
@@ -349,5 +349,6 @@ int main(int argc, char **argv)
 	if (getenv("BENCH_KEEP"))
 		topo_sh("cp %s/n1/agent.log /tmp/bench_cni_agent.log", T.dir);
 	topo_down(&T);
+	topo_sh("rm -f /run/galactic/%s-n*.sock", T.prefix);
 	return fails ? 1 : 0;
 }

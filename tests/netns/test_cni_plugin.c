@@ -47,9 +47,10 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* Per-node agent sockets; agentSocket must lie in /run/galactic/. */
 static const char *sock_path(int node, char *buf, size_t n)
 {
-	snprintf(buf, n, "%s/n%d/cni.sock", T.dir, node);
+	snprintf(buf, n, "/run/galactic/%s-n%d.sock", T.prefix, node);
 	return buf;
 }
 
@@ -412,7 +413,7 @@ static void setup(void)
 	setup_ok = 0;
 	if (geteuid() != 0)
 		return;
-	if (topo_up(&T, 2)) {
+	if (topo_sh("mkdir -p -m 0700 /run/galactic") || topo_up(&T, 2)) {
 		snprintf(setup_why, sizeof(setup_why), "topo_up failed");
 		return;
 	}
@@ -438,6 +439,8 @@ static void teardown(void)
 
 	for (size_t i = 0; i < NPODS; i++)
 		json_decref(add_results[i]);
+	if (T.prefix[0])
+		topo_sh("rm -f /run/galactic/%s-n*.sock", T.prefix);
 	/* An agent restarted from inside a (forked) test is not our child. */
 	snprintf(p, sizeof(p), "%s/n1/agent.restarted.pid", T.dir);
 	if (topo_out(out, sizeof(out), "cat %s 2>/dev/null", p) == 0 && atoi(out) > 0)
@@ -621,7 +624,7 @@ START_TEST(t_agent_down_add_is_retryable)
 	ck_assert_int_eq(err_code(&o), 11);
 	ck_assert_str_eq(jstr(o.j, "cniVersion"), "1.0.0");
 	ck_assert_msg(strstr(jstr(o.j, "msg"), "not reachable"), "%s", o.out);
-	ck_assert_msg(strstr(jstr(o.j, "details"), "cni.sock"), "%s", o.out);
+	ck_assert_msg(strstr(jstr(o.j, "details"), "-n7.sock"), "%s", o.out);
 	outcome_free(&o);
 	after = kernel_snapshot(1, "down1");
 	ck_assert_str_eq(before, after);
@@ -669,6 +672,10 @@ static const struct badinv badinvs[] = {
 	{ "GC on 1.0.0", "GC", NULL, NULL, NULL, NULL, NULL, "\"cni.dev/valid-attachments\":[]", TOPO_VPC_A, "B20", "fd00:a::41", "10.1.0.41", "1.0.0", 1, "GC" },
 	{ "unknown command", "ATTACH", "cb21", "bad", NULL, "eth0", NULL, NULL, TOPO_VPC_A, "B21", "fd00:a::41", "10.1.0.41", "1.0.0", 4, "ATTACH" },
 	{ "oversized stdin", "ADD", "cb22", "bad", NULL, "eth0", "@HUGE@", NULL, 0, 0, 0, 0, 0, 7, "bytes" },
+	{ "agent socket aimed at another daemon", "ADD", "cb23", "bad", NULL, "eth0",
+	  "{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"type\":\"galactic-cni\",\"vpc\":\"vpcA\",\"vpcattachment\":\"B23\","
+	  "\"ipFamilies\":[\"IPv6\"],\"addresses\":[{\"address\":\"fd00:a::43/128\"}],\"agentSocket\":\"/var/run/docker.sock\"}",
+	  NULL, 0, 0, 0, 0, 0, 7, "/run/galactic/" },
 };
 
 START_TEST(t_bad_input_table)
