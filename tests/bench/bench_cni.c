@@ -348,7 +348,7 @@ int main(int argc, char **argv)
 	printf("bench_cni: %d passed, %d failed\n", n - fails > 0 ? 1 : 0, fails ? 1 : 0);
 	if (getenv("BENCH_KEEP"))
 		topo_sh("cp %s/n1/agent.log /tmp/bench_cni_agent.log", T.dir);
-	topo_down(&T);
 	topo_sh("rm -f /run/galactic/%s-n*.sock", T.prefix);
+	topo_down(&T);
 	return fails ? 1 : 0;
 }
