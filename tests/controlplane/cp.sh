@@ -86,6 +86,7 @@ start_apiserver() {
     --api-audiences https://kubernetes.default.svc \
     --service-cluster-ip-range 10.96.0.0/24 \
     --enable-priority-and-fairness=false --endpoint-reconciler-type=none \
+    --allow-privileged=true \
     >>"$dir/apiserver.log" 2>&1 &
   echo $! > "$dir/apiserver.pid"
   wait_http $! "$APISERVER/readyz" 90 --cacert "$p/ca.crt" -H "Authorization: Bearer $CP_TOKEN"

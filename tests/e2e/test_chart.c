@@ -1,0 +1,284 @@
+/*
+ * The Helm chart's permissions on a real kube-apiserver (DESIGN §5,
+ * "Security"): the chart is installed with the real helm binary, then every
+ * request is made with the service-account tokens the components would run
+ * with.
+ *   - galactic-agent: refused (403) on every networking/cloud resource; may
+ *     write report objects only of the node its token is bound to (the
+ *     ValidatingAdmissionPolicy reads the node name the API server puts into
+ *     a pod-bound token); an unbound token writes nothing.
+ *   - galactic-translator: may patch only the status subresources it owns,
+ *     never a spec, never a report.
+ */
+#include "tests/lib/cp.h"
+#include "tests/lib/gtest.h"
+#include "tests/lib/kreq.h"
+
+#include <curl/curl.h>
+#include <string.h>
+#include <unistd.h>
+
+static struct cp cp;
+#define req(...) kreq(&cp, __VA_ARGS__)
+
+#define NS "galactic-system"
+static char agent_a[4096];  /* token bound to a pod on node-a */
+static char agent_unbound[4096];
+static char translator[4096];
+
+static const char *NET = "/apis/network.datumapis.com/v1alpha1";
+
+/* Runs one of the control plane's CLIs (kubectl, helm) as the admin. */
+static void cli(const char *tool, const char *args)
+{
+	char cmd[2048];
+
+	snprintf(cmd, sizeof(cmd), "%s/%s --kubeconfig %s %s >/dev/null", cp.bin, tool, cp.kubeconfig, args);
+	ck_assert_msg(system(cmd) == 0, "failed: %s", cmd);
+}
+
+static void token(const char *sa, const char *pod_name, const char *pod_uid, char *out, size_t n)
+{
+	char path[256], body[512];
+	json_t *r = NULL;
+	const char *t;
+
+	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/serviceaccounts/%s/token", NS, sa);
+	if (pod_name)
+		snprintf(body, sizeof(body),
+			 "{\"apiVersion\":\"authentication.k8s.io/v1\",\"kind\":\"TokenRequest\","
+			 "\"spec\":{\"expirationSeconds\":3600,\"boundObjectRef\":{\"apiVersion\":\"v1\","
+			 "\"kind\":\"Pod\",\"name\":\"%s\",\"uid\":\"%s\"}}}", pod_name, pod_uid);
+	else
+		snprintf(body, sizeof(body),
+			 "{\"apiVersion\":\"authentication.k8s.io/v1\",\"kind\":\"TokenRequest\","
+			 "\"spec\":{\"expirationSeconds\":3600}}");
+	ck_assert_int_eq(req("POST", path, "application/json", body, NULL, &r), 201);
+	t = json_string_value(json_object_get(json_object_get(r, "status"), "token"));
+	ck_assert_ptr_nonnull(t);
+	snprintf(out, n, "%s", t);
+	json_decref(r);
+}
+
+static long create(const char *path, const char *body)
+{
+	long code = 0;
+
+	for (int i = 0; i < 100; i++) {
+		code = req("POST", path, "application/json", body, NULL, NULL);
+		if (code != 404 && code != 429 && code != 503)
+			break;
+		usleep(100 * 1000);
+	}
+	return code;
+}
+
+static void setup(void)
+{
+	char path[256], uid[64];
+	json_t *pod = NULL;
+
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	ck_assert_msg(cp_up(&cp) == 0, "control plane did not start");
+	cli("kubectl", "apply -f crds/ -f tests/crds/");
+	cli("kubectl", "wait --for condition=Established crd --all --timeout 60s");
+	cli("helm", "install galactic charts/galactic --namespace " NS " --create-namespace");
+
+	/* Nodes and a pod on node-a: no kubelet here, so the objects stand for
+	 * what the scheduler would have done. A pod-bound token carries its node. */
+	ck_assert_int_eq(create("/api/v1/nodes", "{\"metadata\":{\"name\":\"node-a\"}}"), 201);
+	ck_assert_int_eq(create("/api/v1/nodes", "{\"metadata\":{\"name\":\"node-b\"}}"), 201);
+	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods", NS);
+	ck_assert_int_eq(req("POST", path, "application/json",
+			     "{\"metadata\":{\"name\":\"galactic-agent-a\"},\"spec\":{\"nodeName\":\"node-a\","
+			     "\"serviceAccountName\":\"galactic-agent\",\"containers\":[{\"name\":\"agent\","
+			     "\"image\":\"galactic:dev\"}]}}", NULL, &pod), 201);
+	snprintf(uid, sizeof(uid), "%s",
+		 json_string_value(json_object_get(json_object_get(pod, "metadata"), "uid")));
+	json_decref(pod);
+	token("galactic-agent", "galactic-agent-a", uid, agent_a, sizeof(agent_a));
+	token("galactic-agent", NULL, NULL, agent_unbound, sizeof(agent_unbound));
+	token("galactic-translator", NULL, NULL, translator, sizeof(translator));
+
+	/*
+	 * Admission policies take effect a moment after they are created (the
+	 * API server loads them through an informer): wait until a dry-run write
+	 * with the unbound token is refused by it.
+	 */
+	snprintf(path, sizeof(path), "%s/namespaces/%s/nodeattachments/probe?fieldManager=probe&dryRun=All", NET, NS);
+	for (int i = 0; i < 300; i++) {
+		if (req("PATCH", path, "application/apply-patch+yaml",
+			"{\"apiVersion\":\"network.datumapis.com/v1alpha1\",\"kind\":\"NodeAttachment\","
+			"\"metadata\":{\"name\":\"probe\"},\"spec\":{\"node\":\"node-a\",\"vpc\":\"P\","
+			"\"vpcAttachment\":\"P\"}}", agent_unbound, NULL) == 403)
+			break;
+		usleep(100 * 1000);
+	}
+
+	/* Objects of both nodes, written by the admin (the operator). */
+	snprintf(path, sizeof(path), "%s/nodedataplanes", NET);
+	ck_assert_int_eq(create(path, "{\"apiVersion\":\"network.datumapis.com/v1alpha1\",\"kind\":\"NodeDataplane\","
+				      "\"metadata\":{\"name\":\"node-a\"},\"spec\":{\"sidBlock\":\"fcbb:bb00:1::/48\"}}"), 201);
+	ck_assert_int_eq(create(path, "{\"apiVersion\":\"network.datumapis.com/v1alpha1\",\"kind\":\"NodeDataplane\","
+				      "\"metadata\":{\"name\":\"node-b\"},\"spec\":{\"sidBlock\":\"fcbb:bb00:1::/48\"}}"), 201);
+	snprintf(path, sizeof(path), "%s/namespaces/%s/nodeattachments", NET, NS);
+	ck_assert_int_eq(create(path, "{\"apiVersion\":\"network.datumapis.com/v1alpha1\",\"kind\":\"NodeAttachment\","
+				      "\"metadata\":{\"name\":\"node-b-2-2\"},\"spec\":{\"node\":\"node-b\","
+				      "\"vpc\":\"B2\",\"vpcAttachment\":\"B2\"}}"), 201);
+	ck_assert_int_eq(create("/apis/cloud.datumapis.com/v1alpha1/namespaces/default/vpcattachments",
+				"{\"apiVersion\":\"cloud.datumapis.com/v1alpha1\",\"kind\":\"VPCAttachment\","
+				"\"metadata\":{\"name\":\"att1\"},\"spec\":{\"vpc\":{\"name\":\"v\"}}}"), 201);
+	ck_assert_int_eq(create("/apis/networking.datumapis.com/v1alpha/namespaces/default/networkinterfaces",
+				"{\"apiVersion\":\"networking.datumapis.com/v1alpha\",\"kind\":\"NetworkInterface\","
+				"\"metadata\":{\"name\":\"nic1\"},\"spec\":{\"interfaceName\":\"eth0\"}}"), 201);
+}
+
+static void teardown(void)
+{
+	cp_down(&cp);
+	curl_global_cleanup();
+}
+
+static const char *msg(json_t *st)
+{
+	const char *m = json_string_value(json_object_get(st, "message"));
+
+	return m ? m : "";
+}
+
+START_TEST(test_agent_token_is_bound_to_its_node)
+{
+	json_t *r = NULL, *extra;
+
+	ck_assert_int_eq(req("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", "application/json",
+			     "{\"apiVersion\":\"authentication.k8s.io/v1\",\"kind\":\"SelfSubjectReview\"}",
+			     agent_a, &r), 201);
+	extra = json_object_get(json_object_get(json_object_get(r, "status"), "userInfo"), "extra");
+	ck_assert_str_eq(json_string_value(json_array_get(
+				 json_object_get(extra, "authentication.kubernetes.io/node-name"), 0)), "node-a");
+	json_decref(r);
+}
+END_TEST
+
+START_TEST(test_agent_refused_on_networking_and_cloud)
+{
+	static const char *paths[] = {
+		"/apis/networking.datumapis.com/v1alpha/networkinterfaces",
+		"/apis/networking.datumapis.com/v1alpha/networkinterfaceclaims",
+		"/apis/cloud.datumapis.com/v1alpha1/vpcattachments",
+		"/apis/networking.datumapis.com/v1alpha/namespaces/default/networkinterfaces/nic1",
+		"/apis/cloud.datumapis.com/v1alpha1/namespaces/default/vpcattachments/att1",
+	};
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
+		ck_assert_msg(req("GET", paths[i], NULL, NULL, agent_a, NULL) == 403, "GET %s", paths[i]);
+	ck_assert_int_eq(req("PATCH", "/apis/cloud.datumapis.com/v1alpha1/namespaces/default/vpcattachments/att1/status"
+			     "?fieldManager=galactic-agent", "application/merge-patch+json",
+			     "{\"status\":{\"node\":\"node-a\"}}", agent_a, NULL), 403);
+	ck_assert_int_eq(req("PATCH", "/apis/networking.datumapis.com/v1alpha/namespaces/default/networkinterfaces/nic1/status"
+			     "?fieldManager=galactic-agent", "application/merge-patch+json",
+			     "{\"status\":{\"vpc\":\"x\"}}", agent_a, NULL), 403);
+}
+END_TEST
+
+START_TEST(test_agent_writes_only_its_own_node_reports)
+{
+	char path[256];
+	json_t *st = NULL;
+
+	/* Own node: create by apply, then status. */
+	snprintf(path, sizeof(path), "%s/namespaces/%s/nodeattachments/node-a-1-1?fieldManager=galactic-agent", NET, NS);
+	ck_assert_int_eq(req("PATCH", path, "application/apply-patch+yaml",
+			     "{\"apiVersion\":\"network.datumapis.com/v1alpha1\",\"kind\":\"NodeAttachment\","
+			     "\"metadata\":{\"name\":\"node-a-1-1\"},\"spec\":{\"node\":\"node-a\",\"vpc\":\"A1\","
+			     "\"vpcAttachment\":\"A1\"}}", agent_a, NULL), 201);
+	snprintf(path, sizeof(path), "%s/namespaces/%s/nodeattachments/node-a-1-1/status?fieldManager=galactic-agent", NET, NS);
+	ck_assert_int_eq(req("PATCH", path, "application/apply-patch+yaml",
+			     "{\"apiVersion\":\"network.datumapis.com/v1alpha1\",\"kind\":\"NodeAttachment\","
+			     "\"metadata\":{\"name\":\"node-a-1-1\"},\"status\":{\"conditions\":[{\"type\":\"Programmed\","
+			     "\"status\":\"True\",\"reason\":\"Verified\",\"lastTransitionTime\":\"2026-01-01T00:00:00Z\"}]}}",
+			     agent_a, NULL), 200);
+
+	/* Another node's report: neither created, nor updated, nor deleted. */
+	snprintf(path, sizeof(path), "%s/namespaces/%s/nodeattachments/node-b-1-1?fieldManager=galactic-agent", NET, NS);
+	ck_assert_int_eq(req("PATCH", path, "application/apply-patch+yaml",
+			     "{\"apiVersion\":\"network.datumapis.com/v1alpha1\",\"kind\":\"NodeAttachment\","
+			     "\"metadata\":{\"name\":\"node-b-1-1\"},\"spec\":{\"node\":\"node-b\",\"vpc\":\"A1\","
+			     "\"vpcAttachment\":\"A2\"}}", agent_a, &st), 403);
+	ck_assert_msg(strstr(msg(st), "may not write objects of node node-b"), "%s", msg(st));
+	json_decref(st);
+	snprintf(path, sizeof(path), "%s/namespaces/%s/nodeattachments/node-b-2-2/status?fieldManager=galactic-agent", NET, NS);
+	ck_assert_int_eq(req("PATCH", path, "application/merge-patch+json",
+			     "{\"status\":{\"observedGeneration\":1}}", agent_a, NULL), 403);
+	snprintf(path, sizeof(path), "%s/namespaces/%s/nodeattachments/node-b-2-2", NET, NS);
+	ck_assert_int_eq(req("DELETE", path, NULL, NULL, agent_a, NULL), 403);
+	ck_assert_int_eq(req("GET", path, NULL, NULL, NULL, NULL), 200);
+
+	/* Per-node object: own status yes, another node's status no, spec never. */
+	snprintf(path, sizeof(path), "%s/nodedataplanes/node-a/status?fieldManager=galactic-agent", NET);
+	ck_assert_int_eq(req("PATCH", path, "application/merge-patch+json",
+			     "{\"status\":{\"nodeID\":1,\"datapath\":\"kernel\"}}", agent_a, NULL), 200);
+	snprintf(path, sizeof(path), "%s/nodedataplanes/node-b/status?fieldManager=galactic-agent", NET);
+	ck_assert_int_eq(req("PATCH", path, "application/merge-patch+json",
+			     "{\"status\":{\"nodeID\":2}}", agent_a, NULL), 403);
+	snprintf(path, sizeof(path), "%s/nodedataplanes/node-a?fieldManager=galactic-agent", NET);
+	ck_assert_int_eq(req("PATCH", path, "application/merge-patch+json",
+			     "{\"spec\":{\"nodeID\":7}}", agent_a, NULL), 403);
+}
+END_TEST
+
+START_TEST(test_unbound_agent_token_writes_nothing)
+{
+	char path[256];
+	json_t *st = NULL;
+
+	snprintf(path, sizeof(path), "%s/namespaces/%s/nodeattachments/node-a-3-3?fieldManager=galactic-agent", NET, NS);
+	ck_assert_int_eq(req("PATCH", path, "application/apply-patch+yaml",
+			     "{\"apiVersion\":\"network.datumapis.com/v1alpha1\",\"kind\":\"NodeAttachment\","
+			     "\"metadata\":{\"name\":\"node-a-3-3\"},\"spec\":{\"node\":\"node-a\",\"vpc\":\"A3\","
+			     "\"vpcAttachment\":\"A3\"}}", agent_unbound, &st), 403);
+	ck_assert_msg(strstr(msg(st), "not bound to a node"), "%s", msg(st));
+	json_decref(st);
+}
+END_TEST
+
+START_TEST(test_translator_writes_only_owned_status)
+{
+	char path[256];
+
+	ck_assert_int_eq(req("GET", "/apis/cloud.datumapis.com/v1alpha1/vpcattachments", NULL, NULL, translator, NULL), 200);
+	ck_assert_int_eq(req("GET", "/apis/network.datumapis.com/v1alpha1/nodeattachments", NULL, NULL, translator, NULL), 200);
+	ck_assert_int_eq(req("PATCH", "/apis/cloud.datumapis.com/v1alpha1/namespaces/default/vpcattachments/att1/status"
+			     "?fieldManager=galactic-translator", "application/apply-patch+yaml",
+			     "{\"apiVersion\":\"cloud.datumapis.com/v1alpha1\",\"kind\":\"VPCAttachment\","
+			     "\"metadata\":{\"name\":\"att1\"},\"status\":{\"node\":\"node-a\"}}", translator, NULL), 200);
+	ck_assert_int_eq(req("PATCH", "/apis/networking.datumapis.com/v1alpha/namespaces/default/networkinterfaces/nic1/status"
+			     "?fieldManager=galactic-translator", "application/json-patch+json",
+			     "[{\"op\":\"add\",\"path\":\"/status\",\"value\":{\"vpc\":\"v\"}}]", translator, NULL), 200);
+	/* Specs and deletes of upstream objects: refused. */
+	ck_assert_int_eq(req("PATCH", "/apis/cloud.datumapis.com/v1alpha1/namespaces/default/vpcattachments/att1"
+			     "?fieldManager=galactic-translator", "application/merge-patch+json",
+			     "{\"spec\":{\"vpc\":{\"name\":\"other\"}}}", translator, NULL), 403);
+	ck_assert_int_eq(req("DELETE", "/apis/networking.datumapis.com/v1alpha/namespaces/default/networkinterfaces/nic1",
+			     NULL, NULL, translator, NULL), 403);
+	/* Reports belong to the agents. */
+	snprintf(path, sizeof(path), "%s/namespaces/%s/nodeattachments/node-b-2-2/status?fieldManager=galactic-translator", NET, NS);
+	ck_assert_int_eq(req("PATCH", path, "application/merge-patch+json",
+			     "{\"status\":{\"observedGeneration\":1}}", translator, NULL), 403);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("chart");
+	TCase *tc = tcase_create("rbac");
+
+	tcase_add_unchecked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_agent_token_is_bound_to_its_node);
+	tcase_add_test(tc, test_agent_refused_on_networking_and_cloud);
+	tcase_add_test(tc, test_agent_writes_only_its_own_node_reports);
+	tcase_add_test(tc, test_unbound_agent_token_writes_nothing);
+	tcase_add_test(tc, test_translator_writes_only_owned_status);
+	suite_add_tcase(s, tc);
+	return gt_run(s);
+}
