@@ -9,6 +9,7 @@
  * was written); it uses only `ip` and the backends under test.
  */
 #include <arpa/inet.h>
+#include <bpf/bpf.h>
 #include <errno.h>
 #include <net/if.h>
 #include <stdarg.h>
@@ -455,6 +456,36 @@ START_TEST(bpf_observe_reports_and_apply_repairs)
 }
 END_TEST
 
+/* An attachment leaves the model: its filter and ifaces entry go, the rest stays. */
+START_TEST(bpf_detached_attachment_loses_filter)
+{
+	struct gdp_state *s = &st[0];
+	uint32_t key, next, *prev = NULL;
+	int n = 0;
+
+	NEED(true);
+	ck_assert_msg(sh("tc -n %s-n1 filter show dev hvb1 ingress | grep -q galactic_encap", pfx) == 0,
+		      "encap filter on hvb1 before");
+	/* Drop VPC B's attachment on node 1 (keep the VPC). */
+	for (size_t i = 0; i < s->n_atts; i++)
+		if (!strcmp(s->atts[i].vpc, "vpcb")) {
+			s->atts[i] = s->atts[--s->n_atts];
+			break;
+		}
+	apply(1);
+	ck_assert_int_eq(observe(1), 0);
+	ck_assert_msg(sh("tc -n %s-n1 filter show dev hvb1 ingress | grep -q galactic", pfx) != 0,
+		      "filter still on hvb1");
+	while (!bpf_map_get_next_key(gbpf_map_fd(gdp_bpf_handle(be[0]), GBPF_MAP_IFACES), prev, &next)) {
+		key = next;
+		prev = &key;
+		n++;
+	}
+	ck_assert_int_eq(n, 1); /* only hva1 */
+	ck_assert_msg(ping("a1", "fd00:a::2", 2) == 0, "VPC A unaffected");
+}
+END_TEST
+
 #ifndef GBT_BENCH
 static Suite *suite(void)
 {
@@ -472,6 +503,7 @@ static Suite *suite(void)
 	tcase_add_test(b, bpf_agent_restart_loses_nothing);
 	tcase_add_test(b, bpf_layout_upgrade_rebuilds_from_state);
 	tcase_add_test(b, bpf_observe_reports_and_apply_repairs);
+	tcase_add_test(b, bpf_detached_attachment_loses_filter);
 	suite_add_tcase(s, k);
 	suite_add_tcase(s, b);
 	return s;

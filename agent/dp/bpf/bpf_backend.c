@@ -271,11 +271,12 @@ static int sync_links(struct bpf_backend *b, const struct gdp_state *d, const st
 		} else if (is_uplink(d, l->if_name, ifa)) {
 			want = GBPF_PROG_DECAP;
 		} else {
-			have = gbpf_attached(b->g, (int)l->if_index, GBPF_PROG_DECAP) |
-			       gbpf_attached(b->g, (int)l->if_index, GBPF_PROG_ENCAP);
-			if (have > 0 && fix && (e = gbpf_detach((int)l->if_index, err, sizeof(err))))
+			bool ours = gbpf_attached(b->g, (int)l->if_index, GBPF_PROG_DECAP) > 0 ||
+				    gbpf_attached(b->g, (int)l->if_index, GBPF_PROG_ENCAP) > 0;
+
+			if (ours && fix && (e = gbpf_detach((int)l->if_index, err, sizeof(err))))
 				first = first ? first : e;
-			else if (have > 0 && !fix)
+			else if (ours && !fix)
 				(*bad)++; /* an owned leftover */
 			continue;
 		}
