@@ -147,6 +147,9 @@ START_TEST(restart_no_missed_event)
 	put(direct, "e2e-restart", "x3", "v0", NULL);
 	struct informer *inf = start_informer(kc, "e2e-restart", &r);
 	ck_assert_int_eq(r.adds, 3);
+	/* A second informer connects directly: it sees the apiserver go away. */
+	struct rec r2 = { .mu = PTHREAD_MUTEX_INITIALIZER };
+	struct informer *inf2 = start_informer(direct, "e2e-restart", &r2);
 	put(direct, "e2e-restart", "x3", "live", NULL);
 	for (int i = 0; i < 100 && !rec_has(&r, "upd:e2e-restart/x3:live;"); i++)
 		usleep(50 * 1000);
@@ -165,6 +168,7 @@ START_TEST(restart_no_missed_event)
 	double t0 = ce_now();
 	ck_assert_msg(wait_until(outage_seen, &r, 60), "events after outage missing: %s", r.log);
 	double seen = ce_now() - t0;
+	ck_assert_msg(wait_until(outage_seen, &r2, 60), "direct informer missed events: %s", r2.log);
 	size_t n = 0;
 	ck_assert(cache_equals_server(direct, inf, "e2e-restart", &n));
 	ck_assert_uint_eq(n, 3);
@@ -177,6 +181,12 @@ START_TEST(restart_no_missed_event)
 	printf("restart: create/update/delete made during the outage seen %.2fs after the partition healed; "
 	       "lists %lu watches %lu relists(410) %lu errors %lu\n", seen, st.lists, st.watches,
 	       st.relists_gone, st.errors);
+	informer_get_stats(inf2, &st);
+	ck_assert(cache_equals_server(direct, inf2, "e2e-restart", &n));
+	printf("restart: directly connected informer saw them too; lists %lu watches %lu relists(410) %lu errors %lu\n",
+	       st.lists, st.watches, st.relists_gone, st.errors);
+	ck_assert_uint_ge(st.errors, 1); /* it did lose its connection */
+	informer_free(inf2);
 	informer_free(inf);
 	tproxy_stop(px);
 	kube_client_free(kc);
