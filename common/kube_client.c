@@ -341,6 +341,8 @@ static size_t on_body(char *d, size_t sz, size_t n, void *ud)
 				x->stopped_by_fn = true;
 				return 0; /* aborts the transfer */
 			}
+			/* Slow handlers are not a silent server. */
+			clock_gettime(CLOCK_MONOTONIC, &x->last_data);
 			return len;
 		}
 		/* Error body of a failed stream: keep the start for the message. */
