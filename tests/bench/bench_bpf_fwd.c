@@ -1,7 +1,7 @@
 /*
  * Forwarding throughput, bpf backend against kernel backend, on the traffic
  * suite's topology (iperf3 between pods on two nodes, same run):
- *   bench_bpf_fwd [seconds per backend, default 5]
+ *   bench_bpf_fwd [seconds per run, default 3; runs alternate K B K B]
  */
 #define GBT_BENCH 1
 /* The suite's tests and fixtures are unused here. */

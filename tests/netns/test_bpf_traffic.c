@@ -539,8 +539,8 @@ static double iperf(int secs)
 
 int main(int argc, char **argv)
 {
-	int secs = argc > 1 ? atoi(argv[1]) : 5;
-	double k, b;
+	int secs = argc > 1 ? atoi(argv[1]) : 3;
+	double k[2], b[2];
 	char why[512];
 
 	run_id = (int)getpid();
@@ -552,16 +552,19 @@ int main(int argc, char **argv)
 		printf("bench_bpf_fwd: bpf unavailable: %s\n0 passed, 0 failed, 1 skipped\n", why);
 		return 0;
 	}
-	topo_up(false);
-	k = iperf(secs);
-	topo_down();
-	topo_up(true);
-	b = iperf(secs);
-	topo_down();
-	printf("bench_bpf_fwd: iperf3 TCP pod -> pod across nodes, %d s each\n", secs);
-	printf("  kernel backend (seg6 routes)  %6.2f Gbit/s\n", k);
-	printf("  bpf backend (tc programs)     %6.2f Gbit/s   ratio bpf/kernel %.2fx\n", b,
-	       k > 0 ? b / k : 0);
-	return k > 0 && b > 0 ? 0 : 1;
+	/* Alternated, K B K B, so a burst of load on the shared machine hits both. */
+	for (int r = 0; r < 2; r++) {
+		topo_up(false);
+		k[r] = iperf(secs);
+		topo_down();
+		topo_up(true);
+		b[r] = iperf(secs);
+		topo_down();
+	}
+	printf("bench_bpf_fwd: iperf3 TCP pod -> pod across nodes, %d s per run, K B K B\n", secs);
+	printf("  kernel backend (seg6 routes)  %6.2f  %6.2f Gbit/s\n", k[0], k[1]);
+	printf("  bpf backend (tc programs)     %6.2f  %6.2f Gbit/s   ratio bpf/kernel %.2fx\n", b[0],
+	       b[1], k[0] + k[1] > 0 ? (b[0] + b[1]) / (k[0] + k[1]) : 0);
+	return k[0] > 0 && k[1] > 0 && b[0] > 0 && b[1] > 0 ? 0 : 1;
 }
 #endif
