@@ -415,6 +415,20 @@ START_TEST(decap_foreign_sid_passes_untouched)
 		snprintf(what, sizeof(what), "foreign destination %s", dsts[i]);
 		expect(what, v, TC_ACT_OK, &out, &in);
 	}
+	/* Our SID with an SRH (full encap, not reduced): left to the kernel's seg6local. */
+	{
+		struct pkt srh = { 0 }, in = { 0 }, out;
+		uint8_t rh[24] = { 41, 2, 4, 0, 0, 0, 0, 0 }; /* next 41, len 2, type 4, SL 0 */
+		char sid[64];
+		int v;
+
+		a6(sid_of(ARG_A, sid), rh + 8);
+		put(&srh, rh, sizeof(rh));
+		put(&srh, inner.b, inner.n);
+		outer_in(&in, sid, 43, &srh);
+		v = run(GBPF_PROG_DECAP, if_up, &in, &out);
+		expect("our SID with an SRH", v, TC_ACT_OK, &out, &in);
+	}
 	ck_assert_uint_eq(drops_total(), 0);
 }
 END_TEST

@@ -11,6 +11,7 @@
 #define TC_ACT_REDIRECT 7
 #define IPPROTO_IPIP 4
 #define IPPROTO_IPV6 41
+#define IPPROTO_ROUTING 43
 #define ETH_HLEN     14
 #define IP6_HLEN     40
 

@@ -47,6 +47,9 @@ int galactic_decap(struct __sk_buff *skb)
 	if (!vpc || !(vpc->flags & GBPF_VPC_VALID))
 		return drop(GBPF_DROP_UNKNOWN_ARG, -1);
 	nexthdr = ip6->nexthdr;
+	/* Full encap with an SRH: the standby seg6local route processes it. */
+	if (nexthdr == IPPROTO_ROUTING)
+		return TC_ACT_OK;
 	payload_len = bpf_ntohs(ip6->payload_len);
 	if (skb->len < ETH_HLEN + IP6_HLEN + (__u32)payload_len)
 		return drop(GBPF_DROP_MALFORMED_INNER, arg);
