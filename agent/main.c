@@ -29,6 +29,7 @@
 #include "agent/cni/server.h"
 #include "agent/dp/backend.h"
 #include "agent/nl/objects.h"
+#include "agent/report/report.h"
 #include "agent/state.h"
 
 struct agent {
@@ -37,6 +38,7 @@ struct agent {
 	pthread_mutex_t mu;             /* one apply at a time (main loop, CNI committer) */
 	struct gdp_state cni_local;     /* last desired state handed in by the CNI server */
 	bool have_cni;
+	struct rpt *rpt;                /* reports + learned routes (--node), or NULL */
 	unsigned long reconciles;
 };
 
@@ -171,6 +173,7 @@ static int reconcile_locked(struct agent *ag, const struct gdp_state *extra, str
 		if (r)
 			*r = bad.v[i];
 	}
+	rpt_update(ag->rpt, &st, &res);
 	write_status(ag, &res, rc, now_ms() - t0);
 	if (out) {
 		gdp_results_free(out);
@@ -279,7 +282,7 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: galactic-agent --state-dir DIR [--backend kernel] [--netns NAME]\n"
 			"       [--interval SEC] [--once] [--rtproto N] [--tables MIN-MAX] [--batch N]\n"
-			"       [--cni-socket PATH]\n");
+			"       [--cni-socket PATH] [--kubeconfig PATH --node NAME --report-namespace NS]\n");
 }
 
 int main(int argc, char **argv)
@@ -290,9 +293,12 @@ int main(int argc, char **argv)
 		{ "once", no_argument, 0, 'o' },            { "rtproto", required_argument, 0, 'p' },
 		{ "tables", required_argument, 0, 't' },    { "batch", required_argument, 0, 'B' },
 		{ "cni-socket", required_argument, 0, 'c' },
+		{ "kubeconfig", required_argument, 0, 'K' }, { "node", required_argument, 0, 'N' },
+		{ "report-namespace", required_argument, 0, 'R' },
 		{ "help", no_argument, 0, 'h' },            { 0, 0, 0, 0 },
 	};
 	struct gdp_backend_opts bo = { 0 };
+	struct rpt_opts ro = { 0 };
 	struct agent ag = { 0 };
 	const char *backend = "kernel";
 	const char *cni_socket = NULL;
@@ -327,6 +333,9 @@ int main(int argc, char **argv)
 			break;
 		case 'B': bo.batch = (unsigned)atoi(optarg); break;
 		case 'c': cni_socket = optarg; break;
+		case 'K': ro.kubeconfig = optarg; break;
+		case 'N': ro.node = optarg; break;
+		case 'R': ro.ns = optarg; break;
 		default: usage(); return c == 'h' ? 0 : 2;
 		}
 	}
@@ -357,6 +366,13 @@ int main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 
 	mt = files_mtime(ag.state_dir);
+	/* Before the CNI server's first apply, so that apply is reported too. */
+	ro.state_dir = ag.state_dir, ro.datapath = backend;
+	if (ro.node && rpt_start(&ag.rpt, &ro, err, sizeof(err))) {
+		fprintf(stderr, "galactic-agent: %s\n", err);
+		ops->close(ag.be);
+		return 1;
+	}
 	/* The CNI server starts before the first reconcile, so that reconcile
 	 * already includes the attachments of its record (no gap on restart). */
 	if (cni_socket) {
@@ -415,6 +431,7 @@ int main(int argc, char **argv)
 	gnl_close(mon);
 	logf_("exiting; kernel state left in place");
 	gcni_server_stop(cni);
+	rpt_stop(ag.rpt);
 	ops->close(ag.be);
 	gdp_state_free(&ag.cni_local);
 	pthread_mutex_destroy(&ag.mu);

@@ -1,0 +1,8 @@
+# agent/report: NodeAttachment publishing and route learning (docs/dataplane-reports.md),
+# linked into galactic-agent (agent/module.mk).
+$(eval $(call lib,greport,agent/report/build.c agent/report/report.c))
+REPORT_LIBS := greport gcni gagent gdp gnl gcommon
+REPORT_LDLIBS := jansson nl curl mhd pthread m
+
+$(eval $(call unit_test,test_report_build,tests/unit/test_report_build.c,$(REPORT_LIBS),$(REPORT_LDLIBS)))
+$(eval $(call unit_test,test_report_routes,tests/unit/test_report_routes.c,$(REPORT_LIBS),$(REPORT_LDLIBS)))

@@ -1,0 +1,585 @@
+/*
+ * The agent's report threads: the publisher (NodeAttachments of this node)
+ * and the route learner (other nodes' routes -> remotes.json).
+ */
+#include "agent/report/report.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/state.h"
+#include "common/informer.h"
+#include "common/json.h"
+#include "common/kube_client.h"
+#include "common/log.h"
+#include "common/workqueue.h"
+
+#define COMP "report"
+#define KEY_SYNC "~sync"     /* not a DNS name: never a report's */
+#define KEY_ROUTES "~routes"
+
+static const struct kube_resource NATT = { "network.datumapis.com", "v1alpha1",
+					   "nodeattachments", true };
+
+struct rpt {
+	char node[254], ns[64], state_dir[4096], datapath[16], instance[300], selector[320];
+	struct kube_config *cfg;
+	struct kube_client *kc;
+	struct informer *own, *all;
+	struct wq *pq, *lq;          /* publisher, learner */
+	pthread_t pth, lth;
+	bool pth_on, lth_on;
+
+	pthread_mutex_t mu;          /* guards the fields below */
+	struct gdp_state snap;       /* last reconcile's desired state */
+	struct gdp_results snap_res; /* and its results */
+	bool have_snap;
+	char *vpc_set;               /* hosted VPC ids, to wake the learner on a change */
+	json_t *desired;             /* name -> {"spec":..., "cond":{...}} */
+	json_t *last_intent;         /* same, as last queued (change detection) */
+
+	char *last_remotes;          /* learner thread only: what remotes.json holds */
+	json_t *bad_seen;            /* learner thread only: name -> resourceVersion logged */
+};
+
+/* ---- snapshot in ------------------------------------------------------- */
+
+static char *vpc_ids(const struct gdp_state *st)
+{
+	json_t *a = json_array();
+	char *s;
+	size_t i;
+
+	for (i = 0; i < st->n_vpcs; i++)
+		json_array_append_new(a, json_string(st->vpcs[i].id));
+	s = gj_dumps(a);
+	json_decref(a);
+	return s;
+}
+
+void rpt_update(struct rpt *r, const struct gdp_state *st, const struct gdp_results *res)
+{
+	struct gdp_state s;
+	struct gdp_results rr;
+	char *vs;
+	bool vpcs_changed;
+
+	if (!r)
+		return;
+	if (gdp_state_copy(&s, st))
+		return;
+	if (rpt_results_copy(&rr, res)) {
+		gdp_state_free(&s);
+		return;
+	}
+	vs = vpc_ids(st);
+	pthread_mutex_lock(&r->mu);
+	gdp_state_free(&r->snap);
+	gdp_results_free(&r->snap_res);
+	r->snap = s;
+	r->snap_res = rr;
+	r->have_snap = true;
+	vpcs_changed = !r->vpc_set || !vs || strcmp(r->vpc_set, vs);
+	free(r->vpc_set);
+	r->vpc_set = vs;
+	pthread_mutex_unlock(&r->mu);
+	wq_add(r->pq, KEY_SYNC);
+	if (vpcs_changed)
+		wq_add(r->lq, KEY_ROUTES);
+}
+
+/* ---- publisher --------------------------------------------------------- */
+
+static void now_rfc3339(char *buf, size_t n)
+{
+	time_t t = time(NULL);
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* Pod namespace/name and guest interface from the CNI server's record. */
+static void load_pods(const char *dir, json_t **out)
+{
+	char path[4200];
+	json_t *j, *a;
+	size_t i;
+
+	*out = json_object();
+	snprintf(path, sizeof(path), "%s/cni-attachments.json", dir);
+	j = json_load_file(path, 0, NULL);
+	json_array_foreach(json_object_get(j, "attachments"), i, a) {
+		const char *v = gj_str(a, "config.vpc"), *at = gj_str(a, "config.vpcattachment");
+		char key[200];
+
+		if (!v || !at)
+			continue;
+		snprintf(key, sizeof(key), "%s/%s", v, at);
+		json_object_set(*out, key, a);
+	}
+	json_decref(j);
+}
+
+static void pod_of(json_t *pods, const struct gdp_attachment *a, struct rpt_pod *p)
+{
+	char key[200];
+	json_t *o;
+
+	memset(p, 0, sizeof(*p));
+	snprintf(key, sizeof(key), "%s/%s", a->vpc, a->id);
+	o = json_object_get(pods, key);
+	if (!o)
+		return;
+	snprintf(p->ns, sizeof(p->ns), "%s", gj_str(o, "podNamespace") ? gj_str(o, "podNamespace") : "");
+	snprintf(p->name, sizeof(p->name), "%s", gj_str(o, "podName") ? gj_str(o, "podName") : "");
+	snprintf(p->guest_ifname, sizeof(p->guest_ifname), "%s", gj_str(o, "ifname") ? gj_str(o, "ifname") : "");
+}
+
+/* Rebuilds the desired reports from the snapshot; queues the names that changed or went. */
+static void sync_desired(struct rpt *r)
+{
+	json_t *desired = json_object(), *pods, *old, *v;
+	struct gdp_state st;
+	struct gdp_results res;
+	const char *name;
+	char nm[300], why[256];
+	size_t i;
+
+	pthread_mutex_lock(&r->mu);
+	if (!r->have_snap || gdp_state_copy(&st, &r->snap) || rpt_results_copy(&res, &r->snap_res)) {
+		if (r->have_snap)
+			gdp_state_free(&st);
+		pthread_mutex_unlock(&r->mu);
+		json_decref(desired);
+		return;
+	}
+	pthread_mutex_unlock(&r->mu);
+	load_pods(r->state_dir, &pods);
+	for (i = 0; i < st.n_atts; i++) {
+		const struct gdp_attachment *a = &st.atts[i];
+		struct rpt_pod pod;
+		struct rpt_cond c;
+		json_t *spec;
+
+		if (rpt_name(r->node, a->vpc, a->id, nm, sizeof(nm), why, sizeof(why))) {
+			glogf(GLOG_WARN, COMP, "attachment %s/%s not reported: %s", a->vpc, a->id, why);
+			continue;
+		}
+		pod_of(pods, a, &pod);
+		spec = rpt_spec(r->node, &st, a, &pod);
+		if (!spec)
+			continue;
+		rpt_programmed(&res, a, &c);
+		json_object_set_new(desired, nm, json_pack("{s:o, s:{s:b, s:s, s:s}}", "spec", spec,
+							   "cond", "programmed", c.programmed,
+							   "reason", c.reason, "message", c.message));
+	}
+	json_decref(pods);
+	gdp_state_free(&st);
+	gdp_results_free(&res);
+
+	pthread_mutex_lock(&r->mu);
+	old = r->last_intent;
+	r->last_intent = json_incref(desired);
+	json_decref(r->desired);
+	r->desired = desired;
+	pthread_mutex_unlock(&r->mu);
+	/* Only what changed: keys in backoff keep their backoff. */
+	json_object_foreach(desired, name, v)
+		if (!old || !json_equal(v, json_object_get(old, name)))
+			wq_add(r->pq, name);
+	json_object_foreach(old, name, v)
+		if (!json_object_get(desired, name))
+			wq_add(r->pq, name);
+	json_decref(old);
+}
+
+static int apply_spec(struct rpt *r, const char *name, json_t *spec, json_t **out,
+		      struct kube_error *e)
+{
+	json_t *o = json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}}, s:O}", "apiVersion",
+			      "network.datumapis.com/v1alpha1", "kind", "NodeAttachment", "metadata",
+			      "name", name, "namespace", r->ns, "labels", RPT_NODE_LABEL, r->node,
+			      "spec", spec);
+	int rc = kube_apply(r->kc, &NATT, r->ns, name, NULL, o, RPT_FIELD_MANAGER, true, out, e);
+
+	json_decref(o);
+	return rc;
+}
+
+static int apply_status(struct rpt *r, const char *name, json_t *status, struct kube_error *e)
+{
+	json_t *o = json_pack("{s:s, s:s, s:{s:s, s:s}, s:O}", "apiVersion",
+			      "network.datumapis.com/v1alpha1", "kind", "NodeAttachment", "metadata",
+			      "name", name, "namespace", r->ns, "status", status);
+	int rc = kube_apply(r->kc, &NATT, r->ns, name, "status", o, RPT_FIELD_MANAGER, true, NULL, e);
+
+	json_decref(o);
+	return rc;
+}
+
+/* One report: make the API copy equal the intent (or delete it). 0, or -1 to retry. */
+static int publish_one(struct rpt *r, const char *name)
+{
+	json_t *d, *cur, *obj = NULL, *written = NULL, *status;
+	struct kube_error e = { 0 };
+	struct rpt_reporter rep = { r->node, r->instance, RPT_VERSION, r->datapath };
+	struct rpt_cond c = { 0 };
+	char now[32];
+	const char *lbl;
+	int rc = 0;
+
+	pthread_mutex_lock(&r->mu);
+	if (!r->desired) {
+		/* No reconcile seen yet: "not desired" would delete every report. */
+		pthread_mutex_unlock(&r->mu);
+		wq_add_after(r->pq, name, 0.5);
+		return 0;
+	}
+	d = json_incref(json_object_get(r->desired, name));
+	pthread_mutex_unlock(&r->mu);
+	cur = kube_store_get_nn(informer_store(r->own), r->ns, name);
+	if (!d) {
+		struct kube_delete_opts dop = { .uid = gj_str(cur, "metadata.uid") };
+
+		if (!cur) {
+			/* Unknown until the cache is filled: its add event requeues. */
+			return 0;
+		}
+		if (kube_delete(r->kc, &NATT, r->ns, name, &dop, &e) && e.code != KUBE_ERR_NOT_FOUND &&
+		    e.code != KUBE_ERR_CONFLICT) {
+			glogf(GLOG_WARN, COMP, "delete nodeattachment %s/%s: %s", r->ns, name, e.message);
+			rc = -1;
+		} else {
+			glogf(GLOG_INFO, COMP, "deleted nodeattachment %s/%s (attachment gone)", r->ns, name);
+		}
+		json_decref(cur);
+		return rc;
+	}
+	lbl = json_string_value(json_object_get(gj_get(cur, "metadata.labels"), RPT_NODE_LABEL));
+	obj = cur;
+	if (!cur || !json_equal(json_object_get(cur, "spec"), json_object_get(d, "spec")) ||
+	    !lbl || strcmp(lbl, r->node)) {
+		if (apply_spec(r, name, json_object_get(d, "spec"), &written, &e)) {
+			glogf(GLOG_WARN, COMP, "apply nodeattachment %s/%s: %s", r->ns, name, e.message);
+			rc = -1;
+			goto out;
+		}
+		obj = written;
+	}
+	c.programmed = json_is_true(gj_get(d, "cond.programmed"));
+	snprintf(c.reason, sizeof(c.reason), "%s", gj_str(d, "cond.reason"));
+	snprintf(c.message, sizeof(c.message), "%s", gj_str(d, "cond.message"));
+	now_rfc3339(now, sizeof(now));
+	status = rpt_status(&c, gj_int(obj, "metadata.generation", 0), obj, &rep, now);
+	if (!rpt_status_equal(obj, status)) {
+		if (apply_status(r, name, status, &e)) {
+			glogf(GLOG_WARN, COMP, "apply nodeattachment %s/%s status: %s", r->ns, name, e.message);
+			rc = -1;
+		} else {
+			glogf(GLOG_INFO, COMP, "nodeattachment %s/%s: Programmed=%s (%s)", r->ns, name,
+			      c.programmed ? "True" : "False", c.reason);
+		}
+	}
+	json_decref(status);
+out:
+	json_decref(written);
+	json_decref(cur);
+	json_decref(d);
+	return rc;
+}
+
+static void *publisher(void *arg)
+{
+	struct rpt *r = arg;
+	char *key;
+
+	while ((key = wq_get(r->pq, -1))) {
+		if (!strcmp(key, KEY_SYNC))
+			sync_desired(r);
+		else if (publish_one(r, key))
+			wq_add_rate_limited(r->pq, key);
+		else
+			wq_forget(r->pq, key);
+		wq_done(r->pq, key);
+		free(key);
+	}
+	return NULL;
+}
+
+static void own_add(json_t *o, void *ud)
+{
+	struct rpt *r = ud;
+	const char *n = gj_str(o, "metadata.name");
+
+	if (n)
+		wq_add(r->pq, n);
+}
+static void own_update(json_t *old, json_t *o, void *ud) { own_add(o, ud); }
+
+/* ---- route learner ----------------------------------------------------- */
+
+static int cmp_remote(const void *a, const void *b)
+{
+	const struct gdp_remote *x = a, *y = b;
+	int c = strcmp(x->vpc, y->vpc);
+
+	if (c)
+		return c;
+	if (x->prefix.family != y->prefix.family)
+		return x->prefix.family - y->prefix.family;
+	if (x->prefix.len != y->prefix.len)
+		return x->prefix.len - y->prefix.len;
+	return memcmp(x->prefix.addr.raw, y->prefix.addr.raw, 16);
+}
+
+static void learn(struct rpt *r)
+{
+	struct kube_store *s = informer_store(r->all);
+	struct gdp_state local, out;
+	json_t *keys, *k, *a;
+	char why[300], err[300], pb[64];
+	size_t i, n = 0, used = 0, bad = 0;
+	json_t *nbad;
+	char *text;
+
+	pthread_mutex_lock(&r->mu);
+	if (!r->have_snap || gdp_state_copy(&local, &r->snap)) {
+		pthread_mutex_unlock(&r->mu);
+		return;
+	}
+	pthread_mutex_unlock(&r->mu);
+	gdp_state_init(&out);
+	nbad = json_object();
+	keys = kube_store_keys(s);
+	json_array_foreach(keys, i, k) {
+		json_t *o = kube_store_get(s, json_string_value(k));
+		const char *name = gj_str(o, "metadata.name"), *rv = gj_str(o, "metadata.resourceVersion");
+		int rc;
+
+		if (!o)
+			continue;
+		rc = rpt_routes_from_report(o, r->node, &local, &out, why, sizeof(why));
+		if (rc < 0) {
+			const char *seen = json_string_value(json_object_get(r->bad_seen, json_string_value(k)));
+
+			bad++;
+			/* Once per version, not once per pass. */
+			if (!seen || !rv || strcmp(seen, rv)) {
+				glogf(GLOG_WARN, COMP, "ignoring nodeattachment %s/%s: %s", r->ns,
+				      name ? name : json_string_value(k), why);
+			}
+			json_object_set_new(nbad, json_string_value(k), json_string(rv ? rv : ""));
+		} else if (rc == 0) {
+			used++;
+		}
+		json_decref(o);
+	}
+	json_decref(keys);
+	json_decref(r->bad_seen);
+	r->bad_seen = nbad;
+	qsort(out.remotes, out.n_remotes, sizeof(*out.remotes), cmp_remote);
+	/* The same prefix offered twice (a pod moving): the first report wins. */
+	for (i = 0; i < out.n_remotes; i++) {
+		if (n && !cmp_remote(&out.remotes[n - 1], &out.remotes[i])) {
+			glogf(GLOG_WARN, COMP, "vpc %s: prefix %s offered by more than one report; keeping one",
+			      out.remotes[i].vpc, gdp_prefix_str(&out.remotes[i].prefix, pb, sizeof(pb)));
+			continue;
+		}
+		out.remotes[n++] = out.remotes[i];
+	}
+	out.n_remotes = n;
+	a = json_array();
+	for (i = 0; i < out.n_remotes; i++) {
+		char sid[INET6_ADDRSTRLEN];
+
+		inet_ntop(AF_INET6, &out.remotes[i].sid, sid, sizeof(sid));
+		json_array_append_new(a, json_pack("{s:s, s:s, s:s}", "vpc", out.remotes[i].vpc, "prefix",
+						   gdp_prefix_str(&out.remotes[i].prefix, pb, sizeof(pb)),
+						   "sid", sid));
+	}
+	text = gj_dumps(a);
+	json_decref(a);
+	if (text && (!r->last_remotes || strcmp(text, r->last_remotes))) {
+		if (gst_save_remotes(r->state_dir, &out, err, sizeof(err))) {
+			glogf(GLOG_ERROR, COMP, "learned routes not saved: %s", err);
+			free(text);
+			wq_add_rate_limited(r->lq, KEY_ROUTES);
+		} else {
+			glogf(GLOG_INFO, COMP, "remotes.json: %zu routes from %zu reports (%zu ignored as bad)",
+			      out.n_remotes, used, bad);
+			free(r->last_remotes);
+			r->last_remotes = text;
+		}
+	} else {
+		free(text);
+	}
+	gdp_state_free(&out);
+	gdp_state_free(&local);
+}
+
+static void *learner(void *arg)
+{
+	struct rpt *r = arg;
+	bool done_once = false;
+
+	while (!wq_shutting_down(r->lq)) {
+		char *key = wq_get(r->lq, 1.0);
+
+		/* Never before the first full list: the durable file stays as is
+		 * until the API can say what replaced it. */
+		if (informer_synced(r->all) && (key || !done_once)) {
+			learn(r);
+			done_once = true;
+		}
+		if (key) {
+			wq_done(r->lq, key);
+			free(key);
+		}
+	}
+	return NULL;
+}
+
+static void all_add(json_t *o, void *ud)
+{
+	struct rpt *r = ud;
+
+	(void)o;
+	wq_add(r->lq, KEY_ROUTES);
+}
+static void all_update(json_t *old, json_t *o, void *ud) { all_add(o, ud); }
+
+/* ---- lifecycle --------------------------------------------------------- */
+
+static bool label_value_ok(const char *s)
+{
+	size_t n = strlen(s), i;
+
+	if (!n || n > 63)
+		return false;
+	for (i = 0; i < n; i++)
+		if (!(s[i] == '-' || s[i] == '.' || s[i] == '_' || (s[i] >= '0' && s[i] <= '9') ||
+		      (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z')))
+			return false;
+	return true;
+}
+
+int rpt_start(struct rpt **out, const struct rpt_opts *o, char *err, size_t errlen)
+{
+	struct wq_opts qo = { .base_delay_s = 0.2, .max_delay_s = o->max_backoff_s > 0 ? o->max_backoff_s : 5,
+			      .qps = 50, .burst = 100 };
+	struct informer_opts io = { 0 };
+	struct rpt *r;
+	char why[256], host[200] = "";
+
+	*out = NULL;
+	if (!o->node || !o->ns || !o->state_dir) {
+		snprintf(err, errlen, "reports need --node, --report-namespace and --state-dir");
+		return -EINVAL;
+	}
+	if (rpt_name(o->node, "1", "1", why, sizeof(why), why, sizeof(why)) || !label_value_ok(o->node)) {
+		snprintf(err, errlen, "--node '%s': must be a lowercase DNS name of at most 63 characters",
+			 o->node);
+		return -EINVAL;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		snprintf(err, errlen, "reports: out of memory");
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&r->mu, NULL);
+	snprintf(r->node, sizeof(r->node), "%s", o->node);
+	snprintf(r->ns, sizeof(r->ns), "%s", o->ns);
+	snprintf(r->state_dir, sizeof(r->state_dir), "%s", o->state_dir);
+	snprintf(r->datapath, sizeof(r->datapath), "%s", o->datapath ? o->datapath : "kernel");
+	gethostname(host, sizeof(host) - 1);
+	snprintf(r->instance, sizeof(r->instance), "%s/%d", host, (int)getpid());
+	snprintf(r->selector, sizeof(r->selector), RPT_NODE_LABEL "=%s", o->node);
+	r->bad_seen = json_object();
+	r->cfg = o->kubeconfig ? kube_config_from_kubeconfig(o->kubeconfig, NULL, err, errlen)
+			       : kube_config_load(err, errlen);
+	if (!r->cfg)
+		goto fail;
+	r->kc = kube_client_new(r->cfg, err, errlen);
+	if (!r->kc)
+		goto fail;
+	/* A black-holed server must not hold a write for a minute. */
+	kube_client_set_timeout(r->kc, 5);
+	r->pq = wq_new(&qo);
+	r->lq = wq_new(&qo);
+	io.res = NATT;
+	io.ns = r->ns;
+	io.drop_managed_fields = true;
+	io.backoff_initial_s = 0.5;
+	io.backoff_max_s = 5;
+	io.label_selector = r->selector;
+	io.name = "own-nodeattachments";
+	if (!r->pq || !r->lq || !(r->own = informer_new(r->kc, &io)) ||
+	    informer_add_handlers(r->own, &(struct informer_handlers){ own_add, own_update, own_add, r }))
+		goto nomem;
+	io.label_selector = NULL;
+	io.name = "nodeattachments";
+	if (!(r->all = informer_new(r->kc, &io)) ||
+	    informer_add_handlers(r->all, &(struct informer_handlers){ all_add, all_update, all_add, r }))
+		goto nomem;
+	if (pthread_create(&r->pth, NULL, publisher, r))
+		goto nomem;
+	r->pth_on = true;
+	if (pthread_create(&r->lth, NULL, learner, r))
+		goto nomem;
+	r->lth_on = true;
+	if (informer_start(r->own) || informer_start(r->all)) {
+		snprintf(err, errlen, "reports: cannot start informers");
+		goto fail;
+	}
+	glogf(GLOG_INFO, COMP, "reporting node %s into namespace %s as %s (%s)", r->node, r->ns,
+	      r->instance, r->cfg->server);
+	*out = r;
+	return 0;
+nomem:
+	snprintf(err, errlen, "reports: out of memory");
+fail:
+	rpt_stop(r);
+	return -EINVAL;
+}
+
+void rpt_stop(struct rpt *r)
+{
+	if (!r)
+		return;
+	if (r->pq)
+		wq_shutdown(r->pq);
+	if (r->lq)
+		wq_shutdown(r->lq);
+	if (r->own)
+		informer_stop(r->own);
+	if (r->all)
+		informer_stop(r->all);
+	if (r->pth_on)
+		pthread_join(r->pth, NULL);
+	if (r->lth_on)
+		pthread_join(r->lth, NULL);
+	informer_free(r->own);
+	informer_free(r->all);
+	wq_free(r->pq);
+	wq_free(r->lq);
+	kube_client_free(r->kc);
+	kube_config_free(r->cfg);
+	gdp_state_free(&r->snap);
+	gdp_results_free(&r->snap_res);
+	free(r->vpc_set);
+	free(r->last_remotes);
+	json_decref(r->desired);
+	json_decref(r->last_intent);
+	json_decref(r->bad_seen);
+	pthread_mutex_destroy(&r->mu);
+	free(r);
+}

@@ -1,0 +1,131 @@
+/*
+ * The agent's reports in the Kubernetes API (docs/dataplane-reports.md).
+ *
+ * Publishing: one NodeAttachment per local attachment, built from the last
+ * reconcile (desired state + per-object results) and server-side applied
+ * (spec, then /status) under field manager "galactic-agent" by a publisher
+ * thread through a rate-limited work queue. Writes are skipped when the
+ * informer cache of this node's reports (label network.datumapis.com/node)
+ * already holds the intent; reports of attachments that are gone are deleted
+ * with a UID precondition.
+ *
+ * Route learning (DESIGN §3.5): an informer on every NodeAttachment of the
+ * report namespace; the routes[] of other nodes' reports that are
+ * Programmed=True, for VPCs this node hosts, become the node's remote
+ * prefixes, written atomically to <state dir>/remotes.json (agent/state.h).
+ * The agent's main loop reconciles when that file changes. Nothing is
+ * written before the first full list, so a restart while the API server is
+ * away keeps the routes of the durable file.
+ *
+ * Nothing here ever blocks the data plane: rpt_update() only copies the
+ * snapshot and queues a key; every API call runs on the report threads.
+ */
+#ifndef GALACTIC_AGENT_REPORT_H
+#define GALACTIC_AGENT_REPORT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agent/dp/backend.h"
+
+#define RPT_FIELD_MANAGER "galactic-agent"
+#define RPT_NODE_LABEL    "network.datumapis.com/node"
+#define RPT_ROUTES_MAX    16   /* routes[] per report (CRD maxItems) */
+#define RPT_VERSION       "0.1.0"
+
+/* ---- pure parts (tests/unit/test_report_*.c) ---------------------------- */
+
+/* What the CNI record knows about an attachment's pod (may be empty). */
+struct rpt_pod {
+	char ns[64];
+	char name[254];
+	char guest_ifname[16];
+};
+
+struct rpt_reporter {
+	const char *node, *instance, *version, *datapath;
+};
+
+/* The Programmed condition of one attachment, from the last reconcile. */
+struct rpt_cond {
+	bool programmed;
+	char reason[64];
+	char message[512];
+};
+
+/*
+ * "<node>-<vpc hex>-<attachment hex>" (ids base62 -> 64-bit value -> lowercase
+ * hex). Returns 0, or -EINVAL with why when an id is not base62 or the name
+ * would not be a valid DNS subdomain (node names must be lowercase DNS).
+ */
+int rpt_name(const char *node, const char *vpc, const char *att, char *buf, size_t n,
+	     char *why, size_t whylen);
+
+/*
+ * Full spec intent of attachment a of st (st->node gives the SIDs; the
+ * attachment's VPC must be in st): node, vpc, vpcAttachment, containerID,
+ * pod, hostInterface, guestInterface, table, podSubnets, localSID, routes[]
+ * (IPv6 addresses /128 via the VPC decap SID, IPv4 /32 via the attachment's
+ * End.DX4 SID). pod may be NULL. NULL when the VPC is unknown.
+ */
+json_t *rpt_spec(const char *node, const struct gdp_state *st, const struct gdp_attachment *a,
+		 const struct rpt_pod *pod);
+
+/*
+ * Programmed from the results: True only when the attachment, its VPC and
+ * the node were all verified in the datapath; otherwise False with the first
+ * error (or NotReconciled when no result names it).
+ */
+void rpt_programmed(const struct gdp_results *res, const struct gdp_attachment *a,
+		    struct rpt_cond *out);
+
+/*
+ * Status intent: observedGeneration, the Programmed condition (its
+ * lastTransitionTime kept from cur when the status did not change, else now,
+ * an RFC 3339 string) and reporter. cur is the object as last seen (or NULL).
+ */
+json_t *rpt_status(const struct rpt_cond *c, int64_t generation, const json_t *cur,
+		   const struct rpt_reporter *r, const char *now);
+/* True when cur's status already says what intent says. */
+bool rpt_status_equal(const json_t *cur, const json_t *intent);
+
+/*
+ * Routes another node's report offers this node. Returns 0 and appends to
+ * out->remotes (vpc = the report's VPC), 1 when the report is not for us
+ * (our own node, a VPC we do not host, not Programmed=True for its current
+ * generation), or -EINVAL with why naming the bad field when the report is
+ * malformed (nothing of it is used). local: this node's desired state.
+ */
+int rpt_routes_from_report(const json_t *obj, const char *my_node, const struct gdp_state *local,
+			   struct gdp_state *out, char *why, size_t whylen);
+
+/* Deep copy of results (counters included); 0 or -ENOMEM. */
+int rpt_results_copy(struct gdp_results *dst, const struct gdp_results *src);
+
+/* ---- the daemon side ---------------------------------------------------- */
+
+struct rpt_opts {
+	const char *kubeconfig;   /* NULL: in-cluster / $KUBECONFIG (kube_config_load) */
+	const char *node;         /* required: enables reports */
+	const char *ns;           /* report namespace (required) */
+	const char *state_dir;    /* remotes.json and the CNI record (pod names) */
+	const char *datapath;     /* "kernel" | "bpf" */
+	double max_backoff_s;     /* per-key retry cap; 0: 5 s */
+};
+
+struct rpt;
+
+/* Validates, connects (no request yet) and starts the threads. */
+int rpt_start(struct rpt **out, const struct rpt_opts *o, char *err, size_t errlen);
+/*
+ * After every reconcile (any thread, caller's locks held): copies the
+ * desired state and results and wakes the publisher. Never blocks on the
+ * API. r may be NULL (reports disabled).
+ */
+void rpt_update(struct rpt *r, const struct gdp_state *st, const struct gdp_results *res);
+/* Stops the threads (pending writes are dropped; the API copy catches up at the next start). */
+void rpt_stop(struct rpt *r);
+
+#endif

@@ -1,0 +1,206 @@
+/* Report objects built from a desired state + reconcile results (agent/report/build.c). */
+#include "agent/report/report.h"
+#include "tests/lib/gtest.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <string.h>
+
+#include "common/json.h"
+
+static struct gdp_state st;
+
+static void mkstate(void)
+{
+	struct gdp_vpc v = { .id = "Red7", .arg = 1, .table = 16385 };
+	struct gdp_attachment a = { .vpc = "Red7", .id = "R1", .container_id = "ctr-1",
+				    .host_ifname = "gc0123456789abc", .arg = 5 };
+
+	gdp_state_init(&st);
+	st.node.block[0] = 0xfc; st.node.block[1] = 0xbb; st.node.block[2] = 0xbb;
+	st.node.block[3] = 0x00; st.node.block[4] = 0x00; st.node.block[5] = 0x01;
+	st.node.node_id = 2;
+	ck_assert_int_eq(gdp_state_add_vpc(&st, &v), 0);
+	ck_assert_int_eq(gdp_prefix_parse("fd00:a::11", &a.addrs[0]), 0);
+	ck_assert_int_eq(gdp_prefix_parse("10.1.0.11", &a.addrs[1]), 0);
+	a.n_addrs = 2;
+	a.nh4 = gdp_default_nh4(a.arg);
+	ck_assert_int_eq(gdp_state_add_attachment(&st, &a), 0);
+}
+
+START_TEST(name_is_node_and_hex_ids)
+{
+	char b[300], why[200];
+
+	/* base62 "Red7" = 0x649241, "R1" = 0x68b */
+	ck_assert_int_eq(rpt_name("node-a", "Red7", "R1", b, sizeof(b), why, sizeof(why)), 0);
+	ck_assert_str_eq(b, "node-a-649241-68b");
+	ck_assert_int_eq(rpt_name("n1", "z", "10", b, sizeof(b), why, sizeof(why)), 0);
+	ck_assert_str_eq(b, "n1-3d-3e");
+	/* Not DNS-safe nodes and bad ids are refused with the reason. */
+	ck_assert_int_eq(rpt_name("Node_A", "Red7", "R1", b, sizeof(b), why, sizeof(why)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(why, "Node_A"));
+	ck_assert_int_eq(rpt_name("n1", "Re-d", "R1", b, sizeof(b), why, sizeof(why)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(why, "vpc id 'Re-d'"));
+	ck_assert_int_eq(rpt_name("n1", "Red7", "", b, sizeof(b), why, sizeof(why)), -EINVAL);
+	ck_assert_int_eq(rpt_name("n1", "zzzzzzzzzzzz", "R1", b, sizeof(b), why, sizeof(why)), -EINVAL);
+	ck_assert_int_eq(rpt_name("n1", "Red7", "R1", b, 8, why, sizeof(why)), -EINVAL);
+}
+END_TEST
+
+START_TEST(spec_carries_ids_devices_subnets_sids_routes)
+{
+	struct rpt_pod pod = { .ns = "default", .name = "red-1", .guest_ifname = "eth0" };
+	json_t *s;
+
+	mkstate();
+	s = rpt_spec("n2", &st, &st.atts[0], &pod);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_str_eq(gj_str(s, "node"), "n2");
+	ck_assert_str_eq(gj_str(s, "vpc"), "Red7");
+	ck_assert_str_eq(gj_str(s, "vpcAttachment"), "R1");
+	ck_assert_str_eq(gj_str(s, "containerID"), "ctr-1");
+	ck_assert_str_eq(gj_str(s, "pod.namespace"), "default");
+	ck_assert_str_eq(gj_str(s, "pod.name"), "red-1");
+	ck_assert_str_eq(gj_str(s, "hostInterface"), "gc0123456789abc");
+	ck_assert_str_eq(gj_str(s, "guestInterface"), "eth0");
+	ck_assert_int_eq(gj_int(s, "table", 0), 16385);
+	ck_assert_str_eq(json_string_value(json_array_get(gj_get(s, "podSubnets"), 0)), "fd00:a::11/128");
+	ck_assert_str_eq(json_string_value(json_array_get(gj_get(s, "podSubnets"), 1)), "10.1.0.11/32");
+	ck_assert_str_eq(gj_str(s, "localSID"), "fcbb:bb00:1:2:e001::");
+	ck_assert_int_eq(json_array_size(gj_get(s, "routes")), 2);
+	ck_assert_str_eq(gj_str(json_array_get(gj_get(s, "routes"), 0), "prefix"), "fd00:a::11/128");
+	ck_assert_str_eq(gj_str(json_array_get(gj_get(s, "routes"), 0), "sid"), "fcbb:bb00:1:2:e001::");
+	ck_assert_str_eq(gj_str(json_array_get(gj_get(s, "routes"), 1), "prefix"), "10.1.0.11/32");
+	ck_assert_str_eq(gj_str(json_array_get(gj_get(s, "routes"), 1), "sid"), "fcbb:bb00:1:2:d005::");
+	json_decref(s);
+
+	/* No pod record: no pod/guest fields; no nh4: no IPv4 route (no End.DX4 SID). */
+	st.atts[0].nh4.s_addr = 0;
+	s = rpt_spec("n2", &st, &st.atts[0], NULL);
+	ck_assert_ptr_null(gj_get(s, "pod"));
+	ck_assert_ptr_null(gj_get(s, "guestInterface"));
+	ck_assert_int_eq(json_array_size(gj_get(s, "routes")), 1);
+	json_decref(s);
+
+	/* Unknown VPC: nothing to report. */
+	snprintf(st.atts[0].vpc, sizeof(st.atts[0].vpc), "Nope");
+	ck_assert_ptr_null(rpt_spec("n2", &st, &st.atts[0], NULL));
+	gdp_state_free(&st);
+}
+END_TEST
+
+static void result(struct gdp_results *r, enum gdp_obj_kind k, const char *vpc, const char *key,
+		   bool prog, int err, const char *msg)
+{
+	struct gdp_result *x = gdp_results_get(r, k, vpc, key);
+
+	ck_assert_ptr_nonnull(x);
+	x->programmed = prog;
+	if (err)
+		gdp_result_fail(x, err, "%s", msg);
+}
+
+START_TEST(programmed_only_when_verified)
+{
+	struct gdp_results res, cp;
+	struct rpt_cond c;
+
+	mkstate();
+	gdp_results_init(&res);
+	rpt_programmed(&res, &st.atts[0], &c);
+	ck_assert(!c.programmed);
+	ck_assert_str_eq(c.reason, "NotReconciled");
+
+	result(&res, GDP_OBJ_NODE, "", "", true, 0, NULL);
+	result(&res, GDP_OBJ_VPC, "Red7", "", true, 0, NULL);
+	result(&res, GDP_OBJ_ATTACHMENT, "Red7", "R1", true, 0, NULL);
+	rpt_programmed(&res, &st.atts[0], &c);
+	ck_assert(c.programmed);
+	ck_assert_str_eq(c.reason, "Programmed");
+	ck_assert_ptr_nonnull(strstr(c.message, "Red7/R1"));
+
+	/* The copy the publisher keeps says the same. */
+	ck_assert_int_eq(rpt_results_copy(&cp, &res), 0);
+	ck_assert_uint_eq(cp.n, res.n);
+	rpt_programmed(&cp, &st.atts[0], &c);
+	ck_assert(c.programmed);
+	gdp_results_free(&cp);
+
+	/* Returned 0 but not found on read-back: not programmed. */
+	gdp_results_get(&res, GDP_OBJ_ATTACHMENT, "Red7", "R1")->programmed = false;
+	rpt_programmed(&res, &st.atts[0], &c);
+	ck_assert(!c.programmed);
+	ck_assert_str_eq(c.reason, "NotVerified");
+
+	result(&res, GDP_OBJ_ATTACHMENT, "Red7", "R1", false, -EEXIST,
+	       "add route fd00:a::11/128 table 16385: File exists");
+	rpt_programmed(&res, &st.atts[0], &c);
+	ck_assert(!c.programmed);
+	ck_assert_str_eq(c.reason, "ProgrammingFailed");
+	ck_assert_str_eq(c.message, "add route fd00:a::11/128 table 16385: File exists");
+
+	result(&res, GDP_OBJ_VPC, "Red7", "", false, -EBUSY, "vpc Red7: table 16385 already used by something else");
+	rpt_programmed(&res, &st.atts[0], &c);
+	ck_assert_str_eq(c.reason, "VPCNotProgrammed");
+	ck_assert_ptr_nonnull(strstr(c.message, "table 16385"));
+	gdp_results_free(&res);
+	gdp_state_free(&st);
+}
+END_TEST
+
+START_TEST(status_transition_time_moves_only_on_change)
+{
+	struct rpt_reporter rep = { "n2", "host/42", RPT_VERSION, "kernel" };
+	struct rpt_cond c = { .programmed = true, .reason = "Programmed", .message = "ok" };
+	json_t *s1, *cur, *s2, *s3;
+
+	s1 = rpt_status(&c, 3, NULL, &rep, "2026-01-01T00:00:00Z");
+	ck_assert_int_eq(gj_int(s1, "observedGeneration", 0), 3);
+	ck_assert_str_eq(gj_str(s1, "reporter.node"), "n2");
+	ck_assert_str_eq(gj_str(s1, "reporter.agentInstance"), "host/42");
+	ck_assert_str_eq(gj_str(s1, "reporter.datapath"), "kernel");
+	ck_assert_str_eq(gj_str(json_array_get(gj_get(s1, "conditions"), 0), "status"), "True");
+	cur = json_pack("{s:O}", "status", s1);
+	ck_assert(rpt_status_equal(cur, s1));
+
+	/* Same status later: the old transition time stays and nothing differs. */
+	s2 = rpt_status(&c, 3, cur, &rep, "2026-01-01T00:05:00Z");
+	ck_assert_str_eq(gj_str(json_array_get(gj_get(s2, "conditions"), 0), "lastTransitionTime"),
+			 "2026-01-01T00:00:00Z");
+	ck_assert(rpt_status_equal(cur, s2));
+
+	/* Status flips: new time, and the write is needed. */
+	c.programmed = false;
+	snprintf(c.reason, sizeof(c.reason), "ProgrammingFailed");
+	s3 = rpt_status(&c, 3, cur, &rep, "2026-01-01T00:06:00Z");
+	ck_assert_str_eq(gj_str(json_array_get(gj_get(s3, "conditions"), 0), "lastTransitionTime"),
+			 "2026-01-01T00:06:00Z");
+	ck_assert_str_eq(gj_str(json_array_get(gj_get(s3, "conditions"), 0), "status"), "False");
+	ck_assert(!rpt_status_equal(cur, s3));
+	/* A new generation is a difference too. */
+	json_decref(s2);
+	c.programmed = true;
+	snprintf(c.reason, sizeof(c.reason), "Programmed");
+	s2 = rpt_status(&c, 4, cur, &rep, "2026-01-01T00:07:00Z");
+	ck_assert(!rpt_status_equal(cur, s2));
+	ck_assert(!rpt_status_equal(NULL, s2));
+	json_decref(s1);
+	json_decref(s2);
+	json_decref(s3);
+	json_decref(cur);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("report_build");
+	TCase *tc = tcase_create("build");
+
+	tcase_add_test(tc, name_is_node_and_hex_ids);
+	tcase_add_test(tc, spec_carries_ids_devices_subnets_sids_routes);
+	tcase_add_test(tc, programmed_only_when_verified);
+	tcase_add_test(tc, status_transition_time_moves_only_on_change);
+	suite_add_tcase(s, tc);
+	return gt_run(s);
+}

@@ -1,0 +1,174 @@
+/* Routes read from other nodes' reports (agent/report/build.c), good and bad input. */
+#include "agent/report/report.h"
+#include "tests/lib/gtest.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <string.h>
+
+static struct gdp_state local, out;
+static char why[300];
+
+static void setup(void)
+{
+	struct gdp_vpc v = { .id = "Red7", .arg = 1, .table = 16385 };
+
+	gdp_state_init(&local);
+	gdp_state_init(&out);
+	local.node.block[0] = 0xfc; local.node.block[1] = 0xbb; local.node.block[2] = 0xbb;
+	local.node.block[5] = 0x01;
+	local.node.node_id = 1;
+	gdp_state_add_vpc(&local, &v);
+	why[0] = 0;
+}
+
+static void teardown(void)
+{
+	gdp_state_free(&local);
+	gdp_state_free(&out);
+}
+
+/* A report of node n2 for Red7/R2 (name n2-649241-68c), Programmed=True at generation 1. */
+static json_t *report(void)
+{
+	json_error_t e;
+	json_t *o = json_loads(
+		"{\"metadata\":{\"name\":\"n2-649241-68c\",\"generation\":1,\"resourceVersion\":\"7\"},"
+		" \"spec\":{\"node\":\"n2\",\"vpc\":\"Red7\",\"vpcAttachment\":\"R2\","
+		"  \"routes\":[{\"prefix\":\"fd00:a::12/128\",\"sid\":\"fcbb:bb00:1:2:e001::\"},"
+		"             {\"prefix\":\"10.1.0.12/32\",\"sid\":\"fcbb:bb00:1:2:d003::\"}]},"
+		" \"status\":{\"conditions\":[{\"type\":\"Programmed\",\"status\":\"True\","
+		"  \"observedGeneration\":1,\"reason\":\"Programmed\"}]}}", 0, &e);
+
+	ck_assert_msg(o != NULL, "%s", e.text);
+	return o;
+}
+
+static int routes(json_t *o)
+{
+	int rc = rpt_routes_from_report(o, "n1", &local, &out, why, sizeof(why));
+
+	json_decref(o);
+	return rc;
+}
+
+static json_t *with(const char *path_json_merge)
+{
+	json_t *o = report(), *p = json_loads(path_json_merge, 0, NULL), *spec;
+
+	ck_assert_ptr_nonnull(p);
+	spec = json_object_get(p, "spec");
+	if (spec)
+		json_object_update(json_object_get(o, "spec"), spec);
+	if (json_object_get(p, "status"))
+		json_object_set(o, "status", json_object_get(p, "status"));
+	json_decref(p);
+	return o;
+}
+
+START_TEST(good_report_gives_its_routes)
+{
+	char s[INET6_ADDRSTRLEN], pb[64];
+
+	ck_assert_int_eq(routes(report()), 0);
+	ck_assert_uint_eq(out.n_remotes, 2);
+	ck_assert_str_eq(out.remotes[0].vpc, "Red7");
+	ck_assert_str_eq(gdp_prefix_str(&out.remotes[0].prefix, pb, sizeof(pb)), "fd00:a::12/128");
+	ck_assert_str_eq(inet_ntop(AF_INET6, &out.remotes[0].sid, s, sizeof(s)), "fcbb:bb00:1:2:e001::");
+	ck_assert_str_eq(gdp_prefix_str(&out.remotes[1].prefix, pb, sizeof(pb)), "10.1.0.12/32");
+	ck_assert_str_eq(inet_ntop(AF_INET6, &out.remotes[1].sid, s, sizeof(s)), "fcbb:bb00:1:2:d003::");
+}
+END_TEST
+
+START_TEST(not_for_us_is_skipped_without_error)
+{
+	json_t *o;
+
+	/* Our own report. */
+	o = report();
+	json_object_set_new(json_object_get(o, "spec"), "node", json_string("n1"));
+	json_object_set_new(json_object_get(o, "metadata"), "name", json_string("n1-649241-68c"));
+	ck_assert_int_eq(routes(o), 1);
+	/* A VPC this node does not host. */
+	o = report();
+	json_object_set_new(json_object_get(o, "spec"), "vpc", json_string("Blu9"));
+	json_object_set_new(json_object_get(o, "metadata"), "name", json_string("n2-2acffd-68c"));
+	ck_assert_int_eq(routes(o), 1);
+	/* Not programmed, no status at all, status of an older generation. */
+	ck_assert_int_eq(routes(with("{\"status\":{\"conditions\":[{\"type\":\"Programmed\",\"status\":\"False\",\"observedGeneration\":1}]}}")), 1);
+	ck_assert_int_eq(routes(with("{\"status\":{}}")), 1);
+	ck_assert_int_eq(routes(with("{\"status\":{\"conditions\":[{\"type\":\"Programmed\",\"status\":\"True\",\"observedGeneration\":0}]}}")), 1);
+	ck_assert_uint_eq(out.n_remotes, 0);
+}
+END_TEST
+
+START_TEST(bad_reports_are_refused_whole_with_the_reason)
+{
+	static const struct { const char *merge, *want; } cases[] = {
+		{ "{\"spec\":{\"routes\":[{\"prefix\":\"fd00:a::12/128\",\"sid\":\"not-a-sid\"}]}}", "invalid SID 'not-a-sid'" },
+		{ "{\"spec\":{\"routes\":[{\"prefix\":\"fd00:a::12/128\",\"sid\":\"fcbb:bb00:1:0:e001::\"}]}}", "invalid SID" },
+		{ "{\"spec\":{\"routes\":[{\"prefix\":\"fd00:a::12/128\",\"sid\":\"fcbb:bb00:1:2:e001::1\"}]}}", "invalid SID" },
+		{ "{\"spec\":{\"routes\":[{\"prefix\":\"fd00:a::12/129\",\"sid\":\"fcbb:bb00:1:2:e001::\"}]}}", "invalid prefix 'fd00:a::12/129'" },
+		{ "{\"spec\":{\"routes\":[{\"prefix\":\"10.1.0.12/24\",\"sid\":\"fcbb:bb00:1:2:d003::\"}]}}", "invalid prefix '10.1.0.12/24'" },
+		{ "{\"spec\":{\"routes\":[{\"prefix\":7,\"sid\":\"fcbb:bb00:1:2:e001::\"}]}}", "invalid prefix '(none)'" },
+		{ "{\"spec\":{\"routes\":[{\"prefix\":\"10.1.0.12/32\",\"sid\":\"fcbb:bb00:1:2:e001::\"}]}}", "function 0xE, wrong for 10.1.0.12/32" },
+		{ "{\"spec\":{\"routes\":[{\"prefix\":\"fd00:a::12/128\",\"sid\":\"fcbb:bb00:1:1:e001::\"}]}}", "belongs to this node" },
+		{ "{\"spec\":{\"routes\":\"everything\"}}", "not an array" },
+		{ "{\"spec\":{\"routes\":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17]}}", "17 entries" },
+		{ "{\"spec\":{\"routes\":[\"x\"]}}", "invalid prefix" },
+		{ "{\"spec\":{\"node\":\"n3\"}}", "name does not match spec (want n3-649241-68c)" },
+		{ "{\"spec\":{\"node\":\"N2!\"}}", "not a lowercase DNS name" },
+		{ "{\"spec\":{\"vpc\":\"Re d\"}}", "vpc id 'Re d'" },
+		{ "{\"spec\":{\"vpcAttachment\":5}}", "must be strings" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		why[0] = 0;
+		ck_assert_msg(routes(with(cases[i].merge)) == -EINVAL, "case %zu accepted", i);
+		ck_assert_msg(strstr(why, cases[i].want), "case %zu: '%s' lacks '%s'", i, why, cases[i].want);
+		ck_assert_msg(out.n_remotes == 0, "case %zu left %zu routes", i, out.n_remotes);
+	}
+	/* A bad route after a good one takes the good one back out. */
+	ck_assert_int_eq(routes(with("{\"spec\":{\"routes\":[{\"prefix\":\"fd00:a::12/128\",\"sid\":\"fcbb:bb00:1:2:e001::\"},{\"prefix\":\"x\",\"sid\":\"y\"}]}}")), -EINVAL);
+	ck_assert_uint_eq(out.n_remotes, 0);
+}
+END_TEST
+
+START_TEST(garbage_objects_never_crash)
+{
+	const char *junk[] = { "[]", "\"s\"", "{}", "{\"metadata\":5}", "{\"metadata\":{\"name\":\"x\"}}",
+			       "{\"metadata\":{\"name\":\"x\"},\"spec\":[]}",
+			       "{\"metadata\":{\"name\":\"x\"},\"spec\":{\"node\":null}}" };
+
+	for (size_t i = 0; i < sizeof(junk) / sizeof(junk[0]); i++) {
+		json_t *o = json_loads(junk[i], JSON_DECODE_ANY, NULL);
+
+		ck_assert_ptr_nonnull(o);
+		ck_assert_int_eq(routes(o), -EINVAL);
+		ck_assert(why[0]);
+	}
+	ck_assert_int_eq(rpt_routes_from_report(NULL, "n1", &local, &out, why, sizeof(why)), -EINVAL);
+	/* No routes field is a report with nothing to offer, not an error. */
+	{
+		json_t *o = report();
+
+		json_object_del(json_object_get(o, "spec"), "routes");
+		ck_assert_int_eq(routes(o), 0);
+	}
+	ck_assert_uint_eq(out.n_remotes, 0);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("report_routes");
+	TCase *tc = tcase_create("routes");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, good_report_gives_its_routes);
+	tcase_add_test(tc, not_for_us_is_skipped_without_error);
+	tcase_add_test(tc, bad_reports_are_refused_whole_with_the_reason);
+	tcase_add_test(tc, garbage_objects_never_crash);
+	suite_add_tcase(s, tc);
+	return gt_run(s);
+}
