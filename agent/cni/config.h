@@ -25,8 +25,6 @@
 #define CNI_IFNAME_MAX 15
 #define CNI_NETNS_MAX 4095
 #define CNI_SOCKET_MAX 107 /* sun_path minus the NUL */
-/* agentSocket must lie here (or under /var of it). */
-#define CNI_SOCKET_DIR "/run/galactic/"
 #define CNI_MTU_MIN_V6 1280
 #define CNI_MTU_MIN_V4 576
 #define CNI_MTU_MAX 9000

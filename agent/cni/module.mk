@@ -9,7 +9,7 @@ $(eval $(call lib,gcniagent,agent/cni/server.c agent/cni/pod.c))
 
 # Tests, benchmarks and fuzzers of the CNI path.
 $(eval $(call unit_test,test_cni_config,tests/unit/test_cni_config.c,gcni,jansson))
-$(eval $(call unit_test,test_cni_proto,tests/unit/test_cni_proto.c,gcni,jansson))
+$(eval $(call unit_test,test_cni_proto,tests/unit/test_cni_proto.c,gcni,jansson pthread))
 $(eval $(call fuzzer,fuzz_cni_config,tests/fuzz/fuzz_cni_config.c,gcni,jansson))
 $(eval $(call fuzzer,fuzz_cni_proto,tests/fuzz/fuzz_cni_proto.c,gcni,jansson))
 $(eval $(call netns_test,test_cni_plugin,tests/netns/test_cni_plugin.c tests/lib/topo.c,gdp gnl,jansson nl))

@@ -190,6 +190,36 @@ fail:
 	return -1;
 }
 
+char *cni_hello_encode(void)
+{
+	json_t *o = json_pack("{s:i,s:s}", "proto", CNI_PROTO_VERSION, "agent", CNI_HELLO_AGENT);
+	char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+
+	json_decref(o);
+	return s;
+}
+
+int cni_hello_check(const char *buf, size_t len, struct cni_err *e)
+{
+	json_t *o = json_loadb(buf, len, JSON_REJECT_DUPLICATES, NULL);
+	const char *agent = json_string_value(json_object_get(o, "agent"));
+	json_t *proto = json_object_get(o, "proto");
+	int rc = 0;
+
+	if (!agent || strcmp(agent, CNI_HELLO_AGENT) || !json_is_integer(proto)) {
+		cni_err_set(e, CNI_ERR_AGENT_PROTOCOL, "not a galactic-agent socket",
+			    "the first message is not the agent's greeting; nothing was sent");
+		rc = -1;
+	} else if (json_integer_value(proto) != CNI_PROTO_VERSION) {
+		cni_err_set(e, CNI_ERR_AGENT_PROTOCOL, "galactic-cni and galactic-agent versions differ",
+			    "agent speaks protocol %lld, this plugin %d", (long long)json_integer_value(proto),
+			    CNI_PROTO_VERSION);
+		rc = -1;
+	}
+	json_decref(o);
+	return rc;
+}
+
 char *cni_req_encode(const struct cni_env *env, const struct cni_conf *conf, int has_fd)
 {
 	json_t *o = json_object();
@@ -434,6 +464,14 @@ int cni_call(const char *path, const struct cni_env *env, const struct cni_conf 
 		}
 		goto out;
 	}
+	/* The agent speaks first: nothing (least of all the pod's namespace)
+	 * is sent to a socket that is not galactic-agent's. */
+	if (cni_frame_recv(s, &resp, &rlen, NULL, deadline, e))
+		goto hello_failed;
+	if (cni_hello_check(resp, rlen, e))
+		goto out;
+	free(resp);
+	resp = NULL;
 	req = cni_req_encode(env, conf, netns_fd >= 0);
 	if (!req) {
 		cni_err_set(e, CNI_ERR_IO, "cannot encode the agent request", "out of memory");
@@ -447,6 +485,15 @@ int cni_call(const char *path, const struct cni_env *env, const struct cni_conf 
 		goto out;
 	rc = e->code ? -1 : 0;
 	goto out;
+hello_failed:
+	if (e->code == CNI_ERR_DECODE) {
+		char d[sizeof(e->details)];
+
+		snprintf(d, sizeof(d), "%s", e->details);
+		cni_err_set(e, CNI_ERR_AGENT_PROTOCOL, "not a galactic-agent socket",
+			    "%s: the first message is not the agent's greeting (%s); nothing was sent", path, d);
+		goto out;
+	}
 agent_gone:
 	/* The request may or may not have been applied; ADD and DEL are
 	 * idempotent, so the runtime may simply retry. */

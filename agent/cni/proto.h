@@ -18,7 +18,8 @@
 
 #define CNI_PROTO_VERSION 1
 #define CNI_PROTO_MAX_FRAME (2u << 20)
-#define CNI_DEFAULT_SOCKET CNI_SOCKET_DIR "cni.sock"
+#define CNI_DEFAULT_SOCKET "/run/galactic/cni.sock"
+#define CNI_HELLO_AGENT "galactic-agent"
 
 struct cni_req {
 	int proto;
@@ -26,6 +27,15 @@ struct cni_req {
 	struct cni_conf conf; /* validated again on the agent side */
 	int has_netns_fd;     /* the sender attached an fd */
 };
+
+/*
+ * The agent's greeting, sent as soon as it accepts: {"proto":1,"agent":
+ * "galactic-agent"}. The plugin sends nothing before it has read one, so a
+ * configuration naming some other daemon's socket gets nothing from it.
+ */
+char *cni_hello_encode(void);
+/* 0 if buf is a greeting of this protocol version, else -1 with e (code 100). */
+int cni_hello_check(const char *buf, size_t len, struct cni_err *e);
 
 /* Encodes a request; returns a malloc'd JSON string or NULL. */
 char *cni_req_encode(const struct cni_env *env, const struct cni_conf *conf, int has_fd);
@@ -51,7 +61,8 @@ int cni_frame_recv(int sock, char **buf, size_t *len, int *fd_out, int64_t deadl
 		   struct cni_err *e);
 
 /*
- * The plugin side: connect to path, send, wait for the response. Returns 0
+ * The plugin side: connect to path, read the greeting, send, wait for the
+ * response. Returns 0
  * with *result, or -1 with e: code 11 when the agent is not there or times
  * out (retryable), 100 on protocol errors, or the agent's own error.
  */

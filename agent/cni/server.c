@@ -1073,6 +1073,12 @@ static void *conn_main(void *arg)
 	char lnet[CNI_NAME_MAX + 1] = "-", lvpc[12] = "-", latt[12] = "-";
 
 	memset(&q, 0, sizeof(q));
+	text = cni_hello_encode();
+	if (!text || cni_frame_send(cn->fd, text, strlen(text), -1, deadline, &e)) {
+		free(text);
+		goto out;
+	}
+	free(text);
 	if (cni_frame_recv(cn->fd, &buf, &len, &nsfd, deadline, &e))
 		goto out;
 	if (cni_req_decode(buf, len, &q, &e))
@@ -1189,6 +1195,10 @@ static void *listener_main(void *arg)
 
 			cni_err_set(&e, CNI_ERR_TRY_AGAIN_LATER, "galactic-agent is busy",
 				    "%u requests in progress; retry", s->o.max_conns);
+			/* Greeting first: the plugin reads nothing else before it. */
+			text = cni_hello_encode();
+			reply(fd, text, cni_now_ms() + 1000);
+			free(text);
 			text = cni_resp_encode_err(&e);
 			reply(fd, text, cni_now_ms() + 1000);
 			free(text);

@@ -1,5 +1,5 @@
-/* libFuzzer: the agent's request decoder, the plugin's response decoder and
- * the frame reader, fed through a socketpair. */
+/* libFuzzer: the agent's request decoder, the plugin's greeting check and
+ * response decoder, and the frame reader, fed through a socketpair. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +30,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (cni_resp_decode((const char *)data, size, &res, &e) == 0)
 		json_decref(res);
+	if (cni_hello_check((const char *)data, size, &e) != 0 && e.code != CNI_ERR_AGENT_PROTOCOL)
+		abort(); /* a bad greeting is always "not the agent" or "other version" */
 
 	/* Raw bytes as a stream: the framer must not over-read or over-allocate. */
 	if (size <= 65536) {

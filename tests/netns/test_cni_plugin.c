@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -47,7 +48,7 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* Per-node agent sockets; agentSocket must lie in /run/galactic/. */
+/* Per-node agent sockets, where a node's conflist would put them. */
 static const char *sock_path(int node, char *buf, size_t n)
 {
 	snprintf(buf, n, "/run/galactic/%s-n%d.sock", T.prefix, node);
@@ -634,6 +635,46 @@ START_TEST(t_agent_down_add_is_retryable)
 }
 END_TEST
 
+
+/* Another daemon's socket (answers HTTP): returns its pid; it writes how
+ * many bytes it received from its one client into <dir>/fake.count. */
+static pid_t fake_daemon(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int l = socket(AF_UNIX, SOCK_STREAM, 0);
+	pid_t pid;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	unlink(path);
+	if (l < 0 || bind(l, (struct sockaddr *)&sa, sizeof(sa)) || listen(l, 4))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		static const char http[] = "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n";
+		struct timeval tv = { .tv_sec = 1 };
+		char b[4096], p[600];
+		size_t got = 0;
+		ssize_t n;
+		int c = accept(l, NULL, NULL);
+		FILE *f;
+
+		if (c >= 0 && write(c, http, sizeof(http) - 1) > 0) {
+			setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+			while ((n = read(c, b, sizeof(b))) > 0)
+				got += (size_t)n;
+		}
+		snprintf(p, sizeof(p), "%s/fake.count", T.dir);
+		f = fopen(p, "w");
+		if (f) {
+			fprintf(f, "%zu\n", got);
+			fclose(f);
+		}
+		_exit(0);
+	}
+	close(l);
+	return pid;
+}
+
 /* Bad invocations at the binary level: right code, nothing left in the kernel. */
 struct badinv {
 	const char *what;
@@ -674,8 +715,8 @@ static const struct badinv badinvs[] = {
 	{ "oversized stdin", "ADD", "cb22", "bad", NULL, "eth0", "@HUGE@", NULL, 0, 0, 0, 0, 0, 7, "bytes" },
 	{ "agent socket aimed at another daemon", "ADD", "cb23", "bad", NULL, "eth0",
 	  "{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"type\":\"galactic-cni\",\"vpc\":\"vpcA\",\"vpcattachment\":\"B23\","
-	  "\"ipFamilies\":[\"IPv6\"],\"addresses\":[{\"address\":\"fd00:a::43/128\"}],\"agentSocket\":\"/var/run/docker.sock\"}",
-	  NULL, 0, 0, 0, 0, 0, 7, "/run/galactic/" },
+	  "\"ipFamilies\":[\"IPv6\"],\"addresses\":[{\"address\":\"fd00:a::43/128\"}],\"agentSocket\":\"@FAKE@\"}",
+	  NULL, 0, 0, 0, 0, 0, 100, "nothing was sent" },
 };
 
 START_TEST(t_bad_input_table)
@@ -684,6 +725,7 @@ START_TEST(t_bad_input_table)
 	char nsp[256], sock[512], *conf = NULL, *before, *after;
 	struct outcome o;
 	struct inv v;
+	pid_t fake = 0;
 
 	NEED_TOPO();
 	/* A failed earlier case may have left them. */
@@ -704,6 +746,14 @@ START_TEST(t_bad_input_table)
 		conf[0] = '{';
 		conf[n - 1] = '}';
 		conf[n] = 0;
+	} else if (b->conf && strstr(b->conf, "@FAKE@")) {
+		const char *at = strstr(b->conf, "@FAKE@");
+		char fp[512];
+
+		snprintf(fp, sizeof(fp), "%s/fake.sock", T.dir);
+		fake = fake_daemon(fp);
+		ck_assert_int_gt(fake, 0);
+		ck_assert_int_ge(asprintf(&conf, "%.*s%s%s", (int)(at - b->conf), b->conf, fp, at + 6), 0);
 	} else if (b->conf) {
 		const char *at = strstr(b->conf, "@SOCK@");
 
@@ -729,6 +779,14 @@ START_TEST(t_bad_input_table)
 	ck_assert_msg(jstr(o.j, "msg")[0], "%s: empty msg", b->what);
 	ck_assert_msg(strstr(jstr(o.j, "details"), b->detail), "%s: details lack \"%s\": %s", b->what,
 		      b->detail, o.out);
+	if (fake > 0) {
+		char cnt[32];
+
+		/* The other daemon got nothing from the plugin: no request, no fd. */
+		waitpid(fake, NULL, 0);
+		topo_out(cnt, sizeof(cnt), "cat %s/fake.count", T.dir);
+		ck_assert_str_eq(cnt, "0");
+	}
 	after = kernel_snapshot(1, b->netns_pod ? b->netns_pod : "bad");
 	{
 		char d[3000];

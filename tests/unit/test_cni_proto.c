@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -295,6 +296,135 @@ START_TEST(test_call_agent_down_and_silent)
 }
 END_TEST
 
+
+/* A fake peer on a unix socket: either some other daemon (writes an HTTP
+ * error) or an agent (greets, reads one request, answers). It reports how
+ * many bytes it received and whether an fd came with them. */
+struct fake {
+	char path[108];
+	int listener, agent;
+	size_t got;
+	int got_fd;
+	char req_op[16];
+};
+
+static void *fake_main(void *arg)
+{
+	struct fake *f = arg;
+	struct cni_err e;
+	int c = accept(f->listener, NULL, NULL);
+
+	if (c < 0)
+		return NULL;
+	if (!f->agent) {
+		char b[4096];
+		ssize_t n;
+		static const char http[] = "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n";
+
+		if (write(c, http, sizeof(http) - 1) < 0)
+			return NULL;
+		/* Whatever the plugin sends within a second is counted. */
+		struct timeval tv = { .tv_sec = 1 };
+		setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		while ((n = read(c, b, sizeof(b))) > 0)
+			f->got += (size_t)n;
+	} else {
+		char *hello = cni_hello_encode(), *buf, *resp;
+		size_t len;
+		int fd = -1;
+		json_t *o, *r = json_pack("{s:s}", "cniVersion", "1.1.0");
+
+		cni_frame_send(c, hello, strlen(hello), -1, cni_now_ms() + 1000, &e);
+		free(hello);
+		if (cni_frame_recv(c, &buf, &len, &fd, cni_now_ms() + 2000, &e) == 0) {
+			f->got = len;
+			f->got_fd = fd >= 0;
+			o = json_loadb(buf, len, 0, NULL);
+			snprintf(f->req_op, sizeof(f->req_op), "%s", json_string_value(json_object_get(o, "op")));
+			json_decref(o);
+			free(buf);
+			if (fd >= 0)
+				close(fd);
+		}
+		resp = cni_resp_encode_ok(r);
+		cni_frame_send(c, resp, strlen(resp), -1, cni_now_ms() + 1000, &e);
+		free(resp);
+		json_decref(r);
+	}
+	close(c);
+	return NULL;
+}
+
+static void fake_start(struct fake *f, int agent, pthread_t *t)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+	memset(f, 0, sizeof(*f));
+	f->agent = agent;
+	snprintf(f->path, sizeof(f->path), "/tmp/gcni-fake-%d-%d.sock", getpid(), agent);
+	unlink(f->path);
+	strcpy(sa.sun_path, f->path);
+	f->listener = socket(AF_UNIX, SOCK_STREAM, 0);
+	ck_assert_int_eq(bind(f->listener, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(f->listener, 4), 0);
+	ck_assert_int_eq(pthread_create(t, NULL, fake_main, f), 0);
+}
+
+static void fake_stop(struct fake *f, pthread_t t)
+{
+	pthread_join(t, NULL);
+	close(f->listener);
+	unlink(f->path);
+}
+
+START_TEST(test_call_refuses_other_daemons)
+{
+	struct cni_env env = { .cmd = CNI_CMD_ADD, .container_id = "c", .ifname = "eth0", .netns = "/x" };
+	struct cni_conf c;
+	struct cni_err e;
+	struct fake f;
+	pthread_t t;
+	json_t *res;
+	int devnull = open("/dev/null", O_RDONLY);
+
+	parse("1.1.0", &c);
+	fake_start(&f, 0, &t);
+	ck_assert_int_eq(cni_call(f.path, &env, &c, devnull, 3000, &res, &e), -1);
+	ck_assert_int_eq(e.code, CNI_ERR_AGENT_PROTOCOL);
+	ck_assert_ptr_nonnull(strstr(e.msg, "not a galactic-agent socket"));
+	ck_assert_ptr_nonnull(strstr(e.details, "nothing was sent"));
+	fake_stop(&f, t);
+	/* Not a byte (and no namespace fd) went to the other daemon. */
+	ck_assert_uint_eq(f.got, 0);
+	close(devnull);
+	cni_conf_free(&c);
+}
+END_TEST
+
+START_TEST(test_call_talks_to_an_agent)
+{
+	struct cni_env env = { .cmd = CNI_CMD_ADD, .container_id = "c", .ifname = "eth0", .netns = "/x" };
+	struct cni_conf c;
+	struct cni_err e;
+	struct fake f;
+	pthread_t t;
+	json_t *res = NULL;
+	int devnull = open("/dev/null", O_RDONLY);
+
+	parse("1.1.0", &c);
+	fake_start(&f, 1, &t);
+	ck_assert_msg(cni_call(f.path, &env, &c, devnull, 3000, &res, &e) == 0, "%s: %s", e.msg, e.details);
+	fake_stop(&f, t);
+	ck_assert_str_eq(json_string_value(json_object_get(res, "cniVersion")), "1.1.0");
+	ck_assert_uint_gt(f.got, 0);
+	ck_assert_int_eq(f.got_fd, 1);
+	ck_assert_str_eq(f.req_op, "ADD");
+	json_decref(res);
+	close(devnull);
+	cni_conf_free(&c);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("cni_proto");
@@ -309,6 +439,8 @@ static Suite *suite(void)
 	tcase_add_test(t, test_frames_and_fd);
 	tcase_add_test(t, test_frame_timeout);
 	tcase_add_test(t, test_call_agent_down_and_silent);
+	tcase_add_test(t, test_call_refuses_other_daemons);
+	tcase_add_test(t, test_call_talks_to_an_agent);
 	suite_add_tcase(s, t);
 	return s;
 }
