@@ -200,7 +200,7 @@ struct want {
  */
 _Static_assert(sizeof(struct gbpf_route_key) == 24, "route key hashed as three words");
 struct kset {
-	uint32_t *slot;          /* index + 1; 0 = empty */
+	uint64_t *slot;          /* hash tag << 32 | (index + 1); 0 = empty */
 	size_t mask;
 };
 
@@ -231,20 +231,26 @@ static int kset_init(struct kset *s, size_t n)
 	return s->slot ? 0 : -ENOMEM;
 }
 
-/* Index of the entry with key k, or -1; with add, inserts idx when absent. */
+/*
+ * Index of the entry with key k, or -1; with add, inserts idx when absent.
+ * The tag spares most probes a look at the (cache-cold) want entry.
+ */
 static long kset_probe(struct kset *s, const struct want *w, const struct gbpf_route_key *k,
 		       bool add, size_t idx)
 {
-	for (size_t h = key_hash(k) & s->mask;; h = (h + 1) & s->mask) {
-		uint32_t v = s->slot[h];
+	uint64_t h = key_hash(k), tag = h >> 32;
+
+	for (size_t i = h & s->mask;; i = (i + 1) & s->mask) {
+		uint64_t v = s->slot[i];
+		uint32_t at = (uint32_t)v;
 
 		if (!v) {
 			if (add)
-				s->slot[h] = (uint32_t)idx + 1;
+				s->slot[i] = tag << 32 | ((uint32_t)idx + 1);
 			return -1;
 		}
-		if (!memcmp(&w[v - 1].k, k, sizeof(*k)))
-			return (long)v - 1;
+		if ((v >> 32) == tag && !memcmp(&w[at - 1].k, k, sizeof(*k)))
+			return (long)at - 1;
 	}
 }
 
@@ -266,9 +272,15 @@ struct gdp_result *gbpf_result_remote(struct gdp_results *res, const struct gdp_
 		res->cap = nc;
 	}
 	x = &res->v[res->n++];
-	memset(x, 0, sizeof(*x));
+	/* Field by field: zeroing all 400 bytes (msg) of 100k results costs more than the rest. */
+	size_t vl = strnlen(rm->vpc, sizeof(x->vpc) - 1);
+
 	x->kind = GDP_OBJ_REMOTE;
-	memcpy(x->vpc, rm->vpc, strnlen(rm->vpc, sizeof(x->vpc) - 1)); /* x is zeroed: terminated */
+	x->err = 0;
+	x->programmed = false;
+	x->msg[0] = 0;
+	memcpy(x->vpc, rm->vpc, vl);
+	x->vpc[vl] = 0;
 	gbpf_prefix_str(&rm->prefix, x->key, sizeof(x->key));
 	return x;
 }
