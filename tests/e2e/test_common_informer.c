@@ -56,9 +56,11 @@ static bool rec_has(struct rec *r, const char *s)
 	return f;
 }
 
-static struct informer *start_informer(struct kube_client *kc, const char *ns, struct rec *r)
+static struct informer *start_informer_bo(struct kube_client *kc, const char *ns, struct rec *r,
+					 double backoff_max_s)
 {
-	struct informer_opts o = { .res = CE_CONFIGMAPS, .ns = ns, .page_size = 500, .idle_timeout_s = 30 };
+	struct informer_opts o = { .res = CE_CONFIGMAPS, .ns = ns, .page_size = 500, .idle_timeout_s = 30,
+				   .backoff_max_s = backoff_max_s };
 	struct informer_handlers h = { on_add, on_update, on_delete, r };
 	struct informer *inf = informer_new(kc, &o);
 	ck_assert_ptr_nonnull(inf);
@@ -67,6 +69,12 @@ static struct informer *start_informer(struct kube_client *kc, const char *ns, s
 	ck_assert_int_eq(informer_start(inf), 0);
 	ck_assert(informer_wait_synced(inf, 60));
 	return inf;
+}
+
+/* Default reconnect backoff (0.8 s to 30 s). */
+static struct informer *start_informer(struct kube_client *kc, const char *ns, struct rec *r)
+{
+	return start_informer_bo(kc, ns, r, 0);
 }
 
 static void put(struct kube_client *kc, const char *ns, const char *name, const char *v, char *rv_out)
@@ -226,7 +234,8 @@ START_TEST(compaction_relist)
 		snprintf(name, sizeof(name), "c-%d", i);
 		put(direct, "e2e-compact", name, "v0", NULL);
 	}
-	struct informer *inf = start_informer(kc, "e2e-compact", &r);
+	/* Backoff capped at 4 s: this test is about the relist, not the wait. */
+	struct informer *inf = start_informer_bo(kc, "e2e-compact", &r, 4);
 	informer_get_stats(inf, &st);
 	snprintf(rv0, sizeof(rv0), "%s", st.resource_version);
 
