@@ -6,6 +6,7 @@
 #include "common/log.h"
 #include "common/workqueue.h"
 #include "translator/intent.h"
+#include "translator/nic.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -20,6 +21,12 @@
 
 static const struct kube_resource VPCATT = { "cloud.datumapis.com", "v1alpha1", "vpcattachments",
 					     true };
+static const struct kube_resource NI = { NIC_GROUP, "v1alpha", "networkinterfaces", true };
+static const struct kube_resource NIC = { NIC_GROUP, "v1alpha", "networkinterfaceclaims", true };
+
+/* Queue keys: "ns/name" for attachments, these prefixes + "ns/name" for the others. */
+#define KEY_NI "ni:"
+#define KEY_NIC "nic:"
 
 /* What we last wrote to a key: lets a worker recognise a cache that lags our own write. */
 struct memo {
@@ -40,6 +47,7 @@ struct controller {
 	struct controller_opts o;
 	struct leader *leader;
 	struct informer *att;
+	struct informer *ni, *nic; /* NetworkInterfaces, NetworkInterfaceClaims */
 	struct informer **rep; /* one per mapping entry */
 	struct rep_ud *rud;    /* handler data of each report informer */
 	struct wq *q;
@@ -51,7 +59,7 @@ struct controller {
 	struct gmap *memo;
 
 	struct metric *m_writes, *m_skips, *m_errors, *m_conflicts, *m_invalid, *m_leader,
-		*m_takeover, *m_reconciles, *m_deferred;
+		*m_takeover, *m_reconciles, *m_deferred, *m_rejects;
 };
 
 /* ---- indexes and event handlers ---- */
@@ -84,13 +92,114 @@ static void enqueue_obj(struct controller *c, const json_t *obj)
 		wq_add(c->q, key);
 }
 
-static void att_add(json_t *obj, void *ud) { enqueue_obj(ud, obj); }
+static void enqueue_prefixed(struct controller *c, const char *prefix, const char *ns,
+			     const char *name)
+{
+	char key[600];
+	if (!ns || !name || !*name || strchr(name, '/') || strlen(name) > 253)
+		return; /* not a name: nothing to queue (bad objects never crash us) */
+	snprintf(key, sizeof(key), "%s%s/%s", prefix, ns, name);
+	wq_add(c->q, key);
+}
+
+/* An interface changed (or its attachment did): queue the claims that name it or that it names. */
+static void enqueue_claims_of_iface(struct controller *c, const char *ns, const char *ifname,
+				    const char *claimref)
+{
+	char k[600];
+	json_t *cl, *o;
+	size_t i;
+
+	enqueue_prefixed(c, KEY_NIC, ns, claimref);
+	if (!ns || !ifname || !c->nic)
+		return;
+	snprintf(k, sizeof(k), "%s/%s", ns, ifname);
+	cl = kube_store_by_index(informer_store(c->nic), "ifref", k);
+	json_array_foreach(cl, i, o)
+		enqueue_prefixed(c, KEY_NIC, ns, gj_str(o, "metadata.name"));
+	json_decref(cl);
+}
+
+/* An attachment changed: queue the interface it names and that interface's claims. */
+static void enqueue_iface_of_att(struct controller *c, const json_t *att)
+{
+	const char *ns = gj_str(att, "metadata.namespace"), *ifn = gj_str(att, "spec.interfaceRef.name");
+	json_t *iface;
+
+	if (!att || !ns || !ifn)
+		return;
+	enqueue_prefixed(c, KEY_NI, ns, ifn);
+	iface = c->ni ? kube_store_get_nn(informer_store(c->ni), ns, ifn) : NULL;
+	enqueue_claims_of_iface(c, ns, ifn, gj_str(iface, "spec.claimRef.name"));
+	json_decref(iface);
+}
+
+static void att_add(json_t *obj, void *ud)
+{
+	enqueue_obj(ud, obj);
+	enqueue_iface_of_att(ud, obj);
+}
 static void att_update(json_t *old, json_t *nw, void *ud)
 {
-	(void)old;
 	enqueue_obj(ud, nw);
+	enqueue_iface_of_att(ud, old);
+	enqueue_iface_of_att(ud, nw);
 }
-static void att_delete(json_t *obj, void *ud) { enqueue_obj(ud, obj); }
+static void att_delete(json_t *obj, void *ud)
+{
+	enqueue_obj(ud, obj);
+	enqueue_iface_of_att(ud, obj);
+}
+
+static void att_iface_index(const json_t *obj, struct kube_index_values *out, void *ud)
+{
+	char k[600];
+	const char *ns = gj_str(obj, "metadata.namespace"), *n = gj_str(obj, "spec.interfaceRef.name");
+	(void)ud;
+	if (ns && n && *n && !strchr(n, '/') && strlen(n) <= 253) {
+		snprintf(k, sizeof(k), "%s/%s", ns, n);
+		kube_index_values_add(out, k);
+	}
+}
+
+static void ni_changed(struct controller *c, const json_t *o)
+{
+	const char *ns = gj_str(o, "metadata.namespace"), *n = gj_str(o, "metadata.name");
+	if (!o)
+		return;
+	enqueue_prefixed(c, KEY_NI, ns, n);
+	enqueue_claims_of_iface(c, ns, n, gj_str(o, "spec.claimRef.name"));
+}
+static void ni_add(json_t *obj, void *ud) { ni_changed(ud, obj); }
+static void ni_update(json_t *old, json_t *nw, void *ud)
+{
+	ni_changed(ud, old);
+	ni_changed(ud, nw);
+}
+static void ni_delete(json_t *obj, void *ud) { ni_changed(ud, obj); }
+
+static void nic_ifref_index(const json_t *obj, struct kube_index_values *out, void *ud)
+{
+	char k[600];
+	const char *ns = gj_str(obj, "metadata.namespace");
+	const char *n = gj_str(obj, "status.networkInterfaceRef.name");
+	(void)ud;
+	if (ns && n && *n && !strchr(n, '/') && strlen(n) <= 253) {
+		snprintf(k, sizeof(k), "%s/%s", ns, n);
+		kube_index_values_add(out, k);
+	}
+}
+static void nic_changed(struct controller *c, const json_t *o)
+{
+	enqueue_prefixed(c, KEY_NIC, gj_str(o, "metadata.namespace"), gj_str(o, "metadata.name"));
+}
+static void nic_add(json_t *obj, void *ud) { nic_changed(ud, obj); }
+static void nic_update(json_t *old, json_t *nw, void *ud)
+{
+	(void)old;
+	nic_changed(ud, nw);
+}
+static void nic_delete(json_t *obj, void *ud) { nic_changed(ud, obj); }
 
 static void enqueue_attachments_of(struct controller *c, const struct report_mapping *m,
 				   const json_t *obj, bool log_invalid)
@@ -398,6 +507,281 @@ out:
 	return ret;
 }
 
+/* ---- NetworkInterface and NetworkInterfaceClaim ---- */
+
+/* Fingerprint of an intent without lastTransitionTimes (cache-lag check). */
+static char *nic_fingerprint(const json_t *fields_status, const json_t *conds)
+{
+	json_t *cp = json_pack("{s:O*, s:o}", "fields", fields_status, "conditions",
+			       json_deep_copy(conds));
+	json_t *e;
+	size_t i;
+	char *s;
+
+	if (!cp)
+		return NULL;
+	json_array_foreach(json_object_get(cp, "conditions"), i, e)
+		json_object_del(e, "lastTransitionTime");
+	s = gj_dumps(cp);
+	json_decref(cp);
+	return s;
+}
+
+/* Counts a failed write; 1 when the key should be retried, 0 when it is done (404). */
+static int write_failed(struct controller *c, const char *kind, const char *key, const char *what,
+			const struct kube_error *err)
+{
+	char code[16];
+
+	snprintf(code, sizeof(code), "%ld", err->http_status);
+	metric_add(c->m_errors, code, 1);
+	if (err->http_status == 409)
+		metric_add(c->m_conflicts, NULL, 1);
+	if (err->code == KUBE_ERR_NOT_FOUND) {
+		glog_kv(GLOG_DEBUG, "translator", "object gone", "object", key, NULL);
+		memo_del(c, key);
+		return 0;
+	}
+	if (!strcmp(what, "guarded condition patch") &&
+	    (err->http_status == 409 || err->http_status == 422)) {
+		/* Someone changed the list (or the object) since our cache saw it: the
+		 * guards refused to write on a stale layout. Their event re-queues the
+		 * key; the rate-limited retry covers a lost event. */
+		metric_add(c->m_rejects, kind, 1);
+		glog_kv(GLOG_INFO, "translator", "guarded condition patch refused; will retry",
+			"object", key, "error", err->message, NULL);
+		return 1;
+	}
+	glog_kv(GLOG_WARN, "translator", what, "object", key, "error", err->message, NULL);
+	return 1;
+}
+
+/*
+ * Writes the translator's conditions into obj's atomic list with a guarded
+ * JSON Patch (none when obj already shows them). *out gets the written
+ * object, or stays NULL when nothing was sent. 0 ok/skip, 1 retry.
+ */
+static int patch_conditions(struct controller *c, const struct kube_resource *r, const char *kind,
+			    const char *key, const json_t *obj, const json_t *conds, json_t **out,
+			    bool *wrote)
+{
+	struct kube_error err;
+	char ebuf[256];
+	json_t *ops = cond_patch_build(obj, conds, ebuf, sizeof(ebuf)), *guard;
+	int ret = 0;
+
+	*wrote = false;
+	if (!ops) {
+		/* Someone else's bad status (wrong types): nothing we can patch safely. */
+		glog_kv(GLOG_WARN, "translator", "cannot patch conditions", "object", key, "error",
+			ebuf, NULL);
+		return 0;
+	}
+	if (!json_array_size(ops))
+		goto out;
+	/* The same incarnation only: a JSON Patch applies to the stored object, metadata too. */
+	guard = json_pack("{s:s, s:s, s:s}", "op", "test", "path", "/metadata/uid", "value",
+			  gj_str(obj, "metadata.uid") ?: "");
+	if (!guard || json_array_insert_new(ops, 0, guard)) {
+		ret = 1;
+		goto out;
+	}
+	if (!is_leader(c))
+		goto out;
+	if (kube_json_patch(c->kc, r, gj_str(obj, "metadata.namespace"), gj_str(obj, "metadata.name"),
+			    "status", ops, TRANSLATOR_MANAGER, out, &err)) {
+		ret = write_failed(c, kind, key, "guarded condition patch", &err);
+		goto out;
+	}
+	*wrote = true;
+	metric_add(c->m_writes, kind, 1);
+out:
+	json_decref(ops);
+	return ret;
+}
+
+static void log_conds(const char *what, const char *key, const json_t *conds)
+{
+	glog_kv(GLOG_INFO, "translator", what, "object", key, "prepared",
+		gj_str(json_array_get(conds, 0), "status") ?: "?", "programmed",
+		gj_str(json_array_get(conds, 1), "status") ?: "?", NULL);
+}
+
+/* The attachment of an interface (cache), as a new reference, or NULL. */
+static json_t *iface_attachment(struct controller *c, const json_t *iface, const char *nskey)
+{
+	json_t *cands = kube_store_by_index(informer_store(c->att), "iface", nskey);
+	json_t *a = json_incref((json_t *)nic_pick_attachment(iface, cands));
+	json_decref(cands);
+	return a;
+}
+
+static int reconcile_ni(struct controller *c, const char *key, const char *nskey)
+{
+	struct kube_error err;
+	char now[32], ebuf[512], why[256] = "";
+	json_t *iface, *att = NULL, *fields = NULL, *conds = NULL, *ops = NULL, *out = NULL,
+			*out2 = NULL;
+	char *fp = NULL;
+	bool fields_ok, wrote = false;
+	int ret = 0;
+
+	if (!is_leader(c))
+		return 0;
+	metric_add(c->m_reconciles, NULL, 1);
+	iface = kube_store_get(informer_store(c->ni), nskey);
+	if (!iface) {
+		memo_del(c, key);
+		return 0;
+	}
+	att = iface_attachment(c, iface, nskey);
+	now_rfc3339(now, sizeof(now));
+	fields = nic_fields_intent(iface, att, ebuf, sizeof(ebuf));
+	conds = nic_conditions(iface, att, NULL, now);
+	if (!fields || !conds) {
+		glog_kv(GLOG_WARN, "translator", "cannot compute intent", "object", key, "error",
+			fields ? "out of memory" : ebuf, NULL);
+		goto out;
+	}
+	fields_ok = nic_fields_satisfied(iface, fields, TRANSLATOR_MANAGER, why, sizeof(why));
+	ops = cond_patch_build(iface, conds, ebuf, sizeof(ebuf));
+	if (fields_ok && ops && !json_array_size(ops)) {
+		metric_add(c->m_skips, "NetworkInterface", 1);
+		goto out;
+	}
+	fp = nic_fingerprint(json_object_get(fields, "status"), conds);
+	if (fp && cache_lags_our_write(c, key, iface, fp)) {
+		metric_add(c->m_skips, "NetworkInterface", 1);
+		goto out;
+	}
+	if (!is_leader(c))
+		goto out;
+	if (!fields_ok) {
+		/* Non-list fields: server-side apply, ours alone (force, as for attachments). */
+		if (kube_apply(c->kc, &NI, gj_str(iface, "metadata.namespace"),
+			       gj_str(iface, "metadata.name"), "status", fields, TRANSLATOR_MANAGER,
+			       true, &out, &err)) {
+			ret = write_failed(c, "NetworkInterface", key, "status apply failed", &err);
+			goto out;
+		}
+		metric_add(c->m_writes, "NetworkInterface", 1);
+		glog_kv(GLOG_INFO, "translator", "applied interface fields", "object", key, "because",
+			why, NULL);
+		if (strcmp(gj_str(out, "metadata.uid") ?: "", gj_str(iface, "metadata.uid") ?: "")) {
+			memo_del(c, key);
+			ret = 1; /* a newer incarnation: redo against it once cached */
+			goto out;
+		}
+		/* The answer is fresher than the cache: derive the conditions from it. */
+		json_decref(conds);
+		conds = nic_conditions(out, att, NULL, now);
+		if (!conds)
+			goto out;
+	}
+	ret = patch_conditions(c, &NI, "NetworkInterface", key, out ? out : iface, conds, &out2,
+			       &wrote);
+	if (wrote)
+		log_conds("patched interface conditions", key, conds);
+	if (!ret && (out2 || out)) {
+		memo_put(c, key, out2 ? out2 : out, fp);
+		fp = NULL;
+	}
+out:
+	free(fp);
+	json_decref(ops);
+	json_decref(out);
+	json_decref(out2);
+	json_decref(conds);
+	json_decref(fields);
+	json_decref(att);
+	json_decref(iface);
+	return ret;
+}
+
+static int reconcile_nic(struct controller *c, const char *key, const char *nskey)
+{
+	char now[32], ifkey[600], msg[600];
+	json_t *claim, *iface = NULL, *att = NULL, *conds = NULL, *ops = NULL, *out = NULL;
+	struct nic_missing miss = { 0 };
+	const char *ns, *ifn;
+	char *fp = NULL;
+	char ebuf[256];
+	bool wrote = false;
+	int ret = 0;
+
+	if (!is_leader(c))
+		return 0;
+	metric_add(c->m_reconciles, NULL, 1);
+	claim = kube_store_get(informer_store(c->nic), nskey);
+	if (!claim) {
+		memo_del(c, key);
+		return 0;
+	}
+	ns = gj_str(claim, "metadata.namespace");
+	ifn = gj_str(claim, "status.networkInterfaceRef.name");
+	if (!ifn || !*ifn) {
+		miss = (struct nic_missing){ "Unknown", R_IF_PENDING,
+					     "status.networkInterfaceRef is not set yet" };
+	} else if (strchr(ifn, '/') || strlen(ifn) > 253) {
+		miss = (struct nic_missing){ "False", R_IF_MISSING,
+					     "status.networkInterfaceRef.name is not a valid name" };
+	} else {
+		snprintf(ifkey, sizeof(ifkey), "%s/%s", ns ? ns : "", ifn);
+		iface = kube_store_get(informer_store(c->ni), ifkey);
+		if (!iface) {
+			snprintf(msg, sizeof(msg), "NetworkInterface %s does not exist", ifn);
+			miss = (struct nic_missing){ "False", R_IF_MISSING, msg };
+		} else if (strcmp(gj_str(iface, "spec.claimRef.name") ?: "",
+				  gj_str(claim, "metadata.name") ?: "")) {
+			snprintf(msg, sizeof(msg),
+				 "NetworkInterface %s does not name this claim in spec.claimRef", ifn);
+			miss = (struct nic_missing){ "False", R_IF_MISMATCH, msg };
+		} else if (!(att = iface_attachment(c, iface, ifkey))) {
+			snprintf(msg, sizeof(msg),
+				 "no VPCAttachment refers to NetworkInterface %s (name and uid)", ifn);
+			miss = (struct nic_missing){ "False", R_ATT_MISSING, msg };
+		}
+	}
+	now_rfc3339(now, sizeof(now));
+	conds = nic_conditions(claim, att, att ? NULL : &miss, now);
+	if (!conds)
+		goto out;
+	ops = cond_patch_build(claim, conds, ebuf, sizeof(ebuf));
+	if (ops && !json_array_size(ops)) {
+		metric_add(c->m_skips, "NetworkInterfaceClaim", 1);
+		goto out;
+	}
+	fp = nic_fingerprint(NULL, conds);
+	if (fp && cache_lags_our_write(c, key, claim, fp)) {
+		metric_add(c->m_skips, "NetworkInterfaceClaim", 1);
+		goto out;
+	}
+	ret = patch_conditions(c, &NIC, "NetworkInterfaceClaim", key, claim, conds, &out, &wrote);
+	if (wrote) {
+		log_conds("patched claim conditions", key, conds);
+		memo_put(c, key, out, fp);
+		fp = NULL;
+	}
+out:
+	free(fp);
+	json_decref(ops);
+	json_decref(out);
+	json_decref(conds);
+	json_decref(att);
+	json_decref(iface);
+	json_decref(claim);
+	return ret;
+}
+
+static int reconcile_key(struct controller *c, const char *key, double *after)
+{
+	if (!strncmp(key, KEY_NIC, strlen(KEY_NIC)))
+		return reconcile_nic(c, key, key + strlen(KEY_NIC));
+	if (!strncmp(key, KEY_NI, strlen(KEY_NI)))
+		return reconcile_ni(c, key, key + strlen(KEY_NI));
+	return reconcile(c, key, after);
+}
+
 static void *worker(void *arg)
 {
 	struct controller *c = arg;
@@ -405,7 +789,7 @@ static void *worker(void *arg)
 
 	while ((key = wq_get(c->q, -1))) {
 		double after = 0;
-		if (reconcile(c, key, &after)) {
+		if (reconcile_key(c, key, &after)) {
 			wq_add_rate_limited(c->q, key);
 		} else {
 			wq_forget(c->q, key);
@@ -462,12 +846,21 @@ struct controller *controller_new(struct kube_client *kc, const struct mapping_s
 					"Reconciles put off briefly because a new report has no Programmed yet", NULL);
 	c->m_leader = metrics_gauge(m, "galactic_translator_leader",
 				    "1 while this replica holds the lease", NULL);
+	c->m_rejects = metrics_counter(m, "galactic_translator_guarded_patch_rejections_total",
+				       "Guarded condition patches refused (409/422): the list changed under us",
+				       "kind");
 	if (!c->m_writes || !c->m_skips || !c->m_errors || !c->m_conflicts || !c->m_invalid ||
-	    !c->m_takeover || !c->m_reconciles || !c->m_leader || !c->m_deferred)
+	    !c->m_takeover || !c->m_reconciles || !c->m_leader || !c->m_deferred || !c->m_rejects)
 		goto fail;
 	/* Present from the start, so a scrape can tell 0 from "not exported". */
 	metric_add(c->m_writes, "VPCAttachment", 0);
 	metric_add(c->m_skips, "VPCAttachment", 0);
+	for (int k = 0; k < 2; k++) {
+		const char *kind = k ? "NetworkInterfaceClaim" : "NetworkInterface";
+		metric_add(c->m_writes, kind, 0);
+		metric_add(c->m_skips, kind, 0);
+		metric_add(c->m_rejects, kind, 0);
+	}
 	metric_add(c->m_conflicts, NULL, 0);
 	metric_add(c->m_reconciles, NULL, 0);
 	metric_set(c->m_leader, NULL, 0);
@@ -477,8 +870,26 @@ struct controller *controller_new(struct kube_client *kc, const struct mapping_s
 	io.name = "vpcattachments";
 	if (!(c->att = informer_new(kc, &io)) ||
 	    informer_add_index(c->att, "ids", att_ids_index, NULL) ||
+	    informer_add_index(c->att, "iface", att_iface_index, NULL) ||
 	    informer_add_handlers(c->att, &(struct informer_handlers){ att_add, att_update,
 								       att_delete, c }))
+		goto fail;
+	/* managedFields stay in the caches: the skip checks read them. */
+	memset(&io, 0, sizeof(io));
+	io.res = NI;
+	io.ns = o->watch_ns;
+	io.name = "networkinterfaces";
+	if (!(c->ni = informer_new(kc, &io)) ||
+	    informer_add_handlers(c->ni, &(struct informer_handlers){ ni_add, ni_update, ni_delete, c }))
+		goto fail;
+	memset(&io, 0, sizeof(io));
+	io.res = NIC;
+	io.ns = o->watch_ns;
+	io.name = "networkinterfaceclaims";
+	if (!(c->nic = informer_new(kc, &io)) ||
+	    informer_add_index(c->nic, "ifref", nic_ifref_index, NULL) ||
+	    informer_add_handlers(c->nic,
+				  &(struct informer_handlers){ nic_add, nic_update, nic_delete, c }))
 		goto fail;
 	for (size_t i = 0; i < maps->n; i++) {
 		const struct report_mapping *rm = &maps->e[i];
@@ -513,6 +924,16 @@ void controller_on_started_leading(void *ud)
 	json_array_foreach(keys, i, k)
 		wq_add(c->q, json_string_value(k));
 	json_decref(keys);
+	for (int p = 0; p < 2; p++) {
+		const char *prefix = p ? KEY_NIC : KEY_NI;
+		keys = kube_store_keys(informer_store(p ? c->nic : c->ni));
+		json_array_foreach(keys, i, k) {
+			char key[600];
+			snprintf(key, sizeof(key), "%s%s", prefix, json_string_value(k) ?: "");
+			wq_add(c->q, key);
+		}
+		json_decref(keys);
+	}
 }
 
 void controller_on_stopped_leading(void *ud)
@@ -526,7 +947,7 @@ int controller_start(struct controller *c)
 	for (size_t i = 0; i < c->maps->n; i++)
 		if (informer_start(c->rep[i]))
 			return -1;
-	if (informer_start(c->att))
+	if (informer_start(c->att) || informer_start(c->ni) || informer_start(c->nic))
 		return -1;
 	if (!c->leader)
 		metric_set(c->m_leader, NULL, 1);
@@ -545,7 +966,7 @@ bool controller_synced(void *ud)
 	for (size_t i = 0; i < c->maps->n; i++)
 		if (!informer_synced(c->rep[i]))
 			return false;
-	return informer_synced(c->att);
+	return informer_synced(c->att) && informer_synced(c->ni) && informer_synced(c->nic);
 }
 
 bool controller_alive(void *ud)
@@ -567,6 +988,10 @@ void controller_stop(struct controller *c)
 			informer_stop(c->rep[i]);
 	if (c->att)
 		informer_stop(c->att);
+	if (c->ni)
+		informer_stop(c->ni);
+	if (c->nic)
+		informer_stop(c->nic);
 }
 
 void controller_free(struct controller *c)
@@ -579,6 +1004,8 @@ void controller_free(struct controller *c)
 	free(c->rep);
 	free(c->rud);
 	informer_free(c->att);
+	informer_free(c->ni);
+	informer_free(c->nic);
 	wq_free(c->q);
 	gmap_free(c->memo, memo_free);
 	pthread_mutex_destroy(&c->mu);

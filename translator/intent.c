@@ -49,7 +49,7 @@ const struct report_candidate *report_pick(const struct report_candidate *c, siz
 }
 
 /* Kubernetes condition reason: ^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$, at most 1024. */
-static bool reason_ok(const char *r)
+bool condition_reason_ok(const char *r)
 {
 	size_t n = r ? strlen(r) : 0;
 
@@ -135,7 +135,7 @@ json_t *vpcatt_intent(const json_t *att, const struct report_candidate *rep, con
 			status = rep->v.programmed == PS_TRUE	 ? "True"
 				 : rep->v.programmed == PS_FALSE ? "False"
 								 : "Unknown";
-			if (reason_ok(rep->v.reason))
+			if (condition_reason_ok(rep->v.reason))
 				reason = rep->v.reason;
 			else
 				reason = rep->v.programmed == PS_TRUE	 ? "Programmed"

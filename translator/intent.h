@@ -54,6 +54,9 @@ bool vpcatt_intent_satisfied(const json_t *att, const json_t *intent, const char
 /* The translator-owned scalar status fields, in the order above. */
 extern const char *const VPCATT_TRANSLATOR_FIELDS[7];
 
+/* A valid Kubernetes condition reason (^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$, <= 1024). */
+bool condition_reason_ok(const char *r);
+
 /* Reason strings the translator itself states (facts about the attachment). */
 #define R_IDS_PENDING "AttachmentIDsPending"
 #define R_REPORT_MISSING "ReportMissing"

@@ -1,5 +1,5 @@
 # galactic-translator: reports -> upstream status (docs/translator.md).
-TRANSLATOR_SRCS := translator/mapping.c translator/intent.c translator/controller.c
+TRANSLATOR_SRCS := translator/mapping.c translator/intent.c translator/nic.c translator/controller.c
 TRANSLATOR_LDLIBS := curl jansson mhd pthread m
 
 $(eval $(call lib,gtranslator,$(TRANSLATOR_SRCS)))
@@ -8,3 +8,4 @@ $(eval $(call prog,galactic-translator,translator/main.c,gtranslator gcommon,$(T
 $(eval $(call unit_test,test_translator_mapping,tests/unit/test_translator_mapping.c,gtranslator gcommon,$(TRANSLATOR_LDLIBS)))
 $(eval $(call unit_test,test_translator_intent,tests/unit/test_translator_intent.c,gtranslator gcommon,$(TRANSLATOR_LDLIBS)))
 $(eval $(call e2e_test,test_translator_vpcatt,tests/e2e/test_translator_vpcatt.c tests/lib/cp.c tests/lib/kreq.c,,curl jansson pthread))
+$(eval $(call unit_test,test_translator_patch,tests/unit/test_translator_patch.c,gtranslator gcommon,$(TRANSLATOR_LDLIBS)))
