@@ -7,13 +7,13 @@
 #   4. pods attached exactly as a container runtime does it: galactic-cni ADD
 #      with CNI_* environment and the attachment's network config on stdin;
 #      two VPCs whose pods use the SAME addresses
-#   5. traffic across SRv6 between nodes, and isolation between the VPCs
-#
-# Route distribution between agents through the API server (design brief
-# §3.5) is not built yet: step 5 hands each agent the other nodes'
-# attachments through its remotes.json, computed here from the agents' own
-# attachment records. The translator and NodeAttachment publishing are not
-# built yet either, so no workload reaches Ready through the API in this demo.
+#   5. each agent publishes a NodeAttachment per pod (Programmed=True once the
+#      kernel state is verified) and learns the other nodes' routes from their
+#      reports through the API server (docs/dataplane-reports.md): nobody
+#      writes a remotes.json by hand
+#   6. traffic across SRv6 between nodes, and isolation between the VPCs
+#   7. galactic-translator and a stand-in VPC operator: one VPCAttachment per
+#      pod, its Programmed condition derived from the node's report
 #
 # DEMO_KEEP=1 leaves everything running and prints how to tear it down.
 set -euo pipefail
@@ -23,6 +23,7 @@ bin=$top/build/rel/bin
 P=gdemo$$
 D=$(mktemp -d /tmp/galactic-demo.XXXXXX)
 AGENTS=()
+RNS=galactic-system
 
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 cleanup() {
@@ -44,6 +45,7 @@ K() { tests/controlplane/cp.sh kubectl "$D/cp" "$@"; }
 K apply -f crds/ -f tests/crds/ | sed 's/^/  /'
 K wait --for condition=Established crd --all --timeout 60s >/dev/null
 K get crd | sed 's/^/  /'
+K create namespace "$RNS" >/dev/null
 
 say "three nodes on a fabric (SID block fcbb:bb00:1::/48, node ids 1-3)"
 tests/lib/topo.sh up "$P" 3
@@ -52,7 +54,8 @@ for i in 1 2 3; do
   printf '{"node":{"block":"fcbb:bb00:1::/48","node_id":%d,"uplink":"up0"},"vpcs":[],"attachments":[]}\n' "$i" \
     > "$D/n$i/state.json"
   "$bin/galactic-agent" --state-dir "$D/n$i" --netns "$P-n$i" --interval 1 \
-    --cni-socket "$D/n$i/cni.sock" >>"$D/n$i/agent.log" 2>&1 &
+    --cni-socket "$D/n$i/cni.sock" --kubeconfig "$D/cp/kubeconfig" --node "n$i" \
+    --report-namespace "$RNS" >>"$D/n$i/agent.log" 2>&1 &
   AGENTS+=($!)
 done
 for i in 1 2 3; do
@@ -82,32 +85,18 @@ for p in "${PODS[@]}"; do
   echo "  $name on n$node in $vpc: ADD $(( $(date +%s%3N) - t0 )) ms -> $(echo "$out" | jq -c '[.ips[].address]')"
 done
 
-say "routes to other nodes (stand-in for API-based distribution: from the agents' records)"
-# SID = block (48) | node id (16) | function (4) | argument (12): decap into
-# the VPC's table is function 0xE with the VPC's argument on that node,
-# End.DX4 toward one attachment is 0xD with the attachment's argument.
-for i in 1 2 3; do
-  {
-    echo '{"remotes":['; sep=
-    for j in 1 2 3; do
-      [ "$i" = "$j" ] && continue
-      hosted=$(jq -r '[.attachments[].config.vpc] | unique | .[]' "$D/n$i/cni-attachments.json")
-      while read -r vpc a6 a4 arg hif; do
-        grep -qx "$vpc" <<<"$hosted" || continue   # only VPCs this node hosts
-        # the VPC's decap SID on node j, read back from what its agent programmed
-        table=$(ip -n "$P-n$j" -6 rule | sed -n "s/.* iif $hif lookup \([0-9]*\).*/\1/p")
-        sid=$(ip -n "$P-n$j" -6 route show proto 154 | awk -v t="$table" '/End.DT6/ && $0 ~ "table "t" " {print $1}')
-        printf '%s{"vpc":"%s","prefix":"%s","sid":"%s"}\n' "$sep" "$vpc" "$a6" "$sid"; sep=,
-        printf ',{"vpc":"%s","prefix":"%s","sid":"fcbb:bb00:1:%x:d%03x::"}\n' "$vpc" "$a4" "$j" "$arg"
-      done < <(jq -r '.attachments[] | "\(.config.vpc) \(.config.addresses[0].address) \(.config.addresses[1].address) \(.arg) \(.hostIfname)"' \
-                 "$D/n$j/cni-attachments.json")
-    done
-    echo ']}'
-  } > "$D/n$i/remotes.json.tmp"
-  mv "$D/n$i/remotes.json.tmp" "$D/n$i/remotes.json"
-  jq -r '.remotes[] | "  n'"$i"': \(.vpc) \(.prefix) -> \(.sid)"' "$D/n$i/remotes.json"
+say "reports in the API (written by each node's agent) and the routes each agent learned from the others"
+for _ in $(seq 150); do
+  n=$(K get nodeattachments -n "$RNS" -o json | jq '[.items[] | select(any(.status.conditions[]?; .type=="Programmed" and .status=="True"))] | length')
+  [ "$n" = "${#PODS[@]}" ] && break; sleep 0.1
 done
-sleep 2
+K get nodeattachments -n "$RNS" | sed 's/^/  /'
+echo "  field managers on the reports: $(K get nodeattachments -n "$RNS" --show-managed-fields -o json | jq -r '[.items[].metadata.managedFields[].manager] | unique | join(",")')"
+for i in 1 2 3; do
+  for _ in $(seq 100); do [ -s "$D/n$i/remotes.json" ] && [ "$(jq '.remotes | length' "$D/n$i/remotes.json")" -gt 0 ] && break; sleep 0.1; done
+  jq -r '.remotes[] | "  n'"$i"' learned: \(.vpc) \(.prefix) -> \(.sid)"' "$D/n$i/remotes.json"
+done
+sleep 1
 
 say "kernel state on n1 (what the agent programmed)"
 ip -n "$P-n1" -6 rule | sed 's/^/  /'
@@ -123,6 +112,30 @@ before=$(ip netns exec "$P-blue-2" cat /sys/class/net/eth0/statistics/rx_packets
 ping6 red-1 fd00:a::12 20 >/dev/null
 after=$(ip netns exec "$P-blue-2" cat /sys/class/net/eth0/statistics/rx_packets)
 echo "  isolation: 20 pings red-1 -> fd00:a::12 reached blue-2 (same address, other VPC) $((after - before)) times"
+
+if [ -x "$bin/galactic-translator" ]; then
+  say "galactic-translator + a stand-in VPC operator (one VPCAttachment per pod)"
+  "$bin/galactic-translator" --kubeconfig "$D/cp/kubeconfig" --namespace "$RNS" \
+    --metrics-addr 127.0.0.1:0 >>"$D/translator.log" 2>&1 &
+  AGENTS+=($!)
+  for p in "${PODS[@]}"; do
+    read -r name node vpc att a6 a4 <<<"$p"
+    K apply -f - >/dev/null <<EOF
+{"apiVersion":"cloud.datumapis.com/v1alpha1","kind":"VPCAttachment",
+ "metadata":{"name":"$name","namespace":"default"},
+ "spec":{"vpc":{"name":"$vpc"},"interfaceRef":{"name":"nic-$name","uid":"u-$name"}}}
+EOF
+    # the VPC operator's own fields (ids it allocated, Ready), under its own manager
+    K patch vpcattachment "$name" -n default --subresource=status --type=merge --field-manager=vpc-operator \
+      -p "{\"status\":{\"vpc\":\"$vpc\",\"vpcAttachment\":\"$att\",\"observedGeneration\":1,\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\",\"reason\":\"Allocated\",\"message\":\"ids allocated\",\"lastTransitionTime\":\"2026-01-01T00:00:00Z\"}]}}" >/dev/null
+  done
+  for _ in $(seq 150); do
+    n=$(K get vpcattachments -n default -o json | jq '[.items[] | select(any(.status.conditions[]?; .type=="Programmed" and .status=="True"))] | length')
+    [ "$n" = "${#PODS[@]}" ] && break; sleep 0.1
+  done
+  K get vpcattachments -n default -o custom-columns='NAME:.metadata.name,VPC:.status.vpc,ATTACHMENT:.status.vpcAttachment,NODE:.status.node,HOST-IF:.status.hostInterface,PROGRAMMED:.status.conditions[?(@.type=="Programmed")].status,REASON:.status.conditions[?(@.type=="Programmed")].reason' | sed 's/^/  /'
+  K get nodeattachments -n "$RNS" | sed 's/^/  /'
+fi
 
 say "done"
 echo "  agents logs: $D/n*/agent.log (removed on exit; DEMO_KEEP=1 to keep everything)"
