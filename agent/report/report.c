@@ -386,7 +386,8 @@ static void learn(struct rpt *r)
 	json_decref(keys);
 	json_decref(r->bad_seen);
 	r->bad_seen = nbad;
-	qsort(out.remotes, out.n_remotes, sizeof(*out.remotes), cmp_remote);
+	if (out.n_remotes)
+		qsort(out.remotes, out.n_remotes, sizeof(*out.remotes), cmp_remote);
 	/* The same prefix offered twice (a pod moving): the first report wins. */
 	for (i = 0; i < out.n_remotes; i++) {
 		if (n && !cmp_remote(&out.remotes[n - 1], &out.remotes[i])) {

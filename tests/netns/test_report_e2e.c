@@ -39,13 +39,38 @@ static double now_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/*
+ * Node 2 runs the sanitized agent (ASan+UBSan: the report threads against a
+ * real API server), the others the release build, as shipped.
+ */
 static void start_agent(int node)
 {
-	char args[1024];
+	char args[1024], cmd[2048], pp[400];
+	pid_t pid;
+	FILE *f;
 
 	snprintf(args, sizeof(args), "--cni-socket %s/n%d/cni.sock --kubeconfig %s --node n%d "
 		 "--report-namespace " RNS, T.dir, node, cp.kubeconfig, node);
-	ck_assert_int_gt(topo_agent_start(&T, node, args), 0);
+	if (node != 2) {
+		ck_assert_int_gt(topo_agent_start(&T, node, args), 0);
+		return;
+	}
+	snprintf(cmd, sizeof(cmd), "ASAN_OPTIONS=detect_leaks=1 exec build/san/bin/galactic-agent "
+		 "--state-dir %s/n2 --netns %s-n2 --interval 1 %s >>%s/n2/agent.log 2>&1",
+		 T.dir, T.prefix, args, T.dir);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		setsid(); /* outlives the forked test, like topo_agent_start's */
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	T.agent[2] = pid;
+	snprintf(pp, sizeof(pp), "%s/n2/agent.pid", T.dir); /* topo_agent_stop/topo_down read it */
+	f = fopen(pp, "w");
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "%d\n", (int)pid);
+	fclose(f);
 }
 
 static void setup(void)
@@ -335,6 +360,17 @@ START_TEST(test_reports_routes_and_api_outage)
 	for (size_t i = 0; i < 4; i++)
 		check_routes(pods[i].node, pods[i].vpc, pods[i].att, pods[i].a6, pods[i].a4);
 	ck_assert_int_eq(only_agent_manages(), 4);
+	/* Steady state writes nothing: reconciles every second, same resourceVersions. */
+	{
+		char rv1[512], rv2[512];
+
+		ck_assert_int_eq(topo_out(rv1, sizeof(rv1), "%s/kubectl --kubeconfig %s get nodeattachments -n " RNS
+					  " -o jsonpath='{.items[*].metadata.resourceVersion}'", cp.bin, cp.kubeconfig), 0);
+		sleep(3);
+		ck_assert_int_eq(topo_out(rv2, sizeof(rv2), "%s/kubectl --kubeconfig %s get nodeattachments -n " RNS
+					  " -o jsonpath='{.items[*].metadata.resourceVersion}'", cp.bin, cp.kubeconfig), 0);
+		ck_assert_str_eq(rv1, rv2);
+	}
 
 	/* 2. Routes come from the API only; each node learns only VPCs it hosts. */
 	ck_assert(wait_learned(1, "Red7", "fd00:a::12/128", "fcbb:bb00:1:2:e", 10000));
@@ -400,6 +436,12 @@ START_TEST(test_reports_routes_and_api_outage)
 			  "| length == 0' %s/n3/remotes.json >/dev/null && exit 0; sleep 0.1; done; exit 1", T.dir) == 0);
 	n = only_agent_manages();
 	ck_assert_int_eq(n, 4); /* red-1, red-2, blue-2, red-3 */
+
+	/* The sanitized agent (n2) exits cleanly and its sanitizers found nothing. */
+	topo_agent_stop(&T, 2, SIGTERM);
+	ck_assert_int_eq(topo_sh("grep -q 'exiting; kernel state left in place' %s/n2/agent.log", T.dir), 0);
+	ck_assert_msg(topo_sh("grep -E 'AddressSanitizer|LeakSanitizer|runtime error' %s/n2/agent.log >&2", T.dir) != 0,
+		      "sanitizer report in the n2 agent log");
 }
 END_TEST
 
