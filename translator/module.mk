@@ -9,3 +9,4 @@ $(eval $(call unit_test,test_translator_mapping,tests/unit/test_translator_mappi
 $(eval $(call unit_test,test_translator_intent,tests/unit/test_translator_intent.c,gtranslator gcommon,$(TRANSLATOR_LDLIBS)))
 $(eval $(call e2e_test,test_translator_vpcatt,tests/e2e/test_translator_vpcatt.c tests/lib/cp.c tests/lib/kreq.c,,curl jansson pthread))
 $(eval $(call unit_test,test_translator_patch,tests/unit/test_translator_patch.c,gtranslator gcommon,$(TRANSLATOR_LDLIBS)))
+$(eval $(call e2e_test,test_translator_nic,tests/e2e/test_translator_nic.c tests/lib/cp.c tests/lib/kreq.c,gtranslator gcommon,curl jansson pthread))
