@@ -293,16 +293,25 @@ bad_route:
 
 int rpt_results_copy(struct gdp_results *dst, const struct gdp_results *src)
 {
+	size_t i, n = 0;
+
 	gdp_results_init(dst);
-	*dst = *src;
-	dst->v = NULL;
-	dst->n = dst->cap = 0;
-	if (!src->n)
+	dst->added = src->added;
+	dst->removed = src->removed;
+	dst->unchanged = src->unchanged;
+	dst->retries = src->retries;
+	dst->failed = src->failed;
+	for (i = 0; i < src->n; i++)
+		n += src->v[i].kind != GDP_OBJ_REMOTE;
+	if (!n)
 		return 0;
-	dst->v = malloc(src->n * sizeof(*src->v));
+	dst->v = malloc(n * sizeof(*src->v));
 	if (!dst->v)
 		return -ENOMEM;
-	memcpy(dst->v, src->v, src->n * sizeof(*src->v));
-	dst->n = dst->cap = src->n;
+	/* Remotes can be 100k results: reports never look at them. */
+	for (i = 0; i < src->n; i++)
+		if (src->v[i].kind != GDP_OBJ_REMOTE)
+			dst->v[dst->n++] = src->v[i];
+	dst->cap = n;
 	return 0;
 }

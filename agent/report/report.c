@@ -70,10 +70,15 @@ void rpt_update(struct rpt *r, const struct gdp_state *st, const struct gdp_resu
 	struct gdp_results rr;
 	char *vs;
 	bool vpcs_changed;
+	struct gdp_state view;
 
 	if (!r)
 		return;
-	if (gdp_state_copy(&s, st))
+	/* Node, VPCs and attachments are all reports and learning need. */
+	view = *st;
+	view.remotes = NULL;
+	view.n_remotes = view.cap_remotes = 0;
+	if (gdp_state_copy(&s, &view))
 		return;
 	if (rpt_results_copy(&rr, res)) {
 		gdp_state_free(&s);

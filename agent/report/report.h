@@ -101,7 +101,7 @@ bool rpt_status_equal(const json_t *cur, const json_t *intent);
 int rpt_routes_from_report(const json_t *obj, const char *my_node, const struct gdp_state *local,
 			   struct gdp_state *out, char *why, size_t whylen);
 
-/* Deep copy of results (counters included); 0 or -ENOMEM. */
+/* Copy of results (counters included) without the per-remote ones; 0 or -ENOMEM. */
 int rpt_results_copy(struct gdp_results *dst, const struct gdp_results *src);
 
 /* ---- the daemon side ---------------------------------------------------- */
@@ -121,7 +121,8 @@ struct rpt;
 int rpt_start(struct rpt **out, const struct rpt_opts *o, char *err, size_t errlen);
 /*
  * After every reconcile (any thread, caller's locks held): copies the
- * desired state and results and wakes the publisher. Never blocks on the
+ * desired state and results (without remotes: they can be 100k) and wakes
+ * the publisher. Never blocks on the
  * API. r may be NULL (reports disabled).
  */
 void rpt_update(struct rpt *r, const struct gdp_state *st, const struct gdp_results *res);

@@ -120,9 +120,14 @@ START_TEST(programmed_only_when_verified)
 	ck_assert_str_eq(c.reason, "Programmed");
 	ck_assert_ptr_nonnull(strstr(c.message, "Red7/R1"));
 
-	/* The copy the publisher keeps says the same. */
+	/* The copy the publisher keeps says the same, without remote results. */
+	result(&res, GDP_OBJ_REMOTE, "Red7", "fd00:a::12/128", true, 0, NULL);
+	res.added = 7;
 	ck_assert_int_eq(rpt_results_copy(&cp, &res), 0);
-	ck_assert_uint_eq(cp.n, res.n);
+	ck_assert_uint_eq(cp.n, res.n - 1);
+	ck_assert_uint_eq(cp.added, 7);
+	for (size_t i = 0; i < cp.n; i++)
+		ck_assert_int_ne(cp.v[i].kind, GDP_OBJ_REMOTE);
 	rpt_programmed(&cp, &st.atts[0], &c);
 	ck_assert(c.programmed);
 	gdp_results_free(&cp);
