@@ -326,6 +326,40 @@ static void bad_foreign_report_is_ignored(void)
 	ck_assert(!learned(1, "Red7", "fd00:a::77/128", "fcbb"));
 	/* Still alive and still publishing. */
 	ck_assert_int_eq(topo_agent_pid(&T, 1) > 0 && kill(topo_agent_pid(&T, 1), 0) == 0, 1);
+
+	/* Programmed follows the kernel: red-9's host interface vanishes -> False with the error. */
+	{
+		json_t *r = get_report(1, "Red7", "R9");
+		char hif[32], why[600] = "";
+		double t0 = now_ms();
+		bool flipped = false;
+
+		ck_assert(wait_learned(2, "Red7", "fd00:a::19/128", "fcbb:bb00:1:1:e", 10000));
+		ck_assert_ptr_nonnull(r);
+		snprintf(hif, sizeof(hif), "%s", gj_str(r, "spec.hostInterface"));
+		json_decref(r);
+		ck_assert_int_eq(topo_sh("ip -n %s-n1 link del %s", T.prefix, hif), 0);
+		while (!flipped && now_ms() - t0 < 10000) {
+			json_t *c;
+			size_t i;
+
+			r = get_report(1, "Red7", "R9");
+			json_array_foreach(gj_get(r, "status.conditions"), i, c)
+				if (!strcmp(gj_str(c, "type"), "Programmed") && !strcmp(gj_str(c, "status"), "False")) {
+					flipped = true;
+					snprintf(why, sizeof(why), "%s: %s", gj_str(c, "reason"), gj_str(c, "message"));
+				}
+			json_decref(r);
+			if (!flipped)
+				usleep(50 * 1000);
+		}
+		ck_assert_msg(flipped, "report of red-9 still Programmed=True without its host interface");
+		printf("report e2e: host interface deleted -> Programmed=False in %.0f ms (%s)\n", now_ms() - t0, why);
+		ck_assert_msg(strstr(why, "ProgrammingFailed: ") && strstr(why, hif), "reason/message: %s", why);
+		/* Other nodes stop sending to an attachment that is not Programmed. */
+		ck_assert(topo_sh("for _ in $(seq 100); do jq -e '[.remotes[] | select(.prefix==\"fd00:a::19/128\")] "
+				  "| length == 0' %s/n2/remotes.json >/dev/null && exit 0; sleep 0.1; done; exit 1", T.dir) == 0);
+	}
 	ck_assert_int_eq(cni("DEL", "red-9", 1, "Red7", "R9", "fd00:a::19", "10.1.0.19"), 0);
 	ck_assert(wait_gone(1, "Red7", "R9", 15000));
 	ck_assert_int_eq(kreq(&cp, "DELETE", NATT_PATH "/n7-649241-1", NULL, NULL, NULL, NULL), 200);
