@@ -1,11 +1,17 @@
 /*
- * The VPCAttachment controller: informers on the mapped report kinds and on
- * VPCAttachments, a work queue of attachment keys ("namespace/name") and
- * workers that reconcile one key at a time:
+ * The translator's controller: informers on the mapped report kinds, on
+ * VPCAttachments, NetworkInterfaces and NetworkInterfaceClaims, one work
+ * queue of keys ("namespace/name" for attachments, "ni:namespace/name" and
+ * "nic:namespace/name" for interfaces and claims) and workers that reconcile
+ * one key at a time:
  *
  *   cache(attachment) + cache(reports with the same ids) -> intent (intent.h)
  *   -> skip if the object already shows it, else server-side apply to /status
  *      (field manager galactic-translator, metadata.uid precondition).
+ *   cache(interface or claim) + cache(its attachment) -> intent (nic.h)
+ *   -> interface attachmentRef/vpc by server-side apply; Prepared/Programmed
+ *      by a guarded JSON Patch on the atomic condition list (a refused patch,
+ *      409/422, is retried through the queue).
  *
  * Only the leader writes: workers check leader_is_leader() right before each
  * write and drop keys while not leading; becoming leader enqueues every key.
@@ -22,7 +28,7 @@
 
 struct controller_opts {
 	const char *report_ns;  /* namespace of the reports (NULL: all) */
-	const char *watch_ns;   /* namespace of VPCAttachments (NULL: all) */
+	const char *watch_ns;   /* namespace of attachments, interfaces, claims (NULL: all) */
 	int workers;            /* 0: 2 */
 };
 

@@ -283,9 +283,86 @@ static json_t *wait_cond(const char *base, const char *name, const char *type, c
 	return NULL;
 }
 
-/* ---- the stand-in NSO ---- */
+/* ---- ownership table from docs/architecture.md ---- */
 
 enum { K_IF, K_CLAIM };
+
+struct names {
+	char v[12][48];
+	int n;
+};
+/* [kind][0 = NSO, 1 = translator], fields (lowercase) and conditions (Capitalised). */
+static struct names tbl_fields[2][2], tbl_conds[2][2];
+
+static bool names_has(const struct names *o, const char *s)
+{
+	for (int i = 0; i < o->n; i++)
+		if (!strcmp(o->v[i], s))
+			return true;
+	return false;
+}
+
+/* The NetworkInterface and NetworkInterfaceClaim rows written by NSO or the translator. */
+static void table_rows(void)
+{
+	FILE *f = fopen("docs/architecture.md", "r");
+	char line[1024];
+	int kind = -1;
+
+	memset(tbl_fields, 0, sizeof(tbl_fields));
+	memset(tbl_conds, 0, sizeof(tbl_conds));
+	ck_assert_msg(f, "docs/architecture.md: %s", strerror(errno));
+	while (fgets(line, sizeof(line), f)) {
+		char *cells[5] = { 0 }, *p = line, *q;
+		int n = 0, who;
+
+		if (line[0] != '|')
+			continue;
+		while (n < 5 && (q = strchr(p, '|'))) {
+			*q = 0;
+			cells[n++] = p;
+			p = q + 1;
+		}
+		if (n < 4)
+			continue;
+		if (strstr(cells[1], "NetworkInterfaceClaim"))
+			kind = K_CLAIM;
+		else if (strstr(cells[1], "NetworkInterface"))
+			kind = K_IF;
+		else if (strspn(cells[1], " ") != strlen(cells[1]))
+			kind = -1;
+		if (kind < 0)
+			continue;
+		who = strstr(cells[3], "NSO") ? 0 : strstr(cells[3], "translator") ? 1 : -1;
+		if (who < 0)
+			continue;
+		for (char *b = strchr(cells[2], '`'); b; b = strchr(b + 1, '`')) {
+			char *e = strchr(b + 1, '`');
+			struct names *dst;
+			if (!e)
+				break;
+			*e = 0;
+			dst = b[1] >= 'A' && b[1] <= 'Z' ? &tbl_conds[kind][who] : &tbl_fields[kind][who];
+			if (dst->n < 12)
+				snprintf(dst->v[dst->n++], sizeof(dst->v[0]), "%s", b + 1);
+			b = e;
+		}
+	}
+	fclose(f);
+	/* What this suite's stand-ins and the translator write must be what the table says. */
+	ck_assert_msg(tbl_conds[K_IF][1].n == 2 && names_has(&tbl_conds[K_IF][1], "Prepared") &&
+			      names_has(&tbl_conds[K_IF][1], "Programmed") &&
+			      tbl_conds[K_CLAIM][1].n == 2 && names_has(&tbl_conds[K_CLAIM][1], "Prepared") &&
+			      names_has(&tbl_conds[K_CLAIM][1], "Programmed"),
+		      "translator conditions in the table are not Prepared, Programmed");
+	ck_assert_msg(tbl_fields[K_IF][1].n == 2 && tbl_fields[K_CLAIM][1].n == 0 &&
+			      tbl_fields[K_IF][0].n >= 2 && tbl_fields[K_CLAIM][0].n >= 3 &&
+			      tbl_conds[K_IF][0].n >= 1 && tbl_conds[K_CLAIM][0].n >= 3,
+		      "NetworkInterface/Claim rows of the ownership table not found");
+}
+
+/* ---- the stand-in NSO ---- */
+
 #define NSO_MAX 4
 
 static struct nso {
@@ -304,11 +381,10 @@ static struct nso {
 	char lost_what[512];
 } nso;
 
+/* NSO's condition types: the table's NSO rows. */
 static bool is_nso_type(int kind, const char *t)
 {
-	if (kind == K_IF)
-		return !strcmp(t, "Allocated");
-	return !strcmp(t, "Bound") || !strcmp(t, "Allocated") || !strcmp(t, "Ready");
+	return names_has(&tbl_conds[kind][0], t);
 }
 
 /* NSO's part of an object: its status fields and its condition entries, in order. */
@@ -316,15 +392,12 @@ static json_t *nso_part(int kind, const json_t *obj)
 {
 	const json_t *st = json_object_get(obj, "status"), *c;
 	json_t *p = json_object(), *conds = json_array();
+	const struct names *f = &tbl_fields[kind][0];
 	size_t i;
-	static const char *const fi[] = { "phase", "networkContextRef" };
-	static const char *const fc[] = { "networkInterfaceRef", "addresses", "externalAddresses" };
-	const char *const *f = kind == K_IF ? fi : fc;
-	size_t nf = kind == K_IF ? 2 : 3;
 
-	for (i = 0; i < nf; i++)
-		if (json_object_get(st, f[i]))
-			json_object_set(p, f[i], json_object_get(st, f[i]));
+	for (int k = 0; k < f->n; k++)
+		if (json_object_get(st, f->v[k]))
+			json_object_set(p, f->v[k], json_object_get(st, f->v[k]));
 	json_array_foreach(json_object_get(st, "conditions"), i, c)
 		if (is_nso_type(kind, json_string_value(json_object_get(c, "type")) ?: ""))
 			json_array_append(conds, (json_t *)c);
@@ -423,6 +496,7 @@ static void nso_pass(struct nso_obj *x)
 	} else {
 		json_object_set_new(st, "networkInterfaceRef", json_pack("{s:s}", "name", x->ifname));
 		json_object_set_new(st, "addresses", json_pack("[s]", "10.1.0.5"));
+		json_object_set_new(st, "externalAddresses", json_pack("[s]", "203.0.113.5"));
 		upsert(list, "Bound", "True", "Bound");
 		upsert(list, "Allocated", "True", "AddressesAllocated");
 		bool ready = cond_true(o, "Bound") && cond_true(o, "Allocated") &&
@@ -639,6 +713,45 @@ static const char *conditions_owner(const json_t *o)
 	return who;
 }
 
+/*
+ * One object against the table: every status field of a row is present and
+ * owned by that row's writer alone (NSO: its Update entry; translator: its
+ * Apply entry); every condition of a row appears exactly once, the
+ * translator's with the translator's reasons, NSO's as NSO wrote them (the
+ * NSO thread checks that on every pass). Nobody else owns anything under
+ * status, and f:conditions, atomic, belongs to one of the two.
+ */
+static void check_table(const json_t *o, int kind)
+{
+	const json_t *e;
+	size_t i;
+
+	for (int w = 0; w < 2; w++) {
+		for (int k = 0; k < tbl_fields[kind][w].n; k++)
+			assert_sole_owner(o, tbl_fields[kind][w].v[k], w ? TR_MGR : NSO_MGR,
+					  w ? "Apply" : "Update");
+		for (int k = 0; k < tbl_conds[kind][w].n; k++) {
+			const char *t = tbl_conds[kind][w].v[k];
+			ck_assert_msg(count_type(o, t) == 1, "condition %s appears %d times", t,
+				      count_type(o, t));
+			if (w)
+				ck_assert_msg(!strncmp(sget(cond(o, t), "reason", NULL), "Attachment", 10) ||
+						      !strncmp(sget(cond(o, t), "reason", NULL), "Interface", 9),
+					      "%s has reason %s, not the translator's", t,
+					      sget(cond(o, t), "reason", NULL));
+			else
+				ck_assert_str_eq(sget(cond(o, t), "message", NULL), "set by nso");
+		}
+	}
+	json_array_foreach(json_object_get(json_object_get(o, "metadata"), "managedFields"), i, e) {
+		const char *m = sget(e, "manager", NULL) ?: "";
+		if (json_object_get(json_object_get(e, "fieldsV1"), "f:status"))
+			ck_assert_msg(!strcmp(m, NSO_MGR) || !strcmp(m, TR_MGR),
+				      "%s owns status fields", m);
+	}
+	conditions_owner(o);
+}
+
 /* ---- fixture ---- */
 
 static void setup(void)
@@ -657,6 +770,7 @@ static void setup(void)
 		 cp.kubeconfig, cp.bin, cp.kubeconfig);
 	ck_assert_msg(system(cmd) == 0, "CRDs or namespaces not ready");
 	pthread_mutex_init(&nso.mu, NULL);
+	table_rows();
 	for (int i = 0; i < 2; i++) {
 		snprintf(rep[i].id, sizeof(rep[i].id), "tr-%c", 'a' + i);
 		rep[i].port = free_port();
@@ -884,32 +998,20 @@ START_TEST(test_interface_and_claim_follow)
 	ck_assert_msg(w1i - w0i == 1 && w1c - w0c == 1, "Programmed transition took %.0f/%.0f writes",
 		      w1i - w0i, w1c - w0c);
 
-	/* Ownership: translator fields by its Apply, NSO fields by NSO's Update, nobody else. */
+	/* Ownership against the table in docs/architecture.md. */
 	o = obj_get(NI_PATH, "nic1");
-	assert_sole_owner(o, "attachmentRef", TR_MGR, "Apply");
-	assert_sole_owner(o, "vpc", TR_MGR, "Apply");
-	assert_sole_owner(o, "phase", NSO_MGR, "Update");
-	assert_sole_owner(o, "networkContextRef", NSO_MGR, "Update");
+	check_table(o, K_IF);
 	const json_t *tra = owned(o, TR_MGR, "Apply");
 	ck_assert_uint_eq(json_object_size((json_t *)tra) - (json_object_get(tra, ".") ? 1 : 0), 2);
 	printf("MEASURE: interface f:conditions owned by %s (atomic list: whole list, last writer)\n",
 	       conditions_owner(o));
-	for (int i = 0; i < 3; i++) {
-		static const char *t[] = { "Allocated", "Prepared", "Programmed" };
-		ck_assert_int_eq(count_type(o, t[i]), 1);
-	}
 	ck_assert_int_eq(json_integer_value(json_object_get(cond(o, "Programmed"), "observedGeneration")),
 			 json_integer_value(json_object_get(json_object_get(o, "metadata"), "generation")));
 	json_decref(o);
 	o = obj_get(NIC_PATH, "claim1");
-	assert_sole_owner(o, "networkInterfaceRef", NSO_MGR, "Update");
-	assert_sole_owner(o, "addresses", NSO_MGR, "Update");
+	check_table(o, K_CLAIM);
 	ck_assert_ptr_null(owned(o, TR_MGR, "Apply")); /* the claim gets no apply at all */
-	conditions_owner(o);
-	for (int i = 0; i < 5; i++) {
-		static const char *t[] = { "Bound", "Allocated", "Ready", "Prepared", "Programmed" };
-		ck_assert_int_eq(count_type(o, t[i]), 1);
-	}
+	printf("MEASURE: claim f:conditions owned by %s\n", conditions_owner(o));
 	json_decref(o);
 	ck_assert_int_eq(atomic_load(&nso.lost), 0);
 }
