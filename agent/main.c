@@ -368,7 +368,7 @@ int main(int argc, char **argv)
 	mt = files_mtime(ag.state_dir);
 	/* Before the CNI server's first apply, so that apply is reported too. */
 	ro.state_dir = ag.state_dir, ro.datapath = backend;
-	if (ro.node && rpt_start(&ag.rpt, &ro, err, sizeof(err))) {
+	if ((ro.node || ro.ns || ro.kubeconfig) && rpt_start(&ag.rpt, &ro, err, sizeof(err))) {
 		fprintf(stderr, "galactic-agent: %s\n", err);
 		ops->close(ag.be);
 		return 1;

@@ -243,10 +243,12 @@ static int publish_one(struct rpt *r, const char *name)
 	int rc = 0;
 
 	pthread_mutex_lock(&r->mu);
-	if (!r->desired) {
-		/* No reconcile seen yet: "not desired" would delete every report. */
+	/* No reconcile seen yet ("not desired" would delete every report), or
+	 * no list of our reports yet (nothing to compare with: every report
+	 * would be rewritten at each start). */
+	if (!r->desired || !informer_synced(r->own)) {
 		pthread_mutex_unlock(&r->mu);
-		wq_add_after(r->pq, name, 0.5);
+		wq_add_after(r->pq, name, 0.1);
 		return 0;
 	}
 	d = json_incref(json_object_get(r->desired, name));
