@@ -159,6 +159,89 @@ START_TEST(garbage_objects_never_crash)
 }
 END_TEST
 
+/*
+ * Random damage to a good report (values swapped for other types, strings
+ * cut or bytes flipped) under ASan/UBSan: never a crash, only 0/1/-EINVAL,
+ * and whatever is accepted is a valid remote of the right family/function.
+ */
+static json_t *damage(json_t *v, unsigned *seed)
+{
+	static const char *const junk[] = { "", "::", "fcbb:bb00:1:2:e001::/64", "10.0.0.0/8", "fe80::1", "True" };
+	size_t i;
+	const char *k;
+	json_t *x;
+
+	switch (rand_r(seed) % 8) {
+	case 0: return json_integer(rand_r(seed));
+	case 1: return json_null();
+	case 2: return json_string(junk[rand_r(seed) % 6]);
+	case 3: return json_array();
+	default: break;
+	}
+	if (json_is_string(v)) {
+		char b[128];
+
+		snprintf(b, sizeof(b), "%s", json_string_value(v));
+		if (b[0]) {
+			size_t n = strlen(b);
+
+			if (rand_r(seed) % 2)
+				b[rand_r(seed) % n] = (char)(rand_r(seed) % 96 + 32);
+			else
+				b[rand_r(seed) % n] = 0;
+		}
+		return json_string(b);
+	}
+	if (json_is_object(v)) {
+		json_t *o = json_deep_copy(v);
+
+		json_object_foreach(o, k, x)
+			if (rand_r(seed) % 3 == 0)
+				json_object_set_new(o, k, damage(x, seed));
+		return o;
+	}
+	if (json_is_array(v)) {
+		json_t *a = json_deep_copy(v);
+
+		json_array_foreach(a, i, x)
+			if (rand_r(seed) % 2 == 0)
+				json_array_set_new(a, i, damage(x, seed));
+		return a;
+	}
+	return json_deep_copy(v);
+}
+
+START_TEST(random_damage_is_handled)
+{
+	unsigned seed = 12345;
+	json_t *good = report();
+	int seen[3] = { 0 };
+
+	for (int i = 0; i < 20000; i++) {
+		json_t *o = damage(good, &seed);
+		int rc = rpt_routes_from_report(o, "n1", &local, &out, why, sizeof(why));
+
+		ck_assert_msg(rc == 0 || rc == 1 || rc == -EINVAL, "iteration %d: rc %d", i, rc);
+		seen[rc == 0 ? 0 : rc == 1 ? 1 : 2]++;
+		for (size_t j = 0; j < out.n_remotes; j++) {
+			uint16_t nid;
+			unsigned fn;
+
+			ck_assert_int_eq(gdp_sid_parse(&out.remotes[j].sid, NULL, &nid, &fn, NULL), 0);
+			ck_assert_int_eq(fn, out.remotes[j].prefix.family == AF_INET6 ? GDP_FN_DECAP : GDP_FN_DX4);
+			ck_assert_str_eq(out.remotes[j].vpc, "Red7");
+		}
+		out.n_remotes = 0;
+		json_decref(o);
+	}
+	json_decref(good);
+	/* The damage reaches every outcome, so the loop is not testing one path. */
+	ck_assert_int_gt(seen[0], 0);
+	ck_assert_int_gt(seen[1], 0);
+	ck_assert_int_gt(seen[2], 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("report_routes");
@@ -169,6 +252,7 @@ int main(void)
 	tcase_add_test(tc, not_for_us_is_skipped_without_error);
 	tcase_add_test(tc, bad_reports_are_refused_whole_with_the_reason);
 	tcase_add_test(tc, garbage_objects_never_crash);
+	tcase_add_test(tc, random_damage_is_handled);
 	suite_add_tcase(s, tc);
 	return gt_run(s);
 }
