@@ -61,6 +61,7 @@ static struct replica {
 	pid_t pid;
 } rep[2];
 static int standin_apply_409s;
+static const char *ready_reason = "Allocated"; /* the VPC operator's reason for Ready=True */
 
 static double now_s(void)
 {
@@ -572,7 +573,7 @@ static void vpcop_write(const char *name, const char *vpc, const char *vatt, con
 		 "\"status\":{\"vpc\":\"%s\",\"vpcAttachment\":\"%s\",\"networkAttachmentDefinition\":\"nad-%s\","
 		 "\"observedGeneration\":1,\"conditions\":[{\"type\":\"Ready\",\"status\":\"%s\","
 		 "\"reason\":\"%s\",\"message\":\"ids\",\"lastTransitionTime\":\"2026-01-01T00:00:00Z\"}]}}",
-		 name, vpc, vatt, name, ready, !strcmp(ready, "True") ? "Allocated" : "Allocating");
+		 name, vpc, vatt, name, ready, !strcmp(ready, "True") ? ready_reason : "Allocating");
 	ck_assert_int_eq(apply(p, VPCOP_MGR, body), 200);
 }
 
@@ -1014,6 +1015,27 @@ START_TEST(test_interface_and_claim_follow)
 	printf("MEASURE: claim f:conditions owned by %s\n", conditions_owner(o));
 	json_decref(o);
 	ck_assert_int_eq(atomic_load(&nso.lost), 0);
+
+	/* Same status, new reason upstream: the message follows, lastTransitionTime stays. */
+	char ltt[64];
+	o = obj_get(NI_PATH, "nic1");
+	snprintf(ltt, sizeof(ltt), "%s", sget(cond(o, "Prepared"), "lastTransitionTime", NULL));
+	json_decref(o);
+	sleep(1); /* timestamps have second precision */
+	ready_reason = "Reallocated";
+	vpcop_write("att1", "Vb1", "Ab1", "True");
+	for (t0 = now_s(); now_s() - t0 < 20; usleep(5000)) {
+		o = obj_get(NI_PATH, "nic1");
+		if (strstr(sget(cond(o, "Prepared"), "message", NULL) ?: "", "(Reallocated)"))
+			break;
+		json_decref(o);
+		o = NULL;
+	}
+	ck_assert_msg(o, "Prepared message did not follow the attachment's reason");
+	ck_assert_str_eq(sget(cond(o, "Prepared"), "status", NULL), "True");
+	ck_assert_str_eq(sget(cond(o, "Prepared"), "lastTransitionTime", NULL), ltt);
+	json_decref(o);
+	ck_assert_int_eq(settled(l, W_NI) - w1i, 1);
 }
 END_TEST
 
