@@ -231,6 +231,22 @@ static int apply_status(struct rpt *r, const char *name, json_t *status, struct 
 	return rc;
 }
 
+/*
+ * -1 (retry with backoff) for what time can fix; 0 for a write the server
+ * refuses as invalid: retrying the same intent every few seconds would only
+ * fill the log (a changed intent queues the key again).
+ */
+static int retry_or_drop(const char *what, const char *ns, const char *name, const struct kube_error *e)
+{
+	if (e->code == KUBE_ERR_INVALID || e->code == KUBE_ERR_BAD_REQUEST) {
+		glogf(GLOG_ERROR, COMP, "%s nodeattachment %s/%s refused, not retried until it changes: %s",
+		      what, ns, name, e->message);
+		return 0;
+	}
+	glogf(GLOG_WARN, COMP, "%s nodeattachment %s/%s: %s", what, ns, name, e->message);
+	return -1;
+}
+
 /* One report: make the API copy equal the intent (or delete it). 0, or -1 to retry. */
 static int publish_one(struct rpt *r, const char *name)
 {
@@ -276,8 +292,7 @@ static int publish_one(struct rpt *r, const char *name)
 	if (!cur || !json_equal(json_object_get(cur, "spec"), json_object_get(d, "spec")) ||
 	    !lbl || strcmp(lbl, r->node)) {
 		if (apply_spec(r, name, json_object_get(d, "spec"), &written, &e)) {
-			glogf(GLOG_WARN, COMP, "apply nodeattachment %s/%s: %s", r->ns, name, e.message);
-			rc = -1;
+			rc = retry_or_drop("apply", r->ns, name, &e);
 			goto out;
 		}
 		obj = written;
@@ -289,8 +304,7 @@ static int publish_one(struct rpt *r, const char *name)
 	status = rpt_status(&c, gj_int(obj, "metadata.generation", 0), obj, &rep, now);
 	if (!rpt_status_equal(obj, status)) {
 		if (apply_status(r, name, status, &e)) {
-			glogf(GLOG_WARN, COMP, "apply nodeattachment %s/%s status: %s", r->ns, name, e.message);
-			rc = -1;
+			rc = retry_or_drop("apply status of", r->ns, name, &e);
 		} else {
 			glogf(GLOG_INFO, COMP, "nodeattachment %s/%s: Programmed=%s (%s)", r->ns, name,
 			      c.programmed ? "True" : "False", c.reason);
