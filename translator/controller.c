@@ -616,6 +616,31 @@ static json_t *iface_attachment(struct controller *c, const json_t *iface, const
 	return a;
 }
 
+/* Logs and counts another manager owning attachmentRef or vpc: apply with force takes them back. */
+static void note_foreign_iface_owners(struct controller *c, const char *key, const json_t *iface)
+{
+	static const char *const F[] = { "attachmentRef", "vpc" };
+	const json_t *e;
+	size_t i;
+
+	json_array_foreach(gj_get(iface, "metadata.managedFields"), i, e) {
+		const char *mgr = json_string_value(json_object_get(e, "manager"));
+		const char *op = json_string_value(json_object_get(e, "operation"));
+		const json_t *st = gj_get(e, "fieldsV1.f:status");
+		if (!mgr || !st || (!strcmp(mgr, TRANSLATOR_MANAGER) && op && !strcmp(op, "Apply")))
+			continue;
+		for (size_t f = 0; f < 2; f++) {
+			char fk[32];
+			snprintf(fk, sizeof(fk), "f:%s", F[f]);
+			if (json_object_get(st, fk)) {
+				glog_kv(GLOG_WARN, "translator", "field owned by another manager; taking it back",
+					"object", key, "field", F[f], "manager", mgr, NULL);
+				metric_add(c->m_takeover, F[f], 1);
+			}
+		}
+	}
+}
+
 static int reconcile_ni(struct controller *c, const char *key, const char *nskey)
 {
 	struct kube_error err;
@@ -658,6 +683,7 @@ static int reconcile_ni(struct controller *c, const char *key, const char *nskey
 		goto out;
 	if (!fields_ok) {
 		/* Non-list fields: server-side apply, ours alone (force, as for attachments). */
+		note_foreign_iface_owners(c, key, iface);
 		if (kube_apply(c->kc, &NI, gj_str(iface, "metadata.namespace"),
 			       gj_str(iface, "metadata.name"), "status", fields, TRANSLATOR_MANAGER,
 			       true, &out, &err)) {
