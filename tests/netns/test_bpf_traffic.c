@@ -456,6 +456,74 @@ START_TEST(bpf_observe_reports_and_apply_repairs)
 }
 END_TEST
 
+static int seg6_routes(int n)
+{
+	char cmd[256];
+	int c = -1;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "ip -n %s-n%d -6 route show table %d | grep -c 'encap seg6 '", pfx, n,
+		 TABLE_A);
+	f = popen(cmd, "r");
+	if (f) {
+		if (fscanf(f, "%d", &c) != 1)
+			c = -1;
+		pclose(f);
+	}
+	return c;
+}
+
+/*
+ * kernel -> bpf -> kernel on both nodes under a running ping: the bpf
+ * backend's first apply puts its programs in place before the seg6 routes
+ * go; going back, the kernel backend's routes come first, then the filters
+ * and pins go (gdp_bpf_teardown). Nothing lost either way.
+ */
+START_TEST(switch_backends_under_ping)
+{
+	const char *out;
+	char err[512], ns[64];
+
+	NEED(true);
+	ck_assert_int_eq(seg6_routes(1), 1);
+	/*
+	 * Creating a clsact qdisc on a link that is up deactivates its TX for a
+	 * moment (qdisc_graft -> dev_deactivate) and drops what is in flight:
+	 * the qdisc belongs at link creation (CNI ADD, agent start), as here,
+	 * so that switching backends later only swaps filters.
+	 */
+	for (int n = 1; n <= NODES; n++)
+		SH("for l in up%d hva%d hvb%d; do tc -n %s-n%d qdisc add dev $l clsact; done", n, n, n, pfx, n);
+	out = ping_bg(400);
+	for (int n = 1; n <= NODES; n++) {
+		be[n - 1]->ops->close(be[n - 1]);
+		ops = &gdp_bpf_backend;
+		open_backend(n);
+		apply(n);
+		ck_assert_int_eq(observe(n), 0);
+	}
+	ck_assert_int_eq(seg6_routes(1), 0);
+	ck_assert_msg(sh("tc -n %s-n1 filter show dev hva1 ingress | grep -q galactic_encap", pfx) == 0,
+		      "encap filter on hva1 under bpf");
+	ck_assert_int_eq(ping_lost(out, 400), 0);
+	out = ping_bg(400);
+	for (int n = 1; n <= NODES; n++) {
+		be[n - 1]->ops->close(be[n - 1]);
+		ops = &gdp_kernel_backend;
+		open_backend(n);
+		apply(n);
+		snprintf(ns, sizeof(ns), "%s-n%d", pfx, n);
+		ck_assert_msg(!gdp_bpf_teardown(ns, pins[n - 1], err, sizeof(err)), "%s", err);
+		ck_assert_int_eq(observe(n), 0);
+	}
+	ck_assert_int_eq(seg6_routes(1), 1);
+	ck_assert_msg(sh("tc -n %s-n1 filter show dev hva1 ingress | grep -q galactic", pfx) != 0,
+		      "filter left on hva1");
+	ck_assert_msg(access(pins[0], F_OK) != 0, "pins left at %s", pins[0]);
+	ck_assert_int_eq(ping_lost(out, 400), 0);
+}
+END_TEST
+
 /* An attachment leaves the model: its filter and ifaces entry go, the rest stays. */
 START_TEST(bpf_detached_attachment_loses_filter)
 {
@@ -499,6 +567,7 @@ static Suite *suite(void)
 	tcase_set_timeout(k, 120);
 	tcase_set_timeout(b, 120);
 	tcase_add_test(k, kernel_backend_traffic);
+	tcase_add_test(k, switch_backends_under_ping);
 	tcase_add_test(b, bpf_backend_traffic);
 	tcase_add_test(b, bpf_agent_restart_loses_nothing);
 	tcase_add_test(b, bpf_layout_upgrade_rebuilds_from_state);

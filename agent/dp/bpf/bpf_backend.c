@@ -21,6 +21,7 @@ struct bpf_backend {
 	struct gbpf *g;
 	int nsfd;                    /* the node's netns; -1 = the caller's */
 	char pin_root[256];
+	bool applied;                /* a first apply happened on this handle */
 };
 
 static struct bpf_backend *of(struct gdp_backend *b)
@@ -382,6 +383,33 @@ static int sync_routes(struct bpf_backend *b, const struct gdp_state *d, struct 
 	return e;
 }
 
+/*
+ * Before the first kernel apply of this handle: put maps and filters in place
+ * first, so seg6 encap routes a kernel-mode agent left are removed only once
+ * the programs carry the traffic (a backend switch without a gap). Results go
+ * to a scratch set; the regular pass that follows reports.
+ */
+static void pre_sync(struct bpf_backend *b, const struct gdp_state *d)
+{
+	struct gbpf_sync_stats st = { 0 };
+	struct gdp_results scratch;
+	struct slots sl;
+	int saved, bad = 0;
+
+	gdp_results_init(&scratch);
+	gbpf_sync_node(b->g, d, &scratch);
+	gbpf_sync_vpcs(b->g, d, &scratch, &st);
+	if (!slots_init(&sl, &scratch, d)) {
+		if (!enter(b, &saved)) {
+			sync_routes(b, d, NULL, &st);
+			sync_links(b, d, &sl, true, &bad);
+			leave(saved);
+		}
+		free(sl.att);
+	}
+	gdp_results_free(&scratch);
+}
+
 static int bpf_apply(struct gdp_backend *base, const struct gdp_state *desired,
 		     struct gdp_results *res)
 {
@@ -392,6 +420,9 @@ static int bpf_apply(struct gdp_backend *base, const struct gdp_state *desired,
 	char err[512];
 	int first, e, saved, bad = 0;
 
+	if (!b->applied)
+		pre_sync(b, desired);
+	b->applied = true;
 	first = b->kernel->ops->apply(b->kernel, &k, res);
 	if ((e = gbpf_sync_node(b->g, desired, res)))
 		first = first ? first : e;
@@ -514,6 +545,48 @@ const struct gdp_backend_ops *gdp_bpf_choose(const char *mode, bool fallback, co
 	}
 	snprintf(why, whylen, "bpf backend unavailable (%s): using the kernel backend", pf);
 	return &gdp_kernel_backend;
+}
+
+int gdp_bpf_teardown(const char *netns, const char *pin_root, char *err, size_t errlen)
+{
+	struct bpf_backend tmp = { .nsfd = -1 };
+	struct if_nameindex *links, *l;
+	int saved, e, first = 0;
+
+	if (netns) {
+		char path[300];
+
+		snprintf(path, sizeof(path), strchr(netns, '/') ? "%s" : "/run/netns/%s", netns);
+		tmp.nsfd = open(path, O_RDONLY | O_CLOEXEC);
+		if (tmp.nsfd < 0) {
+			e = -errno;
+			snprintf(err, errlen, "bpf teardown: open netns %s: %s", path, strerror(errno));
+			return e;
+		}
+	}
+	if ((e = enter(&tmp, &saved))) {
+		snprintf(err, errlen, "bpf teardown: enter netns: %s", strerror(-e));
+		goto out;
+	}
+	links = if_nameindex();
+	for (l = links; l && l->if_index; l++) {
+		char name[32];
+
+		/* Only ours: a filter at our handle/priority running a galactic_ program. */
+		if (gbpf_filter_name((int)l->if_index, name, sizeof(name)) == 1 &&
+		    !strncmp(name, "galactic_", 9) && (e = gbpf_detach((int)l->if_index, err, errlen)))
+			first = first ? first : e;
+	}
+	if (links)
+		if_freenameindex(links);
+	leave(saved);
+	if (!first)
+		first = gbpf_unpin_all(pin_root ? pin_root : GBPF_PIN_ROOT_DEFAULT, err, errlen);
+	e = first;
+out:
+	if (tmp.nsfd >= 0)
+		close(tmp.nsfd);
+	return e;
 }
 
 int gdp_bpf_vpc_stats(struct gdp_backend *base, uint16_t arg, struct gbpf_vpc_stats *out)

@@ -23,6 +23,14 @@ extern const struct gdp_backend_ops gdp_bpf_backend;
 const struct gdp_backend_ops *gdp_bpf_choose(const char *mode, bool fallback, const char *pin_root,
 					     char *why, size_t whylen);
 
+/*
+ * Leaving the bpf backend (the agent starts with another one): removes our TC
+ * filters from every link of netns (NULL: the caller's) and the pins under
+ * pin_root. Call it after the other backend's first apply, so its routes are
+ * in place before the filters stop carrying the traffic.
+ */
+int gdp_bpf_teardown(const char *netns, const char *pin_root, char *err, size_t errlen);
+
 /* Counters of a bpf backend handle (status and metrics). -EINVAL for other backends. */
 int gdp_bpf_vpc_stats(struct gdp_backend *b, uint16_t arg, struct gbpf_vpc_stats *out);
 int gdp_bpf_drops(struct gdp_backend *b, uint64_t out[GBPF_DROP_MAX]);

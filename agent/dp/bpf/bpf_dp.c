@@ -437,6 +437,30 @@ int gbpf_attached(const struct gbpf *g, int ifindex, enum gbpf_prog p)
 	return 1;
 }
 
+int gbpf_filter_name(int ifindex, char *name, size_t len)
+{
+	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex, .attach_point = BPF_TC_INGRESS);
+	LIBBPF_OPTS(bpf_tc_opts, opts, .handle = GBPF_TC_HANDLE, .priority = GBPF_TC_PRIO);
+	struct bpf_prog_info info;
+	int fd, e;
+
+	quiet_libbpf();
+	e = bpf_tc_query(&hook, &opts);
+	if (e == -ENOENT || e == -EINVAL)
+		return 0;
+	if (e)
+		return e;
+	fd = bpf_prog_get_fd_by_id(opts.prog_id);
+	if (fd < 0)
+		return -errno;
+	e = prog_info(fd, &info, NULL, 0);
+	close(fd);
+	if (e)
+		return e;
+	snprintf(name, len, "%s", info.name);
+	return 1;
+}
+
 /* ---- maps ---- */
 
 static int update(struct gbpf *g, enum gbpf_map m, const void *k, const void *v,

@@ -64,6 +64,9 @@ int gbpf_detach(int ifindex, char *err, size_t errlen);
  */
 int gbpf_attached(const struct gbpf *g, int ifindex, enum gbpf_prog p);
 
+/* Name of the program our filter on ifindex runs (1), 0 when there is none, -errno. */
+int gbpf_filter_name(int ifindex, char *name, size_t len);
+
 int gbpf_set_cfg(struct gbpf *g, const struct gbpf_cfg *c, char *err, size_t errlen);
 int gbpf_get_cfg(struct gbpf *g, struct gbpf_cfg *c);
 int gbpf_set_vpc(struct gbpf *g, uint16_t arg, uint32_t table, char *err, size_t errlen);
