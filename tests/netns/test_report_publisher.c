@@ -1,0 +1,276 @@
+/*
+ * The report module alone (rpt_start/rpt_update, no kernel) against a real
+ * kube-apiserver: what the publisher writes for a given desired state and
+ * results, that it puts back a report someone deleted, deletes the report of
+ * an attachment that went, does not retry a write the server refuses as
+ * invalid, and that the learner turns another node's Programmed report into
+ * remotes.json entries and drops them when the report stops being
+ * Programmed. Needs no root; in the netns suite because it starts daemons'
+ * threads against the control plane like the other report suite.
+ */
+#include "tests/lib/cp.h"
+#include "tests/lib/gtest.h"
+#include "tests/lib/kreq.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/report/report.h"
+#include "common/json.h"
+#include "common/log.h"
+
+#define RNS "galactic-system"
+#define NATT_PATH "/apis/network.datumapis.com/v1alpha1/namespaces/" RNS "/nodeattachments"
+
+static struct cp cp;
+static bool cp_is_up;
+static char dir[64];
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void setup(void)
+{
+	char cmd[1024];
+
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	ck_assert_msg(cp_up(&cp) == 0, "control plane did not start");
+	cp_is_up = true;
+	snprintf(cmd, sizeof(cmd),
+		 "%s/kubectl --kubeconfig %s apply -f crds/ >/dev/null && "
+		 "%s/kubectl --kubeconfig %s wait --for condition=Established crd --all --timeout 60s >/dev/null && "
+		 "%s/kubectl --kubeconfig %s create namespace " RNS " >/dev/null",
+		 cp.bin, cp.kubeconfig, cp.bin, cp.kubeconfig, cp.bin, cp.kubeconfig);
+	ck_assert_msg(system(cmd) == 0, "CRDs not established");
+	snprintf(dir, sizeof(dir), "/tmp/galactic-rptpub.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+static void teardown(void)
+{
+	char cmd[128];
+
+	if (cp_is_up)
+		cp_down(&cp);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (dir[0] && system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", dir);
+}
+
+static json_t *get(const char *name)
+{
+	char path[300];
+	json_t *o = NULL;
+	json_t *list = NULL, *it;
+	size_t i;
+
+	/* A list (always 200) rather than a GET that logs every 404 while waiting. */
+	snprintf(path, sizeof(path), "%s", NATT_PATH);
+	if (kreq(&cp, "GET", path, NULL, NULL, NULL, &list) != 200) {
+		json_decref(list);
+		return NULL;
+	}
+	json_array_foreach(json_object_get(list, "items"), i, it)
+		if (!strcmp(gj_str(it, "metadata.name"), name))
+			o = json_incref(it);
+	json_decref(list);
+	return o;
+}
+
+static const json_t *cond(const json_t *o)
+{
+	json_t *c;
+	size_t i;
+
+	json_array_foreach(gj_get(o, "status.conditions"), i, c)
+		if (!strcmp(gj_str(c, "type"), "Programmed"))
+			return c;
+	return NULL;
+}
+
+/* Waits until the report exists with Programmed == want ("True"/"False") or is gone (want NULL). */
+static json_t *wait_for(const char *name, const char *want, double limit_s)
+{
+	double t0 = now_s();
+
+	while (now_s() - t0 < limit_s) {
+		json_t *o = get(name);
+
+		if (!want && !o)
+			return NULL;
+		if (want && o && cond(o) && !strcmp(gj_str(cond(o), "status"), want))
+			return o;
+		json_decref(o);
+		usleep(50 * 1000);
+	}
+	ck_abort_msg("report %s did not become %s within %.0f s", name, want ? want : "absent", limit_s);
+	return NULL;
+}
+
+static void mkstate(struct gdp_state *st)
+{
+	struct gdp_vpc v = { .id = "Red7", .arg = 1, .table = 16385 };
+	struct gdp_attachment a = { .vpc = "Red7", .id = "R1", .container_id = "ctr-1",
+				    .host_ifname = "gcaaaaaaaaaaaaa", .arg = 3 };
+
+	gdp_state_init(st);
+	st->node.block[0] = 0xfc; st->node.block[1] = 0xbb; st->node.block[2] = 0xbb;
+	st->node.block[5] = 0x01;
+	st->node.node_id = 1;
+	ck_assert_int_eq(gdp_state_add_vpc(st, &v), 0);
+	gdp_prefix_parse("fd00:a::11", &a.addrs[0]);
+	gdp_prefix_parse("10.1.0.11", &a.addrs[1]);
+	a.n_addrs = 2;
+	a.nh4 = gdp_default_nh4(a.arg);
+	ck_assert_int_eq(gdp_state_add_attachment(st, &a), 0);
+}
+
+static void all_ok(struct gdp_results *res, const struct gdp_state *st)
+{
+	size_t i;
+
+	gdp_results_reset(res);
+	gdp_results_get(res, GDP_OBJ_NODE, "", "")->programmed = true;
+	for (i = 0; i < st->n_vpcs; i++)
+		gdp_results_get(res, GDP_OBJ_VPC, st->vpcs[i].id, "")->programmed = true;
+	for (i = 0; i < st->n_atts; i++)
+		gdp_results_get(res, GDP_OBJ_ATTACHMENT, st->atts[i].vpc, st->atts[i].id)->programmed = true;
+}
+
+START_TEST(test_publisher_and_learner)
+{
+	struct rpt_opts o = { .kubeconfig = cp.kubeconfig, .node = "pn1", .ns = RNS, .state_dir = dir,
+			      .datapath = "kernel", .max_backoff_s = 1 };
+	struct gdp_state st;
+	struct gdp_results res;
+	struct rpt *r = NULL;
+	char err[512], log[128], uid[64], body[1024];
+	json_t *rep, *o2;
+	FILE *lf;
+
+	snprintf(log, sizeof(log), "%s/log", dir);
+	lf = fopen(log, "w");
+	ck_assert_ptr_nonnull(lf);
+	setvbuf(lf, NULL, _IOLBF, 0);
+	glog_set_output(lf);
+	mkstate(&st);
+	gdp_results_init(&res);
+	all_ok(&res, &st);
+	ck_assert_int_eq(rpt_start(&r, &o, err, sizeof(err)), 0);
+	rpt_update(r, &st, &res);
+
+	/* 1. The report: spec from the state, Programmed=True from the results, only our manager. */
+	rep = wait_for("pn1-649241-68b", "True", 15);
+	ck_assert_str_eq(gj_str(rep, "spec.localSID"), "fcbb:bb00:1:1:e001::");
+	ck_assert_str_eq(gj_str(json_array_get(gj_get(rep, "spec.routes"), 1), "sid"), "fcbb:bb00:1:1:d003::");
+	ck_assert_str_eq(gj_str(rep, "status.reporter.node"), "pn1");
+	ck_assert_str_eq(json_string_value(json_object_get(gj_get(rep, "metadata.labels"), RPT_NODE_LABEL)), "pn1");
+	ck_assert_int_eq(json_array_size(gj_get(rep, "metadata.managedFields")), 2); /* spec + status */
+	ck_assert_str_eq(gj_str(json_array_get(gj_get(rep, "metadata.managedFields"), 0), "manager"), RPT_FIELD_MANAGER);
+	ck_assert_str_eq(gj_str(json_array_get(gj_get(rep, "metadata.managedFields"), 1), "manager"), RPT_FIELD_MANAGER);
+	snprintf(uid, sizeof(uid), "%s", gj_str(rep, "metadata.uid"));
+	json_decref(rep);
+
+	/* 2. Failed results: False with the backend's message. */
+	gdp_result_fail(gdp_results_get(&res, GDP_OBJ_ATTACHMENT, "Red7", "R1"), -EEXIST,
+			"add route fd00:a::11/128 table 16385: File exists");
+	rpt_update(r, &st, &res);
+	rep = wait_for("pn1-649241-68b", "False", 10);
+	ck_assert_str_eq(gj_str(cond(rep), "reason"), "ProgrammingFailed");
+	ck_assert_str_eq(gj_str(cond(rep), "message"), "add route fd00:a::11/128 table 16385: File exists");
+	json_decref(rep);
+	all_ok(&res, &st);
+	rpt_update(r, &st, &res);
+	json_decref(wait_for("pn1-649241-68b", "True", 10));
+
+	/* 3. Deleted by someone else: put back (a new incarnation). */
+	ck_assert_int_eq(kreq(&cp, "DELETE", NATT_PATH "/pn1-649241-68b", NULL, NULL, NULL, NULL), 200);
+	rep = wait_for("pn1-649241-68b", "True", 10);
+	ck_assert_str_ne(gj_str(rep, "metadata.uid"), uid);
+	json_decref(rep);
+
+	/* 4. An intent the server refuses (table 0 < CRD minimum): logged once, not retried. */
+	{
+		struct gdp_vpc v = { .id = "Bad1", .arg = 2, .table = 0 };
+		struct gdp_attachment a = st.atts[0];
+
+		snprintf(a.vpc, sizeof(a.vpc), "Bad1");
+		snprintf(a.id, sizeof(a.id), "X1");
+		snprintf(a.host_ifname, sizeof(a.host_ifname), "gcbbbbbbbbbbbbb");
+		a.arg = 4;
+		a.nh4 = gdp_default_nh4(a.arg);
+		ck_assert_int_eq(gdp_state_add_vpc(&st, &v), 0);
+		ck_assert_int_eq(gdp_state_add_attachment(&st, &a), 0);
+		all_ok(&res, &st);
+		rpt_update(r, &st, &res);
+		sleep(4); /* several backoff periods of 1 s */
+		ck_assert_ptr_null(get("pn1-2a26ab-7ff"));
+		snprintf(body, sizeof(body), "test $(grep -c 'nodeattachment " RNS "/pn1-2a26ab-7ff refused, not retried' %s) -eq 1", log);
+		ck_assert_msg(system(body) == 0, "the refused write was not logged exactly once");
+		/* The good report is untouched. */
+		rep = get("pn1-649241-68b");
+		ck_assert_str_eq(gj_str(cond(rep), "status"), "True");
+		json_decref(rep);
+		st.n_atts--;
+		st.n_vpcs--;
+	}
+
+	/* 5. Learning: another node's Programmed report of a VPC we host -> remotes.json. */
+	snprintf(body, sizeof(body),
+		 "{\"apiVersion\":\"network.datumapis.com/v1alpha1\",\"kind\":\"NodeAttachment\","
+		 "\"metadata\":{\"name\":\"pn2-649241-68c\"},\"spec\":{\"node\":\"pn2\",\"vpc\":\"Red7\","
+		 "\"vpcAttachment\":\"R2\",\"routes\":[{\"prefix\":\"fd00:a::12/128\",\"sid\":\"fcbb:bb00:1:2:e001::\"}]}}");
+	ck_assert_int_eq(kreq(&cp, "POST", NATT_PATH, "application/json", body, NULL, NULL), 201);
+	ck_assert_int_eq(kreq(&cp, "PATCH", NATT_PATH "/pn2-649241-68c/status", "application/merge-patch+json",
+			      "{\"status\":{\"conditions\":[{\"type\":\"Programmed\",\"status\":\"True\",\"observedGeneration\":1,"
+			      "\"reason\":\"Programmed\",\"lastTransitionTime\":\"2026-01-01T00:00:00Z\"}]}}", NULL, NULL), 200);
+	snprintf(body, sizeof(body), "for _ in $(seq 100); do jq -e '.remotes == [{\"vpc\":\"Red7\",\"prefix\":\"fd00:a::12/128\","
+		 "\"sid\":\"fcbb:bb00:1:2:e001::\"}]' %s/remotes.json >/dev/null 2>&1 && exit 0; sleep 0.1; done; exit 1", dir);
+	ck_assert_msg(system(body) == 0, "route of pn2 not learned");
+	/* Not Programmed any more: the route goes. */
+	ck_assert_int_eq(kreq(&cp, "PATCH", NATT_PATH "/pn2-649241-68c/status", "application/merge-patch+json",
+			      "{\"status\":{\"conditions\":[{\"type\":\"Programmed\",\"status\":\"False\",\"observedGeneration\":1,"
+			      "\"reason\":\"ProgrammingFailed\",\"lastTransitionTime\":\"2026-01-01T00:00:01Z\"}]}}", NULL, NULL), 200);
+	snprintf(body, sizeof(body), "for _ in $(seq 100); do jq -e '.remotes == []' %s/remotes.json >/dev/null 2>&1 && exit 0; "
+		 "sleep 0.1; done; exit 1", dir);
+	ck_assert_msg(system(body) == 0, "route of a not-Programmed report kept");
+
+	/* 6. The attachment goes: its report is deleted. */
+	st.n_atts = 0;
+	all_ok(&res, &st);
+	rpt_update(r, &st, &res);
+	wait_for("pn1-649241-68b", NULL, 10);
+	/* The other node's report is not ours to delete. */
+	o2 = get("pn2-649241-68c");
+	ck_assert_ptr_nonnull(o2);
+	json_decref(o2);
+
+	rpt_stop(r);
+	glog_set_output(NULL);
+	fclose(lf);
+	gdp_results_free(&res);
+	gdp_state_free(&st);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("report_publisher");
+	TCase *tc = tcase_create("publisher");
+
+	tcase_add_unchecked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_publisher_and_learner);
+	suite_add_tcase(s, tc);
+	return gt_run(s);
+}
