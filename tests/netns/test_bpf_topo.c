@@ -369,6 +369,11 @@ START_TEST(t_process_restarts_no_loss)
 	p = strstr(out, "id=vpcA decap_packets=");
 	ck_assert_msg(p && sscanf(p, "id=vpcA decap_packets=%llu", &dec) == 1, "stats: %s", out);
 	ck_assert_uint_ge(dec, 400);
+	/* Leaving bpf: filters and pins go. */
+	ck_assert_msg(tool(2, "teardown", out, sizeof(out)) == 0, "teardown: %s", out);
+	ck_assert_msg(topo_sh("tc -n %s-n2 filter show dev up0 ingress | grep -q galactic", T.prefix) != 0,
+		      "decap filter left on node 2");
+	ck_assert_msg(access(pins[2], F_OK) != 0, "pins left at %s", pins[2]);
 }
 END_TEST
 

@@ -6,6 +6,7 @@
  *   galactic-bpf apply     --state-dir DIR [--netns NAME] [--bpffs DIR] [--mode bpf|auto] [--fallback]
  *   galactic-bpf observe   --state-dir DIR [--netns NAME] [--bpffs DIR]
  *   galactic-bpf stats     [--bpffs DIR] [--state-dir DIR]   counters from the pinned maps
+ *   galactic-bpf teardown  [--netns NAME] [--bpffs DIR]      our filters and pins go (leaving bpf)
  *
  * apply/observe exit 0 when every object is programmed (observe: in sync),
  * 1 otherwise, 2 on usage errors; each failing object is printed.
@@ -22,7 +23,7 @@
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: galactic-bpf preflight|apply|observe|stats [--state-dir DIR] [--netns NAME]\n"
+	fprintf(stderr, "usage: galactic-bpf preflight|apply|observe|stats|teardown [--state-dir DIR] [--netns NAME]\n"
 			"                    [--bpffs DIR] [--mode bpf|auto] [--fallback]\n");
 }
 
@@ -122,6 +123,13 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(cmd, "stats"))
 		return stats(bo.bpffs_dir, state_dir);
+	if (!strcmp(cmd, "teardown")) {
+		if (gdp_bpf_teardown(bo.netns, bo.bpffs_dir, err, sizeof(err))) {
+			fprintf(stderr, "galactic-bpf: %s\n", err);
+			return 1;
+		}
+		return 0;
+	}
 	if ((strcmp(cmd, "apply") && strcmp(cmd, "observe")) || !state_dir) {
 		usage();
 		return 2;
