@@ -344,6 +344,74 @@ START_TEST(test_round_trip_noop)
 }
 END_TEST
 
+/* Objects written by others with every type wrong: no crash, nothing invented. */
+START_TEST(test_bad_objects)
+{
+	static const char *const ifaces[] = {
+		"{\"metadata\":{\"name\":\"nic1\",\"namespace\":\"t\",\"uid\":\"u-nic1\",\"generation\":\"4\"},"
+		"\"status\":{\"conditions\":[{\"type\":\"Prepared\",\"status\":true,\"lastTransitionTime\":5},"
+		"null,\"x\",{\"type\":7}]}}",
+		"{\"metadata\":{\"name\":1,\"namespace\":[],\"uid\":null},\"status\":\"x\"}",
+		"{\"metadata\":\"x\",\"status\":{\"conditions\":null}}",
+		"{}",
+	};
+	static const char *const atts[] = {
+		"{\"metadata\":{\"name\":\"a\",\"namespace\":\"t\"},\"spec\":{\"interfaceRef\":\"nic1\"}}",
+		"{\"metadata\":{\"name\":5,\"namespace\":\"t\"},\"spec\":{\"interfaceRef\":{\"name\":\"nic1\",\"uid\":\"u-nic1\"}}}",
+		"{\"metadata\":{\"name\":\"a\",\"namespace\":\"t\"},\"spec\":{\"vpc\":{\"name\":\"v\\u0001\"},"
+		"\"interfaceRef\":{\"name\":\"nic1\",\"uid\":\"u-nic1\"}},\"status\":{\"conditions\":{\"type\":\"Ready\"}}}",
+	};
+	char err[256];
+
+	for (size_t i = 0; i < sizeof(ifaces) / sizeof(ifaces[0]); i++) {
+		json_t *o = J(ifaces[i]), *cands = json_array();
+		for (size_t k = 0; k < sizeof(atts) / sizeof(atts[0]); k++)
+			json_array_append_new(cands, J(atts[k]));
+		const json_t *a = nic_pick_attachment(o, cands);
+		/* Only the third attachment names nic1 with its uid, and only the first object has that uid. */
+		if (i == 0)
+			ck_assert_str_eq(gj_str(a, "metadata.name"), "a");
+		else
+			ck_assert_ptr_null(a);
+		json_t *c = nic_conditions(o, a, NULL, "2026-02-02T00:00:00Z");
+		ck_assert_uint_eq(json_array_size(c), 2);
+		/* A bad lastTransitionTime or status is never copied; a string generation is not one. */
+		ck_assert_str_eq(gj_str(json_array_get(c, 0), "lastTransitionTime"), "2026-02-02T00:00:00Z");
+		ck_assert_ptr_null(json_object_get(json_array_get(c, 0), "observedGeneration"));
+		if (a) {
+			/* Its conditions are not a list: Unknown, said as such. */
+			ck_assert_str_eq(gj_str(json_array_get(c, 0), "status"), "Unknown");
+			json_t *f = nic_fields_intent(o, a, err, sizeof(err));
+			ck_assert_ptr_nonnull(f);
+			ck_assert_str_eq(gj_str(f, "status.attachmentRef.name"), "a");
+			ck_assert_ptr_null(gj_get(f, "status.vpc")); /* control character: not copied */
+			json_decref(f);
+		} else {
+			json_t *f = nic_fields_intent(o, NULL, err, sizeof(err));
+			ck_assert_ptr_null(f); /* objects 1-3 lack name/namespace/uid */
+		}
+		json_t *ops = cond_patch_build(o, c, err, sizeof(err));
+		if (i == 1)
+			ck_assert_ptr_null(ops); /* status is a string */
+		else
+			ck_assert_msg(ops && json_array_size(ops) > 0, "%zu: %s", i, err);
+		if (i == 0) {
+			/* null, "x" and {"type":7} are guarded by value; the bad Prepared is replaced. */
+			char *d = gj_dumps(ops);
+			ck_assert_msg(strstr(d, "{\"op\":\"test\",\"path\":\"/status/conditions/1\",\"value\":null}") &&
+					      strstr(d, "{\"op\":\"test\",\"path\":\"/status/conditions/3\",\"value\":{\"type\":7}}") &&
+					      strstr(d, "{\"op\":\"replace\",\"path\":\"/status/conditions/0\""),
+				      "%s", d);
+			free(d);
+		}
+		json_decref(ops);
+		json_decref(c);
+		json_decref(cands);
+		json_decref(o);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("translator_patch");
@@ -363,6 +431,7 @@ int main(void)
 	tcase_add_test(tc, test_conditions_follow_attachment);
 	tcase_add_test(tc, test_fields_intent_and_satisfied);
 	tcase_add_test(tc, test_round_trip_noop);
+	tcase_add_test(tc, test_bad_objects);
 	suite_add_tcase(s, tc);
 	return gt_run(s);
 }
