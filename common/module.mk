@@ -12,6 +12,7 @@ $(eval $(call unit_test,test_common_watch,tests/unit/test_common_watch.c,gcommon
 $(eval $(call unit_test,test_common_config,tests/unit/test_common_config.c,gcommon,$(COMMON_LDLIBS)))
 $(eval $(call unit_test,test_common_workqueue,tests/unit/test_common_workqueue.c,gcommon,$(COMMON_LDLIBS)))
 $(eval $(call unit_test,test_common_store,tests/unit/test_common_store.c,gcommon,$(COMMON_LDLIBS)))
+$(eval $(call unit_test,test_common_http,tests/unit/test_common_http.c,gcommon,$(COMMON_LDLIBS)))
 $(eval $(call unit_test,test_common_metrics,tests/unit/test_common_metrics.c,gcommon,$(COMMON_LDLIBS)))
 
 COMMON_E2E_LIB := tests/lib/cp.c tests/lib/common_e2e.c tests/lib/common_proxy.c
