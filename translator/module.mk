@@ -7,6 +7,6 @@ $(eval $(call prog,galactic-translator,translator/main.c,gtranslator gcommon,$(T
 
 $(eval $(call unit_test,test_translator_mapping,tests/unit/test_translator_mapping.c,gtranslator gcommon,$(TRANSLATOR_LDLIBS)))
 $(eval $(call unit_test,test_translator_intent,tests/unit/test_translator_intent.c,gtranslator gcommon,$(TRANSLATOR_LDLIBS)))
-$(eval $(call e2e_test,test_translator_vpcatt,tests/e2e/test_translator_vpcatt.c tests/lib/cp.c tests/lib/kreq.c,,curl jansson pthread))
+$(eval $(call e2e_test,test_translator_vpcatt,tests/e2e/test_translator_vpcatt.c tests/lib/cp.c tests/lib/kreq.c tests/lib/daemon.c,,curl jansson pthread))
 $(eval $(call unit_test,test_translator_patch,tests/unit/test_translator_patch.c,gtranslator gcommon,$(TRANSLATOR_LDLIBS)))
-$(eval $(call e2e_test,test_translator_nic,tests/e2e/test_translator_nic.c tests/lib/cp.c tests/lib/kreq.c,gtranslator gcommon,curl jansson pthread))
+$(eval $(call e2e_test,test_translator_nic,tests/e2e/test_translator_nic.c tests/lib/cp.c tests/lib/kreq.c tests/lib/daemon.c,gtranslator gcommon,curl jansson pthread))

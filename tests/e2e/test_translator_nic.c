@@ -19,6 +19,7 @@
  * Measured numbers are printed with "MEASURE:".
  */
 #include "tests/lib/cp.h"
+#include "tests/lib/daemon.h"
 #include "tests/lib/gtest.h"
 #include "tests/lib/kreq.h"
 #include "translator/nic.h"
@@ -63,111 +64,23 @@ static struct replica {
 static int standin_apply_409s;
 static const char *ready_reason = "Allocated"; /* the VPC operator's reason for Ready=True */
 
-static double now_s(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
-static int free_port(void)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t l = sizeof(sa);
-	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
-
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&sa, &l), 0);
-	port = ntohs(sa.sin_port);
-	close(fd);
-	return port;
-}
-
 static pid_t start_replica(struct replica *r)
 {
 	char port[32], log[400];
+	char *argv[] = { BIN, "--kubeconfig", cp.kubeconfig, "--namespace", RNS, "--watch-namespace",
+			 TNS, "--id", r->id, "--lease-namespace", RNS, "--lease-duration", "4",
+			 "--renew-deadline", "3", "--retry-period", "0.5", "--metrics-addr", port,
+			 "--log-level", "info", NULL };
 	pid_t pid;
 
 	snprintf(port, sizeof(port), "127.0.0.1:%d", r->port);
 	snprintf(log, sizeof(log), "%s/translator-%s.log", cp.dir, r->id);
-	pid = fork();
+	pid = gt_spawn(log, argv);
 	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-		if (fd >= 0) {
-			dup2(fd, 1);
-			dup2(fd, 2);
-		}
-		execl(BIN, BIN, "--kubeconfig", cp.kubeconfig, "--namespace", RNS, "--watch-namespace",
-		      TNS, "--id", r->id, "--lease-namespace", RNS, "--lease-duration", "4",
-		      "--renew-deadline", "3", "--retry-period", "0.5", "--metrics-addr", port,
-		      "--log-level", "info", (char *)NULL);
-		_exit(127);
-	}
 	return pid;
 }
 
 /* ---- HTTP helpers ---- */
-
-struct sbuf {
-	char *p;
-	size_t n;
-};
-
-static size_t sink(char *d, size_t sz, size_t nm, void *u)
-{
-	struct sbuf *b = u;
-	char *np = realloc(b->p, b->n + sz * nm + 1);
-	if (!np)
-		return 0;
-	b->p = np;
-	memcpy(b->p + b->n, d, sz * nm);
-	b->n += sz * nm;
-	b->p[b->n] = 0;
-	return sz * nm;
-}
-
-static long http_get(int port, const char *path, char **body)
-{
-	CURL *c = curl_easy_init();
-	struct sbuf b = { 0 };
-	char url[128];
-	long code = 0;
-
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, path);
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sink);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT, 5L);
-	if (curl_easy_perform(c) == CURLE_OK)
-		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
-	curl_easy_cleanup(c);
-	if (body)
-		*body = b.p;
-	else
-		free(b.p);
-	return code;
-}
-
-static double metric(const struct replica *r, const char *sample)
-{
-	char *body = NULL, *line;
-	double v = -1;
-	size_t n = strlen(sample);
-
-	if (http_get(r->port, "/metrics", &body) != 200) {
-		free(body);
-		return -1;
-	}
-	for (line = body; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
-		if (!strncmp(line, sample, n) && line[n] == ' ') {
-			v = strtod(line + n + 1, NULL);
-			break;
-		}
-	free(body);
-	return v;
-}
 
 #define W_NI "galactic_translator_status_writes_total{kind=\"NetworkInterface\"}"
 #define W_NIC "galactic_translator_status_writes_total{kind=\"NetworkInterfaceClaim\"}"
@@ -180,7 +93,7 @@ static double metric(const struct replica *r, const char *sample)
 
 static int leader_index(void)
 {
-	double a = metric(&rep[0], LEADER), b = metric(&rep[1], LEADER);
+	double a = gt_metric((&rep[0])->port, LEADER), b = gt_metric((&rep[1])->port, LEADER);
 	if (a == 1 && b == 0)
 		return 0;
 	if (b == 1 && a == 0)
@@ -191,10 +104,10 @@ static int leader_index(void)
 /* Waits until the leader's counters stop moving, then returns the sample. */
 static double settled(int l, const char *sample)
 {
-	double w = metric(&rep[l], sample), w2;
+	double w = gt_metric((&rep[l])->port, sample), w2;
 	for (int i = 0; i < 40; i++) {
 		usleep(250 * 1000);
-		w2 = metric(&rep[l], sample);
+		w2 = gt_metric((&rep[l])->port, sample);
 		if (w2 == w)
 			return w;
 		w = w2;
@@ -264,14 +177,14 @@ static int count_type(const json_t *o, const char *type)
 static json_t *wait_cond(const char *base, const char *name, const char *type, const char *status,
 			 const char *reason, double timeout_s, double *took)
 {
-	double t0 = now_s();
-	while (now_s() - t0 < timeout_s) {
+	double t0 = gt_now();
+	while (gt_now() - t0 < timeout_s) {
 		json_t *o = obj_get(base, name);
 		const json_t *c = cond(o, type);
 		if (c && !strcmp(json_string_value(json_object_get(c, "status")) ?: "", status) &&
 		    (!reason || !strcmp(json_string_value(json_object_get(c, "reason")) ?: "", reason))) {
 			if (took)
-				*took = now_s() - t0;
+				*took = gt_now() - t0;
 			return o;
 		}
 		json_decref(o);
@@ -779,7 +692,7 @@ static void setup(void)
 	table_rows();
 	for (int i = 0; i < 2; i++) {
 		snprintf(rep[i].id, sizeof(rep[i].id), "tr-%c", 'a' + i);
-		rep[i].port = free_port();
+		rep[i].port = gt_free_port();
 		rep[i].pid = start_replica(&rep[i]);
 	}
 }
@@ -818,17 +731,17 @@ static void teardown(void)
 
 START_TEST(test_ready_and_one_leader)
 {
-	double t0 = now_s();
+	double t0 = gt_now();
 	int l = -1;
 
-	while (now_s() - t0 < 60) {
-		if (http_get(rep[0].port, "/readyz", NULL) == 200 &&
-		    http_get(rep[1].port, "/readyz", NULL) == 200 && (l = leader_index()) >= 0)
+	while (gt_now() - t0 < 60) {
+		if (gt_http_get(rep[0].port, "/readyz", NULL) == 200 &&
+		    gt_http_get(rep[1].port, "/readyz", NULL) == 200 && (l = leader_index()) >= 0)
 			break;
 		usleep(100 * 1000);
 	}
 	ck_assert_msg(l >= 0, "no single leader within 60s");
-	printf("MEASURE: leader %s elected %.2fs after start\n", rep[l].id, now_s() - t0);
+	printf("MEASURE: leader %s elected %.2fs after start\n", rep[l].id, gt_now() - t0);
 }
 END_TEST
 
@@ -986,16 +899,16 @@ START_TEST(test_interface_and_claim_follow)
 		      w0i - w1i, w0c - w1c);
 
 	/* The node's report: attachment Programmed, then interface and claim, then claim Ready. */
-	t0 = now_s();
+	t0 = gt_now();
 	report_write("node-a-vb1-ab1", "Vb1", "Ab1", "True");
 	json_decref(wait_cond(ATT_PATH, "att1", "Programmed", "True", NULL, 20, NULL));
 	json_decref(wait_cond(NI_PATH, "nic1", "Programmed", "True", "AttachmentProgrammed", 20, NULL));
 	json_decref(wait_cond(NIC_PATH, "claim1", "Programmed", "True", "AttachmentProgrammed", 20, NULL));
 	printf("MEASURE: report Programmed=True -> claim Programmed=True (translator only, 2 hops) in %.1f ms\n",
-	       (now_s() - t0) * 1e3);
+	       (gt_now() - t0) * 1e3);
 	o = wait_cond(NIC_PATH, "claim1", "Ready", "True", NULL, 20, NULL);
 	printf("MEASURE: report Programmed=True -> claim Ready=True (via translator and NSO) in %.1f ms\n",
-	       (now_s() - t0) * 1e3);
+	       (gt_now() - t0) * 1e3);
 	json_decref(o);
 	w1i = settled(l, W_NI);
 	w1c = settled(l, W_NIC);
@@ -1029,7 +942,7 @@ START_TEST(test_interface_and_claim_follow)
 	sleep(1); /* timestamps have second precision */
 	ready_reason = "Reallocated";
 	vpcop_write("att1", "Vb1", "Ab1", "True");
-	for (t0 = now_s(); now_s() - t0 < 20; usleep(5000)) {
+	for (t0 = gt_now(); gt_now() - t0 < 20; usleep(5000)) {
 		o = obj_get(NI_PATH, "nic1");
 		if (strstr(sget(cond(o, "Prepared"), "message", NULL) ?: "", "(Reallocated)"))
 			break;
@@ -1053,8 +966,8 @@ START_TEST(test_steady_state_no_writes)
 	ck_assert_int_ge(l, 0);
 	wi = settled(l, W_NI);
 	wc = settled(l, W_NIC);
-	si = metric(&rep[l], SKIP_NI);
-	sc = metric(&rep[l], SKIP_NIC);
+	si = gt_metric((&rep[l])->port, SKIP_NI);
+	sc = gt_metric((&rep[l])->port, SKIP_NIC);
 	/* One NSO write per object (its entries move in the list), then quiet. */
 	int nw = atomic_load(&nso.writes);
 	for (int i = 0; i < nso.n; i++)
@@ -1065,11 +978,11 @@ START_TEST(test_steady_state_no_writes)
 	sleep(3);
 	printf("MEASURE: steady state with NSO updates: interface %.0f writes (%.0f skips), "
 	       "claim %.0f writes (%.0f skips)\n",
-	       metric(&rep[l], W_NI) - wi, metric(&rep[l], SKIP_NI) - si, metric(&rep[l], W_NIC) - wc,
-	       metric(&rep[l], SKIP_NIC) - sc);
-	ck_assert_msg(metric(&rep[l], W_NI) == wi && metric(&rep[l], W_NIC) == wc,
+	       gt_metric((&rep[l])->port, W_NI) - wi, gt_metric((&rep[l])->port, SKIP_NI) - si, gt_metric((&rep[l])->port, W_NIC) - wc,
+	       gt_metric((&rep[l])->port, SKIP_NIC) - sc);
+	ck_assert_msg(gt_metric((&rep[l])->port, W_NI) == wi && gt_metric((&rep[l])->port, W_NIC) == wc,
 		      "steady state wrote");
-	ck_assert(metric(&rep[l], SKIP_NI) > si && metric(&rep[l], SKIP_NIC) > sc);
+	ck_assert(gt_metric((&rep[l])->port, SKIP_NI) > si && gt_metric((&rep[l])->port, SKIP_NIC) > sc);
 }
 END_TEST
 
@@ -1089,28 +1002,28 @@ START_TEST(test_flips_under_nso_churn)
 	int nw0 = atomic_load(&nso.writes), nc0 = atomic_load(&nso.conflicts);
 
 	ck_assert_int_ge(l, 0);
-	r0i = metric(&rep[l], REJ_NI);
-	r0c = metric(&rep[l], REJ_NIC);
+	r0i = gt_metric((&rep[l])->port, REJ_NI);
+	r0c = gt_metric((&rep[l])->port, REJ_NIC);
 	w0i = settled(l, W_NI);
 	w0c = settled(l, W_NIC);
 	atomic_store(&nso.churn, true);
 	for (int i = 0; i < MAXN; i++) {
 		bool up = i % 2 == 1;
 		if (i >= N && i % 2 == 0 &&
-		    metric(&rep[l], REJ_NI) + metric(&rep[l], REJ_NIC) > r0i + r0c)
+		    gt_metric((&rep[l])->port, REJ_NI) + gt_metric((&rep[l])->port, REJ_NIC) > r0i + r0c)
 			break;
 		const char *st = up ? "True" : "False";
-		t0 = now_s();
+		t0 = gt_now();
 		report_write("node-a-vb1-ab1", "Vb1", "Ab1", st);
 		json_decref(wait_cond(NI_PATH, "nic1", "Programmed", st, NULL, 30, NULL));
 		json_decref(wait_cond(NIC_PATH, "claim1", "Programmed", st, NULL, 30, NULL));
 		json_decref(wait_cond(NIC_PATH, "claim1", "Ready", st, NULL, 30, NULL));
-		lat[i] = now_s() - t0;
+		lat[i] = gt_now() - t0;
 		n++;
 	}
 	atomic_store(&nso.churn, false);
 	double wi = settled(l, W_NI) - w0i, wc = settled(l, W_NIC) - w0c;
-	double ri = metric(&rep[l], REJ_NI) - r0i, rc = metric(&rep[l], REJ_NIC) - r0c;
+	double ri = gt_metric((&rep[l])->port, REJ_NI) - r0i, rc = gt_metric((&rep[l])->port, REJ_NIC) - r0c;
 	double mx = 0, sum = 0;
 	for (int i = 0; i < n; i++) {
 		sum += lat[i];
@@ -1181,7 +1094,7 @@ START_TEST(test_broken_links)
 	/* No reference yet. */
 	create_claim(NIC_PATH, "claim3");
 	json_decref(wait_cond(NIC_PATH, "claim3", "Programmed", "Unknown", "InterfacePending", 20, NULL));
-	ck_assert_int_eq(http_get(rep[l].port, "/healthz", NULL), 200);
+	ck_assert_int_eq(gt_http_get(rep[l].port, "/healthz", NULL), 200);
 }
 END_TEST
 
@@ -1197,25 +1110,25 @@ START_TEST(test_handover_no_rewrites)
 
 	ck_assert_int_ge(l, 0);
 	f = 1 - l;
-	wi = metric(&rep[f], W_NI);
-	wc = metric(&rep[f], W_NIC);
+	wi = gt_metric((&rep[f])->port, W_NI);
+	wc = gt_metric((&rep[f])->port, W_NIC);
 	printf("MEASURE: leader %s before handover: %.0f 409s, %.0f+%.0f refused patches\n", rep[l].id,
-	       metric(&rep[l], CONFLICTS), metric(&rep[l], REJ_NI), metric(&rep[l], REJ_NIC));
-	ck_assert_msg(metric(&rep[l], CONFLICTS) == 0, "leader saw 409s");
-	t0 = now_s();
+	       gt_metric((&rep[l])->port, CONFLICTS), gt_metric((&rep[l])->port, REJ_NI), gt_metric((&rep[l])->port, REJ_NIC));
+	ck_assert_msg(gt_metric((&rep[l])->port, CONFLICTS) == 0, "leader saw 409s");
+	t0 = gt_now();
 	ck_assert_int_eq(kill(rep[l].pid, SIGTERM), 0);
 	ck_assert_int_eq(waitpid(rep[l].pid, &status, 0), rep[l].pid);
 	rep[l].pid = 0;
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "leader exit status 0x%x", status);
-	while (now_s() - t0 < 20 && metric(&rep[f], LEADER) != 1)
+	while (gt_now() - t0 < 20 && gt_metric((&rep[f])->port, LEADER) != 1)
 		usleep(50 * 1000);
-	ck_assert_msg(metric(&rep[f], LEADER) == 1, "follower did not take over");
-	printf("MEASURE: handover (SIGTERM -> follower leading) %.2f s\n", now_s() - t0);
+	ck_assert_msg(gt_metric((&rep[f])->port, LEADER) == 1, "follower did not take over");
+	printf("MEASURE: handover (SIGTERM -> follower leading) %.2f s\n", gt_now() - t0);
 	usleep(1500 * 1000);
-	ck_assert_msg(metric(&rep[f], W_NI) == wi && metric(&rep[f], W_NIC) == wc,
-		      "new leader rewrote steady interfaces/claims (%g, %g)", metric(&rep[f], W_NI) - wi,
-		      metric(&rep[f], W_NIC) - wc);
-	ck_assert(metric(&rep[f], SKIP_NI) >= 2 && metric(&rep[f], SKIP_NIC) >= 3);
+	ck_assert_msg(gt_metric((&rep[f])->port, W_NI) == wi && gt_metric((&rep[f])->port, W_NIC) == wc,
+		      "new leader rewrote steady interfaces/claims (%g, %g)", gt_metric((&rep[f])->port, W_NI) - wi,
+		      gt_metric((&rep[f])->port, W_NIC) - wc);
+	ck_assert(gt_metric((&rep[f])->port, SKIP_NI) >= 2 && gt_metric((&rep[f])->port, SKIP_NIC) >= 3);
 	/* And it acts: the attachment comes back for nic1 (same interface uid). */
 	create_att("att1b", "nic1", nic1_uid);
 	vpcop_write("att1b", "Vb1", "Ab1", "True");
@@ -1233,7 +1146,7 @@ START_TEST(test_conflicts_and_clean_exit)
 	for (int i = 0; i < 2; i++) {
 		if (rep[i].pid <= 0)
 			continue;
-		double c = metric(&rep[i], CONFLICTS);
+		double c = gt_metric((&rep[i])->port, CONFLICTS);
 		printf("MEASURE: %s saw %.0f 409s on status writes\n", rep[i].id, c);
 		ck_assert_msg(c == 0, "%s saw %g 409s", rep[i].id, c);
 	}

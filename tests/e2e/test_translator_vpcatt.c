@@ -24,6 +24,7 @@
  * Measured numbers are printed with "MEASURE:".
  */
 #include "tests/lib/cp.h"
+#include "tests/lib/daemon.h"
 #include "tests/lib/gtest.h"
 #include "tests/lib/kreq.h"
 
@@ -62,120 +63,24 @@ static int standin_409s; /* 409s seen by the stand-in writers */
 /* Values the stand-ins change without touching anything the translator derives. */
 static const char *agent_instance = "agent-1", *nad_suffix = "";
 
-static double now_s(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
-static int free_port(void)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t l = sizeof(sa);
-	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
-
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&sa, &l), 0);
-	port = ntohs(sa.sin_port);
-	close(fd);
-	return port;
-}
-
 static pid_t start_replica(struct replica *r)
 {
 	char port[32], log[400];
+	char *argv[] = { BIN, "--kubeconfig", cp.kubeconfig, "--namespace", RNS, "--id", r->id,
+			 "--lease-namespace", RNS, "--lease-name", "galactic-translator",
+			 "--lease-duration", "4", "--renew-deadline", "3", "--retry-period", "0.5",
+			 "--metrics-addr", port, "--log-level", "info",
+			 r->mapping ? "--mapping-config" : NULL, (char *)r->mapping, NULL };
 	pid_t pid;
 
 	snprintf(port, sizeof(port), "127.0.0.1:%d", r->port);
 	snprintf(log, sizeof(log), "%s/translator-%s.log", cp.dir, r->id);
-	pid = fork();
+	pid = gt_spawn(log, argv);
 	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-		if (fd >= 0) {
-			dup2(fd, 1);
-			dup2(fd, 2);
-		}
-		if (r->mapping)
-			execl(BIN, BIN, "--kubeconfig", cp.kubeconfig, "--namespace", RNS, "--id", r->id,
-			      "--lease-namespace", RNS, "--lease-name", "galactic-translator",
-			      "--lease-duration", "4", "--renew-deadline", "3", "--retry-period", "0.5",
-			      "--metrics-addr", port, "--log-level", "info", "--mapping-config",
-			      r->mapping, (char *)NULL);
-		else
-			execl(BIN, BIN, "--kubeconfig", cp.kubeconfig, "--namespace", RNS, "--id", r->id,
-			      "--lease-namespace", RNS, "--lease-name", "galactic-translator",
-			      "--lease-duration", "4", "--renew-deadline", "3", "--retry-period", "0.5",
-			      "--metrics-addr", port, "--log-level", "info", (char *)NULL);
-		_exit(127);
-	}
 	return pid;
 }
 
 /* ---- small HTTP helpers ---- */
-
-struct sbuf {
-	char *p;
-	size_t n;
-};
-
-static size_t sink(char *d, size_t sz, size_t nm, void *u)
-{
-	struct sbuf *b = u;
-	char *np = realloc(b->p, b->n + sz * nm + 1);
-	if (!np)
-		return 0;
-	b->p = np;
-	memcpy(b->p + b->n, d, sz * nm);
-	b->n += sz * nm;
-	b->p[b->n] = 0;
-	return sz * nm;
-}
-
-/* GET http://127.0.0.1:port/path; returns the status and the body (malloc'd) in *body. */
-static long http_get(int port, const char *path, char **body)
-{
-	CURL *c = curl_easy_init();
-	struct sbuf b = { 0 };
-	char url[128];
-	long code = 0;
-
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, path);
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sink);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT, 5L);
-	if (curl_easy_perform(c) == CURLE_OK)
-		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
-	curl_easy_cleanup(c);
-	if (body)
-		*body = b.p;
-	else
-		free(b.p);
-	return code;
-}
-
-/* Value of one sample ("name" or "name{labels}") from /metrics; -1 when unreachable/absent. */
-static double metric(const struct replica *r, const char *sample)
-{
-	char *body = NULL, *line;
-	double v = -1;
-	size_t n = strlen(sample);
-
-	if (http_get(r->port, "/metrics", &body) != 200) {
-		free(body);
-		return -1;
-	}
-	for (line = body; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
-		if (!strncmp(line, sample, n) && line[n] == ' ') {
-			v = strtod(line + n + 1, NULL);
-			break;
-		}
-	free(body);
-	return v;
-}
 
 #define WRITES "galactic_translator_status_writes_total{kind=\"VPCAttachment\"}"
 #define CONFLICTS "galactic_translator_conflicts_total"
@@ -233,14 +138,14 @@ static const json_t *cond(const json_t *att, const char *type)
 static json_t *wait_programmed(const char *name, const char *status, const char *reason,
 			       double timeout_s, double *took)
 {
-	double t0 = now_s();
-	while (now_s() - t0 < timeout_s) {
+	double t0 = gt_now();
+	while (gt_now() - t0 < timeout_s) {
 		json_t *a = att_get(name);
 		const json_t *c = cond(a, "Programmed");
 		if (c && !strcmp(json_string_value(json_object_get(c, "status")) ?: "", status) &&
 		    (!reason || !strcmp(json_string_value(json_object_get(c, "reason")) ?: "", reason))) {
 			if (took)
-				*took = now_s() - t0;
+				*took = gt_now() - t0;
 			return a;
 		}
 		json_decref(a);
@@ -253,7 +158,7 @@ static json_t *wait_programmed(const char *name, const char *status, const char 
 
 static int leader_index(void)
 {
-	double a = metric(&rep[0], LEADER), b = metric(&rep[1], LEADER);
+	double a = gt_metric((&rep[0])->port, LEADER), b = gt_metric((&rep[1])->port, LEADER);
 	if (a == 1 && b == 0)
 		return 0;
 	if (b == 1 && a == 0)
@@ -264,10 +169,10 @@ static int leader_index(void)
 /* Waits until the leader's write counter stops moving, then returns it. */
 static double settled_writes(int l)
 {
-	double w = metric(&rep[l], WRITES), w2;
+	double w = gt_metric((&rep[l])->port, WRITES), w2;
 	for (int i = 0; i < 40; i++) {
 		usleep(250 * 1000);
-		w2 = metric(&rep[l], WRITES);
+		w2 = gt_metric((&rep[l])->port, WRITES);
 		if (w2 == w)
 			return w;
 		w = w2;
@@ -496,7 +401,7 @@ static void setup(void)
 	ck_assert_msg(system(cmd) == 0, "CRDs or namespaces not ready");
 	for (int i = 0; i < 2; i++) {
 		snprintf(rep[i].id, sizeof(rep[i].id), "tr-%c", 'a' + i);
-		rep[i].port = free_port();
+		rep[i].port = gt_free_port();
 		rep[i].pid = start_replica(&rep[i]);
 	}
 }
@@ -555,23 +460,23 @@ END_TEST
 
 START_TEST(test_ready_and_one_leader)
 {
-	double t0 = now_s();
+	double t0 = gt_now();
 	int l = -1;
 
-	while (now_s() - t0 < 60) {
-		if (http_get(rep[0].port, "/readyz", NULL) == 200 &&
-		    http_get(rep[1].port, "/readyz", NULL) == 200 && (l = leader_index()) >= 0)
+	while (gt_now() - t0 < 60) {
+		if (gt_http_get(rep[0].port, "/readyz", NULL) == 200 &&
+		    gt_http_get(rep[1].port, "/readyz", NULL) == 200 && (l = leader_index()) >= 0)
 			break;
 		usleep(100 * 1000);
 	}
-	ck_assert_msg(l >= 0, "no single leader within 60s (a=%g b=%g)", metric(&rep[0], LEADER),
-		      metric(&rep[1], LEADER));
-	ck_assert_int_eq(http_get(rep[l].port, "/healthz", NULL), 200);
+	ck_assert_msg(l >= 0, "no single leader within 60s (a=%g b=%g)", gt_metric((&rep[0])->port, LEADER),
+		      gt_metric((&rep[1])->port, LEADER));
+	ck_assert_int_eq(gt_http_get(rep[l].port, "/healthz", NULL), 200);
 	json_t *lease = get(LEASE_PATH, NULL);
 	ck_assert_ptr_nonnull(lease);
 	ck_assert_str_eq(sget(json_object_get(lease, "spec"), "holderIdentity", NULL), rep[l].id);
 	json_decref(lease);
-	printf("MEASURE: leader %s elected %.2fs after start\n", rep[l].id, now_s() - t0);
+	printf("MEASURE: leader %s elected %.2fs after start\n", rep[l].id, gt_now() - t0);
 }
 END_TEST
 
@@ -603,7 +508,7 @@ START_TEST(test_attachment_follows_report)
 	w1 = settled_writes(l);
 	printf("MEASURE: status writes for a new report (spec + status): %.0f\n", w1 - w0);
 	ck_assert_msg(w1 - w0 == 1, "a new report took %.0f attachment writes, want 1", w1 - w0);
-	ck_assert(metric(&rep[l], "galactic_translator_new_report_deferrals_total") >= 1);
+	ck_assert(gt_metric((&rep[l])->port, "galactic_translator_new_report_deferrals_total") >= 1);
 	w0 = w1;
 
 	/* Programmed=True in the report -> on the attachment: one write, timed. */
@@ -659,8 +564,8 @@ START_TEST(test_attachment_follows_report)
 	ck_assert_msg(w2 - w1 == 1, "True->False took %.0f writes, want 1", w2 - w1);
 
 	/* Only the leader wrote. */
-	ck_assert_msg(metric(&rep[f], WRITES) == 0, "follower %s wrote %g times", rep[f].id,
-		      metric(&rep[f], WRITES));
+	ck_assert_msg(gt_metric((&rep[f])->port, WRITES) == 0, "follower %s wrote %g times", rep[f].id,
+		      gt_metric((&rep[f])->port, WRITES));
 	report_programmed("node-a-1f-2e", "True", "KernelVerified");
 	json_decref(wait_programmed("att1", "True", "KernelVerified", 20, NULL));
 }
@@ -677,7 +582,7 @@ START_TEST(test_steady_state_no_writes)
 
 	ck_assert_int_ge(l, 0);
 	w0 = settled_writes(l);
-	s0 = metric(&rep[l], SKIPS);
+	s0 = gt_metric((&rep[l])->port, SKIPS);
 	/* Churn by the others that changes nothing the translator derives: the
 	 * agent restarts (new instance in its report), the VPC operator rewrites
 	 * the attachment definition. Both cause events and reconciles. */
@@ -691,8 +596,8 @@ START_TEST(test_steady_state_no_writes)
 	json_decref(a);
 	sleep(4);
 	a = att_get("att1");
-	w1 = metric(&rep[l], WRITES);
-	s1 = metric(&rep[l], SKIPS);
+	w1 = gt_metric((&rep[l])->port, WRITES);
+	s1 = gt_metric((&rep[l])->port, SKIPS);
 	printf("MEASURE: steady state over 4 s with 2 unrelated updates: %.0f writes, %.0f skipped "
 	       "reconciles, resourceVersion %s -> %s\n",
 	       w1 - w0, s1 - s0, rv, sget(json_object_get(a, "metadata"), "resourceVersion", NULL));
@@ -780,7 +685,7 @@ END_TEST
 START_TEST(test_no_conflicts)
 {
 	for (int i = 0; i < 2; i++) {
-		double c = metric(&rep[i], CONFLICTS);
+		double c = gt_metric((&rep[i])->port, CONFLICTS);
 		printf("MEASURE: %s saw %.0f 409s on status writes\n", rep[i].id, c);
 		ck_assert_msg(c == 0, "%s saw %g 409s", rep[i].id, c);
 	}
@@ -837,8 +742,8 @@ START_TEST(test_foreign_writer_overridden)
 			       "{\"apiVersion\":\"cloud.datumapis.com/v1alpha1\",\"kind\":\"VPCAttachment\","
 			       "\"metadata\":{\"name\":\"att1\",\"namespace\":\"" TNS "\"},"
 			       "\"status\":{\"node\":\"rogue-node\"}}"), 200);
-	t0 = now_s();
-	while (now_s() - t0 < 20) {
+	t0 = gt_now();
+	while (gt_now() - t0 < 20) {
 		json_decref(a);
 		a = att_get("att1");
 		if (!strcmp(sget(json_object_get(a, "status"), "node", NULL) ?: "", "node-a"))
@@ -846,12 +751,12 @@ START_TEST(test_foreign_writer_overridden)
 		usleep(10 * 1000);
 	}
 	ck_assert_str_eq(sget(json_object_get(a, "status"), "node", NULL), "node-a");
-	printf("MEASURE: foreign write of status.node undone in %.1f ms\n", (now_s() - t0) * 1e3);
+	printf("MEASURE: foreign write of status.node undone in %.1f ms\n", (gt_now() - t0) * 1e3);
 	table_rows(&vpcop, &tr);
 	check_manager(a, "galactic-translator", &tr);
 	check_no_foreign(a, "galactic-translator", &tr);
 	json_decref(a);
-	ck_assert(metric(&rep[l], "galactic_translator_field_takeovers_total{field=\"node\"}") >= 1);
+	ck_assert(gt_metric((&rep[l])->port, "galactic_translator_field_takeovers_total{field=\"node\"}") >= 1);
 }
 END_TEST
 
@@ -866,22 +771,22 @@ START_TEST(test_lost_lease_stops_writes)
 	report_programmed("node-a-1f-2e", "True", "KernelVerified");
 	json_decref(wait_programmed("att1", "True", "KernelVerified", 20, NULL));
 	lease_set("intruder", 60);
-	t0 = now_s();
-	while (now_s() - t0 < 15 && (metric(&rep[0], LEADER) != 0 || metric(&rep[1], LEADER) != 0))
+	t0 = gt_now();
+	while (gt_now() - t0 < 15 && (gt_metric((&rep[0])->port, LEADER) != 0 || gt_metric((&rep[1])->port, LEADER) != 0))
 		usleep(50 * 1000);
-	ck_assert_msg(metric(&rep[0], LEADER) == 0 && metric(&rep[1], LEADER) == 0,
+	ck_assert_msg(gt_metric((&rep[0])->port, LEADER) == 0 && gt_metric((&rep[1])->port, LEADER) == 0,
 		      "a replica still leads with the lease held elsewhere");
 	printf("MEASURE: leader stopped leading %.2f s after losing the lease (renew deadline 3 s)\n",
-	       now_s() - t0);
-	w[0] = metric(&rep[0], WRITES);
-	w[1] = metric(&rep[1], WRITES);
+	       gt_now() - t0);
+	w[0] = gt_metric((&rep[0])->port, WRITES);
+	w[1] = gt_metric((&rep[1])->port, WRITES);
 	report_programmed("node-a-1f-2e", "False", "RouteMissing");
 	sleep(2);
 	a = att_get("att1");
 	ck_assert_msg(!strcmp(sget(cond(a, "Programmed"), "status", NULL), "True"),
 		      "a replica without the lease wrote the attachment");
 	json_decref(a);
-	ck_assert(metric(&rep[0], WRITES) == w[0] && metric(&rep[1], WRITES) == w[1]);
+	ck_assert(gt_metric((&rep[0])->port, WRITES) == w[0] && gt_metric((&rep[1])->port, WRITES) == w[1]);
 
 	/* The intruder lets go: a replica takes over and applies what it missed. */
 	lease_set("", 1);
@@ -901,26 +806,26 @@ START_TEST(test_handover)
 	json_t *lease;
 
 	ck_assert_int_ge(l, 0);
-	wf0 = metric(&rep[f], WRITES);
+	wf0 = gt_metric((&rep[f])->port, WRITES);
 	/* SIGTERM: workers stop, then the lease is released for an immediate handover. */
-	t0 = now_s();
+	t0 = gt_now();
 	ck_assert_int_eq(kill(rep[l].pid, SIGTERM), 0);
 	ck_assert_int_eq(waitpid(rep[l].pid, &status, 0), rep[l].pid);
 	rep[l].pid = 0;
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 		      "leader %s did not exit cleanly (status 0x%x; see its log for sanitizer reports)",
 		      rep[l].id, status);
-	while (now_s() - t0 < 20 && metric(&rep[f], LEADER) != 1)
+	while (gt_now() - t0 < 20 && gt_metric((&rep[f])->port, LEADER) != 1)
 		usleep(50 * 1000);
-	ck_assert_msg(metric(&rep[f], LEADER) == 1, "follower %s did not take over", rep[f].id);
-	printf("MEASURE: handover, from SIGTERM of the leader to the follower leading: %.2f s\n", now_s() - t0);
+	ck_assert_msg(gt_metric((&rep[f])->port, LEADER) == 1, "follower %s did not take over", rep[f].id);
+	printf("MEASURE: handover, from SIGTERM of the leader to the follower leading: %.2f s\n", gt_now() - t0);
 	lease = get(LEASE_PATH, NULL);
 	ck_assert_str_eq(sget(json_object_get(lease, "spec"), "holderIdentity", NULL), rep[f].id);
 	json_decref(lease);
 	/* Its first pass over every attachment finds them all up to date. */
 	usleep(1500 * 1000);
-	ck_assert_msg(metric(&rep[f], WRITES) == wf0, "new leader rewrote steady objects (%g writes)",
-		      metric(&rep[f], WRITES) - wf0);
+	ck_assert_msg(gt_metric((&rep[f])->port, WRITES) == wf0, "new leader rewrote steady objects (%g writes)",
+		      gt_metric((&rep[f])->port, WRITES) - wf0);
 	/* And it acts on new reports: two transitions, two writes. */
 	report_programmed("node-a-1f-2e", "False", "RouteMissing");
 	json_decref(wait_programmed("att1", "False", "RouteMissing", 20, NULL));
@@ -928,7 +833,7 @@ START_TEST(test_handover)
 	json_decref(wait_programmed("att1", "True", "KernelVerified", 20, &took));
 	printf("MEASURE: new leader: report -> attachment Programmed=True in %.1f ms\n", took * 1e3);
 	ck_assert_msg(settled_writes(f) - wf0 == 2, "new leader wrote %g times for 2 transitions",
-		      metric(&rep[f], WRITES) - wf0);
+		      gt_metric((&rep[f])->port, WRITES) - wf0);
 }
 END_TEST
 
@@ -940,7 +845,7 @@ START_TEST(test_clean_exit_releases_lease)
 	for (int i = 0; i < 2; i++) {
 		if (rep[i].pid <= 0)
 			continue;
-		ck_assert_msg(metric(&rep[i], CONFLICTS) == 0, "%s saw 409s", rep[i].id);
+		ck_assert_msg(gt_metric((&rep[i])->port, CONFLICTS) == 0, "%s saw 409s", rep[i].id);
 		ck_assert_int_eq(kill(rep[i].pid, SIGTERM), 0);
 		ck_assert_int_eq(waitpid(rep[i].pid, &status, 0), rep[i].pid);
 		rep[i].pid = 0;
@@ -991,16 +896,16 @@ START_TEST(test_second_dataplane_by_config)
 	fclose(f);
 
 	snprintf(r->id, sizeof(r->id), "tr-c");
-	r->port = free_port();
+	r->port = gt_free_port();
 	r->mapping = mapping;
 	r->pid = start_replica(r);
-	t0 = now_s();
-	while (now_s() - t0 < 60 && metric(r, LEADER) != 1)
+	t0 = gt_now();
+	while (gt_now() - t0 < 60 && gt_metric((r)->port, LEADER) != 1)
 		usleep(100 * 1000);
-	ck_assert_msg(metric(r, LEADER) == 1, "tr-c did not lead");
+	ck_assert_msg(gt_metric((r)->port, LEADER) == 1, "tr-c did not lead");
 	usleep(1500 * 1000);
-	ck_assert_msg(metric(r, WRITES) == 0, "a restarted translator rewrote %g steady objects",
-		      metric(r, WRITES));
+	ck_assert_msg(gt_metric((r)->port, WRITES) == 0, "a restarted translator rewrote %g steady objects",
+		      gt_metric((r)->port, WRITES));
 	json_decref(wait_programmed("att1", "True", "KernelVerified", 5, NULL));
 
 	create_att("att3");
@@ -1025,14 +930,14 @@ START_TEST(test_second_dataplane_by_config)
 		      "message: %s", sget(cond(a, "Programmed"), "message", NULL));
 	ck_assert_ptr_null(json_object_get(json_object_get(a, "status"), "node"));
 	json_decref(a);
-	ck_assert_int_eq(http_get(r->port, "/healthz", NULL), 200);
+	ck_assert_int_eq(gt_http_get(r->port, "/healthz", NULL), 200);
 	ck_assert_int_eq(kreq(&cp, "PATCH", PORT_PATH "/p9", "application/merge-patch+json",
 			      "{\"spec\":{\"dev\":\"tap9\"},\"status\":{\"up\":false}}", NULL, NULL), 200);
 	a = wait_programmed("att3", "False", "NotProgrammed", 20, NULL);
 	ck_assert_str_eq(sget(json_object_get(a, "status"), "hostInterface", NULL), "tap9");
 	json_decref(a);
-	ck_assert(metric(r, "galactic_translator_invalid_reports_total{mapping=\"minimal\"}") >= 1);
-	ck_assert_int_eq(metric(r, CONFLICTS), 0);
+	ck_assert(gt_metric((r)->port, "galactic_translator_invalid_reports_total{mapping=\"minimal\"}") >= 1);
+	ck_assert_int_eq(gt_metric((r)->port, CONFLICTS), 0);
 	ck_assert_int_eq(standin_409s, 0);
 
 	int status = 0;
