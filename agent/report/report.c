@@ -29,7 +29,7 @@ static const struct kube_resource NATT = { "network.datumapis.com", "v1alpha1",
 					   "nodeattachments", true };
 
 struct rpt {
-	char node[254], ns[64], state_dir[4096], datapath[16], instance[300], selector[320];
+	char node[254], manager[280], ns[64], state_dir[4096], datapath[16], instance[300], selector[320];
 	struct kube_config *cfg;
 	struct kube_client *kc;
 	struct informer *own, *all;
@@ -214,7 +214,7 @@ static int apply_spec(struct rpt *r, const char *name, json_t *spec, json_t **ou
 			      "network.datumapis.com/v1alpha1", "kind", "NodeAttachment", "metadata",
 			      "name", name, "namespace", r->ns, "labels", RPT_NODE_LABEL, r->node,
 			      "spec", spec);
-	int rc = kube_apply(r->kc, &NATT, r->ns, name, NULL, o, RPT_FIELD_MANAGER, true, out, e);
+	int rc = kube_apply(r->kc, &NATT, r->ns, name, NULL, o, r->manager, true, out, e);
 
 	json_decref(o);
 	return rc;
@@ -225,7 +225,7 @@ static int apply_status(struct rpt *r, const char *name, json_t *status, struct 
 	json_t *o = json_pack("{s:s, s:s, s:{s:s, s:s}, s:O}", "apiVersion",
 			      "network.datumapis.com/v1alpha1", "kind", "NodeAttachment", "metadata",
 			      "name", name, "namespace", r->ns, "status", status);
-	int rc = kube_apply(r->kc, &NATT, r->ns, name, "status", o, RPT_FIELD_MANAGER, true, NULL, e);
+	int rc = kube_apply(r->kc, &NATT, r->ns, name, "status", o, r->manager, true, NULL, e);
 
 	json_decref(o);
 	return rc;
@@ -519,6 +519,7 @@ int rpt_start(struct rpt **out, const struct rpt_opts *o, char *err, size_t errl
 	}
 	pthread_mutex_init(&r->mu, NULL);
 	snprintf(r->node, sizeof(r->node), "%s", o->node);
+	snprintf(r->manager, sizeof(r->manager), RPT_FIELD_MANAGER_PREFIX "%s", o->node);
 	snprintf(r->ns, sizeof(r->ns), "%s", o->ns);
 	snprintf(r->state_dir, sizeof(r->state_dir), "%s", o->state_dir);
 	snprintf(r->datapath, sizeof(r->datapath), "%s", o->datapath ? o->datapath : "kernel");

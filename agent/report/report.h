@@ -30,7 +30,9 @@
 
 #include "agent/dp/backend.h"
 
-#define RPT_FIELD_MANAGER "galactic-agent"
+/* Field manager: "galactic-agent/<node>", so managedFields say which node's
+ * agent reported (the ownership table in docs/architecture.md). */
+#define RPT_FIELD_MANAGER_PREFIX "galactic-agent/"
 #define RPT_NODE_LABEL    "network.datumapis.com/node"
 #define RPT_ROUTES_MAX    16   /* routes[] per report (CRD maxItems) */
 #define RPT_VERSION       "0.1.0"

@@ -242,7 +242,8 @@ static bool wait_learned(int node, const char *vpc, const char *prefix, const ch
 	return false;
 }
 
-/* Every report's managedFields name galactic-agent and nobody else; returns how many reports. */
+/* Every report's managedFields name its own node's agent (galactic-agent/<node>)
+ * and nobody else; returns how many reports. */
 static int only_agent_manages(void)
 {
 	json_t *list = NULL, *it, *mf;
@@ -253,9 +254,13 @@ static int only_agent_manages(void)
 	json_array_foreach(json_object_get(list, "items"), i, it) {
 		ck_assert_msg(json_array_size(gj_get(it, "metadata.managedFields")) > 0, "%s: no managedFields",
 			      gj_str(it, "metadata.name"));
+		char want[300];
+
+		snprintf(want, sizeof(want), RPT_FIELD_MANAGER_PREFIX "%s", gj_str(it, "spec.node"));
 		json_array_foreach(gj_get(it, "metadata.managedFields"), j, mf)
-			ck_assert_msg(!strcmp(gj_str(mf, "manager"), RPT_FIELD_MANAGER),
-				      "%s: field manager %s", gj_str(it, "metadata.name"), gj_str(mf, "manager"));
+			ck_assert_msg(!strcmp(gj_str(mf, "manager"), want),
+				      "%s: field manager %s, want %s", gj_str(it, "metadata.name"),
+				      gj_str(mf, "manager"), want);
 		n++;
 	}
 	json_decref(list);

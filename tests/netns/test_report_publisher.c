@@ -176,8 +176,8 @@ START_TEST(test_publisher_and_learner)
 	ck_assert_str_eq(gj_str(rep, "status.reporter.node"), "pn1");
 	ck_assert_str_eq(json_string_value(json_object_get(gj_get(rep, "metadata.labels"), RPT_NODE_LABEL)), "pn1");
 	ck_assert_int_eq(json_array_size(gj_get(rep, "metadata.managedFields")), 2); /* spec + status */
-	ck_assert_str_eq(gj_str(json_array_get(gj_get(rep, "metadata.managedFields"), 0), "manager"), RPT_FIELD_MANAGER);
-	ck_assert_str_eq(gj_str(json_array_get(gj_get(rep, "metadata.managedFields"), 1), "manager"), RPT_FIELD_MANAGER);
+	ck_assert_str_eq(gj_str(json_array_get(gj_get(rep, "metadata.managedFields"), 0), "manager"), RPT_FIELD_MANAGER_PREFIX "pn1");
+	ck_assert_str_eq(gj_str(json_array_get(gj_get(rep, "metadata.managedFields"), 1), "manager"), RPT_FIELD_MANAGER_PREFIX "pn1");
 	snprintf(uid, sizeof(uid), "%s", gj_str(rep, "metadata.uid"));
 	json_decref(rep);
 
