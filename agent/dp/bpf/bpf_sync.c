@@ -186,15 +186,20 @@ int gbpf_sync_vpcs(struct gbpf *g, const struct gdp_state *d, struct gdp_results
 	return first;
 }
 
-/* One wanted trie entry and the remote it came from (-1: a local pod address). */
-struct want {
-	struct gbpf_route_key k;
-	struct gbpf_route v;
-	long remote;
+/*
+ * The wanted trie entries as parallel arrays (keys, values, origin), so the
+ * batch update takes them as they are: origin is the remote's index, -1 for
+ * a local pod address, -2 for an entry not to write (duplicate).
+ */
+struct wants {
+	struct gbpf_route_key *k;
+	struct gbpf_route *v;
+	long *remote;
+	size_t n;
 };
 
 /*
- * Open-addressing set of entries of the want array, keyed by route key: finds
+ * Open-addressing set of entries of the wanted keys, keyed by route key: finds
  * duplicates and answers "is this map key wanted" in O(1) (a sort of 100k
  * entries costs more than the checks around it).
  */
@@ -233,9 +238,9 @@ static int kset_init(struct kset *s, size_t n)
 
 /*
  * Index of the entry with key k, or -1; with add, inserts idx when absent.
- * The tag spares most probes a look at the (cache-cold) want entry.
+ * The tag spares most probes a look at the (cache-cold) wanted key.
  */
-static long kset_probe(struct kset *s, const struct want *w, const struct gbpf_route_key *k,
+static long kset_probe(struct kset *s, const struct gbpf_route_key *wk, const struct gbpf_route_key *k,
 		       bool add, size_t idx)
 {
 	uint64_t h = key_hash(k), tag = h >> 32;
@@ -249,7 +254,7 @@ static long kset_probe(struct kset *s, const struct want *w, const struct gbpf_r
 				s->slot[i] = tag << 32 | ((uint32_t)idx + 1);
 			return -1;
 		}
-		if ((v >> 32) == tag && !memcmp(&w[at - 1].k, k, sizeof(*k)))
+		if ((v >> 32) == tag && !memcmp(&wk[at - 1], k, sizeof(*k)))
 			return (long)at - 1;
 	}
 }
@@ -310,30 +315,31 @@ static bool remote_surely_valid(const struct gdp_vpc *v, const struct gdp_remote
 	       !IN6_IS_ADDR_V4COMPAT(a) && !gdp_sid_parse(a, NULL, NULL, NULL, NULL);
 }
 
-static void want_key(struct want *w, uint16_t arg, const struct gdp_prefix *p)
+static void want_key(struct gbpf_route_key *k, uint16_t arg, const struct gdp_prefix *p)
 {
-	gbpf_route_key(&w->k, arg, p->family, p->addr.raw, p->len);
+	gbpf_route_key(k, arg, p->family, p->addr.raw, p->len);
 }
 
 int gbpf_sync_routes(struct gbpf *g, const struct gdp_state *d, gbpf_l2_fn l2, void *l2ctx,
 		     struct gdp_results *res, struct gbpf_sync_stats *st)
 {
 	int fd = gbpf_map_fd(g, GBPF_MAP_ROUTES), first = 0, e;
-	size_t n = 0, cap = d->n_remotes + 64, nupd = 0, base = res ? res->n : 0;
-	struct gbpf_route_key *uk = NULL, *stale = NULL, cur, next;
-	struct gbpf_route *uv = NULL;
+	size_t cap = d->n_remotes + 1, nupd = 0, base = res ? res->n : 0;
+	struct gbpf_route_key *stale = NULL, cur, next;
 	size_t nstale = 0, capstale = 0;
 	struct kset set = { 0 };
-	struct want *w;
-	bool *failed;
+	struct wants w = { 0 };
+	bool *failed, *same = NULL;
 	char err[512];
 	void *prev;
 
 	for (size_t i = 0; i < d->n_atts; i++)
 		cap += d->atts[i].n_addrs;
-	w = calloc(cap, sizeof(*w));
+	w.k = malloc(cap * sizeof(*w.k));
+	w.v = malloc(cap * sizeof(*w.v));
+	w.remote = malloc(cap * sizeof(*w.remote));
 	failed = calloc(d->n_remotes + 1, sizeof(*failed));
-	if (!w || !failed) {
+	if (!w.k || !w.v || !w.remote || !failed) {
 		e = -ENOMEM;
 		goto out;
 	}
@@ -352,85 +358,79 @@ int gbpf_sync_routes(struct gbpf *g, const struct gdp_state *d, gbpf_l2_fn l2, v
 		const struct gdp_vpc *v = gdp_state_find_vpc(d, d->atts[i].vpc);
 
 		for (size_t j = 0; v && j < d->atts[i].n_addrs; j++) {
-			want_key(&w[n], v->arg, &d->atts[i].addrs[j]);
-			w[n].v.flags = GBPF_RT_LOCAL;
-			w[n].remote = -1;
-			n++;
+			want_key(&w.k[w.n], v->arg, &d->atts[i].addrs[j]);
+			memset(&w.v[w.n], 0, sizeof(w.v[w.n]));
+			w.v[w.n].flags = GBPF_RT_LOCAL;
+			w.remote[w.n++] = -1;
 		}
 	}
 	for (size_t i = 0; i < d->n_remotes; i++) {
 		const struct gdp_remote *rm = &d->remotes[i];
 		const struct gdp_vpc *v = gdp_state_find_vpc(d, rm->vpc);
 		struct gdp_result *r = res ? gbpf_result_remote(res, rm) : NULL;
+		const struct gbpf_route *t = NULL;
 
 		if (!remote_surely_valid(v, rm) && (e = gdp_validate_remote(d, i, err, sizeof(err)))) {
 			gdp_result_fail(r, e, "%s", err);
 			failed[i] = true;
 			continue;
 		}
-		want_key(&w[n], v->arg, &rm->prefix);
-		if (l2) {
-			const struct gbpf_route *t = l2(l2ctx, rm->sid.s6_addr);
-
-			if (t)
-				w[n].v = *t;
-		}
-		memcpy(w[n].v.sid, rm->sid.s6_addr, 16);
-		w[n].remote = (long)i;
-		n++;
+		want_key(&w.k[w.n], v->arg, &rm->prefix);
+		if (l2)
+			t = l2(l2ctx, rm->sid.s6_addr);
+		if (t)
+			w.v[w.n] = *t;
+		else
+			memset(&w.v[w.n], 0, sizeof(w.v[w.n]));
+		memcpy(w.v[w.n].sid, rm->sid.s6_addr, 16);
+		w.remote[w.n++] = (long)i;
 	}
-	if ((e = kset_init(&set, n)))
+	if ((e = kset_init(&set, w.n)))
 		goto out;
-	for (size_t i = 0; i < n; i++) {
-		long dup = kset_probe(&set, w, &w[i].k, true, i);
+	for (size_t i = 0; i < w.n; i++) {
+		long dup = kset_probe(&set, w.k, &w.k[i], true, i);
 		const struct gdp_remote *rm;
 		char pb[64];
 
 		if (dup < 0)
 			continue;
-		if (w[i].remote >= 0) {
-			rm = &d->remotes[w[i].remote];
-			failed[w[i].remote] = true;
+		if (w.remote[i] >= 0) {
+			rm = &d->remotes[w.remote[i]];
+			failed[w.remote[i]] = true;
 			if (res)
-				gdp_result_fail(&res->v[base + (size_t)w[i].remote], -EEXIST,
+				gdp_result_fail(&res->v[base + (size_t)w.remote[i]], -EEXIST,
 						"remote %s in vpc %s: %s",
 						gdp_prefix_str(&rm->prefix, pb, sizeof(pb)), rm->vpc,
-						w[dup].remote < 0 ? "a local attachment has it"
+						w.remote[dup] < 0 ? "a local attachment has it"
 								  : "duplicate of an earlier remote");
 		}
-		w[i].remote = -2; /* not written */
+		w.remote[i] = -2; /* not written */
 	}
 
 	/* What the trie holds now: stale keys go, equal entries stay untouched. */
-	uk = malloc((n + 1) * sizeof(*uk));
-	uv = malloc((n + 1) * sizeof(*uv));
-	bool *same = calloc(n + 1, sizeof(*same));
-	if (!uk || !uv || !same) {
-		free(same);
+	same = calloc(w.n + 1, sizeof(*same));
+	if (!same) {
 		e = -ENOMEM;
 		goto out;
 	}
 	prev = NULL;
 	while (!bpf_map_get_next_key(fd, prev, &next)) {
-		long at = kset_probe(&set, w, &next, false, 0);
-		struct want *hit = at >= 0 ? &w[at] : NULL;
+		long at = kset_probe(&set, w.k, &next, false, 0);
 		struct gbpf_route have;
 
 		cur = next;
 		prev = &cur;
-		if (hit && !bpf_map_lookup_elem(fd, &cur, &have) &&
-		    !memcmp(&have, &hit->v, sizeof(have))) {
-			same[hit - w] = true;
+		if (at >= 0) {
+			/* Present: untouched when equal, rewritten below when not. */
+			if (!bpf_map_lookup_elem(fd, &cur, &have) && !memcmp(&have, &w.v[at], sizeof(have)))
+				same[at] = true;
 			continue;
 		}
-		if (hit)
-			continue; /* present but different: rewritten below */
 		if (nstale == capstale) {
 			size_t nc = capstale ? capstale * 2 : 256;
 			struct gbpf_route_key *ns = realloc(stale, nc * sizeof(*ns));
 
 			if (!ns) {
-				free(same);
 				e = -ENOMEM;
 				goto out;
 			}
@@ -447,34 +447,34 @@ int gbpf_sync_routes(struct gbpf *g, const struct gdp_state *d, gbpf_l2_fn l2, v
 		}
 		st->removed++;
 	}
-	for (size_t i = 0; i < n; i++) {
-		if (w[i].remote == -2)
+	/* Compact in place to what must be written; the arrays go to the kernel as they are. */
+	for (size_t i = 0; i < w.n; i++) {
+		if (w.remote[i] == -2)
 			continue;
 		if (same[i]) {
 			st->unchanged++;
 			continue;
 		}
-		uk[nupd] = w[i].k;
-		uv[nupd] = w[i].v;
+		if (nupd != i) {
+			w.k[nupd] = w.k[i];
+			w.v[nupd] = w.v[i];
+			w.remote[nupd] = w.remote[i];
+		}
 		nupd++;
 	}
-	free(same);
-	if (nupd && gbpf_set_routes(g, uk, uv, nupd, err, sizeof(err))) {
+	if (nupd && gbpf_set_routes(g, w.k, w.v, nupd, err, sizeof(err))) {
 		/* Find who failed: one by one, each error to its own object. */
-		for (size_t i = 0; i < n; i++) {
+		for (size_t i = 0; i < nupd; i++) {
 			struct gbpf_route have;
 
-			if (w[i].remote == -2)
+			if (!bpf_map_lookup_elem(fd, &w.k[i], &have) && !memcmp(&have, &w.v[i], sizeof(have)))
 				continue;
-			if (!bpf_map_lookup_elem(fd, &w[i].k, &have) &&
-			    !memcmp(&have, &w[i].v, sizeof(have)))
-				continue;
-			if ((e = gbpf_set_route(g, &w[i].k, &w[i].v, err, sizeof(err)))) {
+			if ((e = gbpf_set_route(g, &w.k[i], &w.v[i], err, sizeof(err)))) {
 				first = first ? first : e;
-				if (w[i].remote >= 0) {
-					failed[w[i].remote] = true;
+				if (w.remote[i] >= 0) {
+					failed[w.remote[i]] = true;
 					if (res)
-						gdp_result_fail(&res->v[base + (size_t)w[i].remote], e,
+						gdp_result_fail(&res->v[base + (size_t)w.remote[i]], e,
 								"%s", err);
 				}
 			}
@@ -492,10 +492,11 @@ out:
 		}
 	}
 	free(set.slot);
-	free(w);
+	free(same);
+	free(w.k);
+	free(w.v);
+	free(w.remote);
 	free(failed);
-	free(uk);
-	free(uv);
 	free(stale);
 	return e ? e : first;
 }
