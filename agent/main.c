@@ -1,7 +1,8 @@
 /*
  * galactic-agent: owns the node's SRv6 data plane.
  *
- *   galactic-agent --state-dir DIR [--backend kernel] [--netns NAME]
+ *   galactic-agent --state-dir DIR [--backend kernel|bpf|auto [--fallback]]
+ *                  [--bpffs DIR] [--netns NAME]
  *                  [--interval SEC] [--once] [--rtproto N] [--tables MIN-MAX]
  *
  * Level-triggered: at start, on SIGHUP, when a file of the state directory
@@ -28,6 +29,7 @@
 
 #include "agent/cni/server.h"
 #include "agent/dp/backend.h"
+#include "agent/dp/bpf/bpf_backend.h"
 #include "agent/nl/objects.h"
 #include "agent/report/report.h"
 #include "agent/state.h"
@@ -280,7 +282,8 @@ static int watch_cb(const struct nlmsghdr *h, void *arg)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: galactic-agent --state-dir DIR [--backend kernel] [--netns NAME]\n"
+	fprintf(stderr, "usage: galactic-agent --state-dir DIR [--backend kernel|bpf|auto] [--fallback]\n"
+			"       [--bpffs DIR] [--netns NAME]\n"
 			"       [--interval SEC] [--once] [--rtproto N] [--tables MIN-MAX] [--batch N]\n"
 			"       [--cni-socket PATH] [--kubeconfig PATH --node NAME --report-namespace NS]\n");
 }
@@ -295,6 +298,7 @@ int main(int argc, char **argv)
 		{ "cni-socket", required_argument, 0, 'c' },
 		{ "kubeconfig", required_argument, 0, 'K' }, { "node", required_argument, 0, 'N' },
 		{ "report-namespace", required_argument, 0, 'R' },
+		{ "bpffs", required_argument, 0, 'F' },     { "fallback", no_argument, 0, 'f' },
 		{ "help", no_argument, 0, 'h' },            { 0, 0, 0, 0 },
 	};
 	struct gdp_backend_opts bo = { 0 };
@@ -306,7 +310,7 @@ int main(int argc, char **argv)
 	const struct gdp_backend_ops *ops;
 	struct sigaction sa = { .sa_handler = on_signal };
 	double interval = 30, last;
-	bool once = false;
+	bool once = false, fallback = false;
 	time_t mt;
 	char err[512];
 	static const unsigned groups[] = { RTNLGRP_LINK, RTNLGRP_IPV4_ROUTE, RTNLGRP_IPV6_ROUTE,
@@ -317,7 +321,7 @@ int main(int argc, char **argv)
 	double dirty_at = 0;
 	int c, rc;
 
-	while ((c = getopt_long(argc, argv, "s:b:n:i:op:t:B:c:h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:b:n:i:op:t:B:c:fh", lo, NULL)) != -1) {
 		switch (c) {
 		case 's': ag.state_dir = optarg; break;
 		case 'b': backend = optarg; break;
@@ -336,6 +340,8 @@ int main(int argc, char **argv)
 		case 'K': ro.kubeconfig = optarg; break;
 		case 'N': ro.node = optarg; break;
 		case 'R': ro.ns = optarg; break;
+		case 'F': bo.bpffs_dir = optarg; break;
+		case 'f': fallback = true; break;
 		default: usage(); return c == 'h' ? 0 : 2;
 		}
 	}
@@ -343,11 +349,20 @@ int main(int argc, char **argv)
 		usage();
 		return 2;
 	}
-	ops = gdp_backend_find(backend);
-	if (!ops) {
-		fprintf(stderr, "galactic-agent: unknown backend '%s'\n", backend);
+	if (strcmp(backend, "kernel") && strcmp(backend, "bpf") && strcmp(backend, "auto")) {
+		fprintf(stderr, "galactic-agent: unknown backend '%s' (kernel, bpf, auto)\n", backend);
 		return 2;
 	}
+	/* bpf and auto run the bpf preflight: refuse with its reason, or fall
+	 * back to the kernel backend when allowed (auto always may). */
+	ops = gdp_bpf_choose(backend, fallback, bo.bpffs_dir, err, sizeof(err));
+	if (!ops) {
+		fprintf(stderr, "galactic-agent: backend %s refused: %s\n", backend, err);
+		return 1;
+	}
+	if (strcmp(backend, ops->name))
+		logf_("backend %s unavailable (%s): using %s", backend, err, ops->name);
+	backend = ops->name;
 	rc = ops->open(&ag.be, &bo, err, sizeof(err));
 	if (rc) {
 		fprintf(stderr, "galactic-agent: open %s backend: %s\n", backend, err);
@@ -391,6 +406,15 @@ int main(int argc, char **argv)
 	}
 	rc = reconcile(&ag);
 	last = now_ms();
+	/* A node that ran the bpf backend before (its pins are there): once the
+	 * kernel backend's routes are in, the TC filters may go (not before:
+	 * they carry the traffic until then). */
+	if (!strcmp(ops->name, "kernel") && rc == 0) {
+		const char *pins = bo.bpffs_dir ? bo.bpffs_dir : GBPF_PIN_ROOT_DEFAULT;
+
+		if (access(pins, F_OK) == 0 && gdp_bpf_teardown(bo.netns, pins, err, sizeof(err)))
+			logf_("leaving the bpf backend: %s", err);
+	}
 	/* Kernel events wake the loop early; the periodic pass stays the safety net. */
 	w.proto = bo.rtproto ? bo.rtproto : GDP_RTPROT_DEFAULT;
 	w.tmin = bo.table_min ? bo.table_min : GDP_TABLE_MIN_DEFAULT;

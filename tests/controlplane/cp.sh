@@ -61,7 +61,9 @@ pki() {
 
 start_etcd() {
   . "$dir/env"
-  "$CP_BIN/etcd" --name default --data-dir "$dir/etcd" \
+  # setsid: a server (re)started from inside a forked check test must not die
+  # with that test's process group.
+  setsid "$CP_BIN/etcd" --name default --data-dir "$dir/etcd" \
     --listen-client-urls "$ETCD_ENDPOINT" --advertise-client-urls "$ETCD_ENDPOINT" \
     --listen-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
     --initial-advertise-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
@@ -75,7 +77,7 @@ start_etcd() {
 start_apiserver() {
   . "$dir/env"
   local p=$dir/pki
-  "$CP_BIN/kube-apiserver" \
+  setsid "$CP_BIN/kube-apiserver" \
     --etcd-servers "$ETCD_ENDPOINT" --etcd-prefix /registry \
     --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$APISERVER_PORT" \
     --tls-cert-file "$p/serving.crt" --tls-private-key-file "$p/serving.key" \
