@@ -1,7 +1,7 @@
 #include "common/kube_config.h"
 
 #include "common/json.h"
-#include "common/yaml_lite.h"
+#include "common/yaml.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -218,7 +218,7 @@ struct kube_config *kube_config_from_kubeconfig(const char *path, const char *co
 	text = read_file(path, &len, err, errlen);
 	if (!text)
 		return NULL;
-	root = yaml_lite_parse(text, len, perr, sizeof(perr));
+	root = yaml_parse(text, len, perr, sizeof(perr));
 	free(text);
 	if (!json_is_object(root)) {
 		snprintf(err, errlen, "kubeconfig %s: %s", path, root ? "not a mapping" : perr);

@@ -9,7 +9,7 @@
 #   $(eval $(call bench,NAME,SRCS,LIBS,LDLIBS))       benchmark program run by `make bench` (release)
 #   $(eval $(call fuzzer,NAME,SRCS,LIBS,LDLIBS))      libFuzzer target (clang) run by `make fuzz`
 # LIBS are names declared with `lib` (order matters: dependants first).
-# LDLIBS are names of LIB_<name> below (jansson curl nl bpf check mhd pthread m).
+# LDLIBS are names of LIB_<name> below (jansson curl nl bpf check mhd yaml pthread m).
 
 # Pattern rules list $$(GENERATED) (BPF skeletons, vmlinux.h) as order-only
 # prerequisites; fragments append to it after this file is read.
@@ -17,7 +17,7 @@
 
 CC      ?= cc
 CLANG   ?= clang
-PKGS    := jansson libcurl libnl-3.0 libbpf check libmicrohttpd
+PKGS    := jansson libcurl libnl-3.0 libbpf check libmicrohttpd yaml-0.1
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 # snprintf truncation is deliberate where used (bounded names); lengths that
 # matter are checked explicitly at input boundaries.
@@ -33,6 +33,7 @@ LIB_nl      := $(shell pkg-config --libs libnl-3.0 2>/dev/null)
 LIB_bpf     := $(shell pkg-config --libs libbpf 2>/dev/null) -lelf -lz
 LIB_check   := $(shell pkg-config --libs check 2>/dev/null)
 LIB_mhd     := $(shell pkg-config --libs libmicrohttpd 2>/dev/null)
+LIB_yaml    := $(shell pkg-config --libs yaml-0.1 2>/dev/null)
 LIB_pthread := -lpthread
 LIB_m       := -lm
 
@@ -55,6 +56,10 @@ endif
 objs = $(addprefix build/$(1)/,$(2:.c=.o))
 libfiles = $(foreach l,$(2),build/$(1)/lib$(l).a)
 ldlibs = $(foreach l,$(1),$(LIB_$(l)))
+# A library declares the system libraries it needs once (LIBDEPS_<name> in its
+# fragment); everything linking it gets them. Expanded at link time, so the
+# order in which fragments are read does not matter.
+libdeps = $(foreach l,$(1),$$(LIBDEPS_$(l)))
 
 build/rel/%.o: %.c | $$(GENERATED)
 	@mkdir -p $(@D)
@@ -80,11 +85,11 @@ define prog
 build/rel/bin/$(1): $(call objs,rel,$(2)) $(call libfiles,rel,$(3))
 	@mkdir -p $$(@D)
 	@$(if $(Q),echo "  LD      $$@")
-	$(Q)$(CC) $(LDFLAGS_rel) -o $$@ $$^ $(call ldlibs,$(4))
+	$(Q)$(CC) $(LDFLAGS_rel) -o $$@ $$^ $$(call ldlibs,$(4) $(call libdeps,$(3)))
 build/san/bin/$(1): $(call objs,san,$(2)) $(call libfiles,san,$(3))
 	@mkdir -p $$(@D)
 	@$(if $(Q),echo "  LD      $$@")
-	$(Q)$(CC) $(LDFLAGS_san) -o $$@ $$^ $(call ldlibs,$(4))
+	$(Q)$(CC) $(LDFLAGS_san) -o $$@ $$^ $$(call ldlibs,$(4) $(call libdeps,$(3)))
 ALL_REL += build/rel/bin/$(1)
 ALL_SAN += build/san/bin/$(1)
 -include $(patsubst %.o,%.d,$(call objs,rel,$(2)) $(call objs,san,$(2)))
@@ -94,7 +99,7 @@ define _test
 build/san/tests/$(2): $(call objs,san,$(3)) $(call libfiles,san,$(4))
 	@mkdir -p $$(@D)
 	@$(if $(Q),echo "  LD      $$@")
-	$(Q)$(CC) $(LDFLAGS_san) -o $$@ $$^ $(call ldlibs,$(5) check)
+	$(Q)$(CC) $(LDFLAGS_san) -o $$@ $$^ $$(call ldlibs,$(5) check $(call libdeps,$(4)))
 $(1) += build/san/tests/$(2)
 -include $(patsubst %.o,%.d,$(call objs,san,$(3)))
 endef
@@ -105,7 +110,7 @@ e2e_test   = $(call _test,E2E_TESTS,$(1),$(2),$(3),$(4))
 define bench
 build/rel/bench/$(1): $(call objs,rel,$(2)) $(call libfiles,rel,$(3))
 	@mkdir -p $$(@D)
-	$(CC) $(LDFLAGS_rel) -o $$@ $$^ $(call ldlibs,$(4))
+	$(CC) $(LDFLAGS_rel) -o $$@ $$^ $$(call ldlibs,$(4) $(call libdeps,$(3)))
 BENCHES += build/rel/bench/$(1)
 -include $(patsubst %.o,%.d,$(call objs,rel,$(2)))
 endef
@@ -120,7 +125,7 @@ define fuzzer
 build/fuzz/bin/$(1): $(call objs,fuzz,$(2) $(foreach l,$(3),$(SRCS_$(l))))
 	@mkdir -p $$(@D)
 	@$(if $(Q),echo "  LD      $$@")
-	$(Q)$(CLANG) -fsanitize=fuzzer,address,undefined -o $$@ $$^ $(call ldlibs,$(4))
+	$(Q)$(CLANG) -fsanitize=fuzzer,address,undefined -o $$@ $$^ $$(call ldlibs,$(4) $(call libdeps,$(3)))
 FUZZERS += build/fuzz/bin/$(1)
 endef
 

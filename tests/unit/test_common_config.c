@@ -1,6 +1,6 @@
-/* kubeconfig / in-cluster configuration, the YAML subset, token rotation. */
+/* kubeconfig / in-cluster configuration, YAML reading, token rotation. */
 #include "common/kube_config.h"
-#include "common/yaml_lite.h"
+#include "common/yaml.h"
 #include "common/json.h"
 #include "tests/lib/gtest.h"
 
@@ -70,7 +70,7 @@ static const char *KIND_STYLE =
 START_TEST(yaml_subset)
 {
 	char err[256];
-	json_t *v = yaml_lite_parse(KIND_STYLE, strlen(KIND_STYLE), err, sizeof(err));
+	json_t *v = yaml_parse(KIND_STYLE, strlen(KIND_STYLE), err, sizeof(err));
 	ck_assert_msg(v != NULL, "%s", err);
 	ck_assert_str_eq(gj_str(v, "current-context"), "kind-kind");
 	ck_assert_int_eq(json_array_size(json_object_get(v, "clusters")), 2);
@@ -82,7 +82,7 @@ START_TEST(yaml_subset)
 	json_decref(v);
 
 	const char *blk = "a:\n  b: |\n    line1\n      line2\n  c: 'it''s'\n  d: \"x\\ty\"\n  e: [1, two, \"3\"]\n  f: ~\n";
-	v = yaml_lite_parse(blk, strlen(blk), err, sizeof(err));
+	v = yaml_parse(blk, strlen(blk), err, sizeof(err));
 	ck_assert_msg(v != NULL, "%s", err);
 	ck_assert_str_eq(gj_str(v, "a.b"), "line1\n  line2\n");
 	ck_assert_str_eq(gj_str(v, "a.c"), "it's");
@@ -91,16 +91,21 @@ START_TEST(yaml_subset)
 	ck_assert(json_is_null(gj_get(v, "a.f")));
 	json_decref(v);
 
-	static const char *bad[] = { "a: [1, 2\n", "a: 'x\n", "a:\n\tb: 1\n", "a: &x 1\n", "a: 1\n  b: 2\n", "just text\nmore: 1\n" };
+	static const char *bad[] = { "a: [1, 2\n", "a: 'x\n", "a:\n\tb: 1\n", "a: &x 1\n", "a: 1\n  b: 2\n",
+				     "a: b: c\n", "a: &x [1]\nb: *x\n", "[1, {a: }\n" };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		err[0] = 0;
-		v = yaml_lite_parse(bad[i], strlen(bad[i]), err, sizeof(err));
+		v = yaml_parse(bad[i], strlen(bad[i]), err, sizeof(err));
 		ck_assert_msg(v == NULL, "bad[%zu] parsed", i);
 		ck_assert_msg(strstr(err, "line"), "bad[%zu] error '%s' has no line", i, err);
 	}
+	/* Valid YAML that is no kubeconfig: a scalar document. */
+	v = yaml_parse("just text\nmore: 1\n", 18, err, sizeof(err));
+	ck_assert(json_is_string(v));
+	json_decref(v);
 	/* JSON kubeconfigs are YAML too. */
 	const char *js = "{\"a\": {\"b\": 1}}";
-	v = yaml_lite_parse(js, strlen(js), err, sizeof(err));
+	v = yaml_parse(js, strlen(js), err, sizeof(err));
 	ck_assert_int_eq(gj_int(v, "a.b", 0), 1);
 	json_decref(v);
 }
@@ -144,6 +149,17 @@ START_TEST(kubeconfig_contexts)
 	c = kube_config_from_kubeconfig("/nonexistent/kubeconfig", NULL, err, sizeof(err));
 	ck_assert_ptr_null(c);
 	ck_assert_ptr_nonnull(strstr(err, "/nonexistent/kubeconfig"));
+	/* YAML, but not a mapping; YAML that does not parse: both named. */
+	write_file("scalar", "just text\nmore: 1\n");
+	snprintf(p, sizeof(p), "%s/scalar", dir);
+	c = kube_config_from_kubeconfig(p, NULL, err, sizeof(err));
+	ck_assert_ptr_null(c);
+	ck_assert_ptr_nonnull(strstr(err, "not a mapping"));
+	write_file("broken", "clusters: [\n");
+	snprintf(p, sizeof(p), "%s/broken", dir);
+	c = kube_config_from_kubeconfig(p, NULL, err, sizeof(err));
+	ck_assert_ptr_null(c);
+	ck_assert_msg(strstr(err, "yaml line"), "%s", err);
 	rm_tmp();
 }
 END_TEST
