@@ -3,7 +3,8 @@
 #
 #   1. a real control plane (etcd + kube-apiserver) with our CRDs installed
 #   2. three "nodes" as network namespaces on a bridged fabric
-#   3. galactic-agent on each node (kernel backend), serving its CNI socket
+#   3. galactic-agent on each node (DEMO_BACKEND: kernel, the default, or
+#      bpf), serving its CNI socket
 #   4. pods attached exactly as a container runtime does it: galactic-cni ADD
 #      with CNI_* environment and the attachment's network config on stdin;
 #      two VPCs whose pods use the SAME addresses
@@ -24,11 +25,13 @@ P=gdemo$$
 D=$(mktemp -d /tmp/galactic-demo.XXXXXX)
 AGENTS=()
 RNS=galactic-system
+BACKEND=${DEMO_BACKEND:-kernel}
 
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 cleanup() {
   [ "${DEMO_KEEP:-0}" = 1 ] && { echo "kept: tests/lib/topo.sh down $P; tests/controlplane/cp.sh down $D/cp"; return; }
   for pid in "${AGENTS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  rm -rf /sys/fs/bpf/galactic-"$P"-n* 2>/dev/null || true
   tests/lib/topo.sh down "$P" || true
   tests/controlplane/cp.sh down "$D/cp" >/dev/null 2>&1 || true
   rm -rf "$D"
@@ -54,6 +57,7 @@ for i in 1 2 3; do
   printf '{"node":{"block":"fcbb:bb00:1::/48","node_id":%d,"uplink":"up0"},"vpcs":[],"attachments":[]}\n' "$i" \
     > "$D/n$i/state.json"
   "$bin/galactic-agent" --state-dir "$D/n$i" --netns "$P-n$i" --interval 1 \
+    --backend "$BACKEND" --bpffs "/sys/fs/bpf/galactic-$P-n$i" \
     --cni-socket "$D/n$i/cni.sock" --kubeconfig "$D/cp/kubeconfig" --node "n$i" \
     --report-namespace "$RNS" >>"$D/n$i/agent.log" 2>&1 &
   AGENTS+=($!)
@@ -98,10 +102,17 @@ for i in 1 2 3; do
 done
 sleep 1
 
-say "kernel state on n1 (what the agent programmed)"
+say "kernel state on n1 (what the agent programmed, $BACKEND backend)"
 ip -n "$P-n1" -6 rule | sed 's/^/  /'
-ip -n "$P-n1" -4 route show table all | grep -E 'encap' | sed 's/^/  /'
-ip -n "$P-n1" -6 route show table all | grep -E 'encap' | sed 's/^/  /'
+# seg6local decap SIDs and (kernel backend) seg6 encap routes
+{ ip -n "$P-n1" -4 route show table all; ip -n "$P-n1" -6 route show table all; } |
+  grep -E 'encap' | sed 's/^/  /' || true
+if [ "$BACKEND" = bpf ]; then
+  echo "  TC programs (encap on host veths, decap on the uplink):"
+  for dev in up0 $(ip -n "$P-n1" -o link show | sed -n 's/^[0-9]*: \(gc[0-9a-f]*\)@.*/\1/p'); do
+    tc -n "$P-n1" filter show dev "$dev" ingress | sed -n "s/.* bpf .*name \([a-z_]*\).*/    $dev: \1/p"
+  done
+fi
 
 say "traffic across SRv6"
 ping6() { ip netns exec "$P-$1" ping -c "${3:-5}" -i 0.2 -W 1 "$2" | tail -2 | sed 's/^/    /' || true; }
@@ -135,6 +146,12 @@ EOF
   done
   K get vpcattachments -n default -o custom-columns='NAME:.metadata.name,VPC:.status.vpc,ATTACHMENT:.status.vpcAttachment,NODE:.status.node,HOST-IF:.status.hostInterface,PROGRAMMED:.status.conditions[?(@.type=="Programmed")].status,REASON:.status.conditions[?(@.type=="Programmed")].reason' | sed 's/^/  /'
   K get nodeattachments -n "$RNS" | sed 's/^/  /'
+fi
+
+if [ "$BACKEND" = bpf ]; then
+  say "bpf counters on n1 (per VPC and per drop reason)"
+  "$bin/galactic-bpf" stats --state-dir "$D/n1" --netns "$P-n1" --bpffs "/sys/fs/bpf/galactic-$P-n1" 2>&1 |
+    sed 's/^/  /' || true
 fi
 
 say "done"
