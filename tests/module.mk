@@ -5,3 +5,5 @@ $(eval $(call e2e_test,test_crds,tests/e2e/test_crds.c tests/lib/cp.c tests/lib/
 $(eval $(call netns_test,test_valgrind,tests/netns/test_valgrind.c tests/lib/topo.c,gdp gnl,jansson nl))
 # The Helm chart's RBAC and node-binding admission policy, with real tokens.
 $(eval $(call e2e_test,test_chart,tests/e2e/test_chart.c tests/lib/cp.c tests/lib/kreq.c,,curl jansson))
+# galactic-agent on the bpf backend: traffic, restarts under ping, back to kernel.
+$(eval $(call netns_test,test_agent_bpf,tests/netns/test_agent_bpf.c tests/lib/topo.c tests/lib/daemon.c,gdp gnl,jansson nl curl))
