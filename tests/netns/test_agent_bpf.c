@@ -97,10 +97,13 @@ static void setup(void)
 
 static void teardown(void)
 {
+	char prefix[sizeof(T.prefix)];
+
+	snprintf(prefix, sizeof(prefix), "%s", T.prefix); /* topo_down clears T */
 	if (T.nodes)
 		topo_down(&T);
 	topo_sh("rm -rf /sys/fs/bpf/%s-n1 /sys/fs/bpf/%s-n2 /sys/fs/bpf/galactic-preflight-%d",
-		T.prefix, T.prefix, (int)getpid());
+		prefix, prefix, (int)getpid());
 }
 
 START_TEST(t_traffic_through_tc_programs_isolated)
