@@ -12,7 +12,7 @@
 SHELL := /bin/bash
 
 include mk/rules.mk
-include $(sort $(wildcard */module.mk */*/module.mk))
+include $(sort $(wildcard */module.mk */*/module.mk */*/*/module.mk))
 
 .PHONY: all deps controlplane test test-unit test-netns test-e2e bench demo fuzz clean preflight
 

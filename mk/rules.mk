@@ -128,7 +128,3 @@ build/fuzz/bin/$(1): $(call objs,fuzz,$(2) $(foreach l,$(3),$(SRCS_$(l))))
 	$(Q)$(CLANG) -fsanitize=fuzzer,address,undefined -o $$@ $$^ $$(call ldlibs,$(4) $(call libdeps,$(3)))
 FUZZERS += build/fuzz/bin/$(1)
 endef
-
-# Fragments one level deeper than the top Makefile's glob (agent/dp/bpf/module.mk);
-# such fragments guard themselves against being read twice.
-include $(wildcard */*/*/module.mk)
