@@ -1,5 +1,6 @@
 /* Desired node state: containers, SIDs, validation. */
 #include "agent/dp/model.h"
+#include "agent/nl/nl.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -151,33 +152,15 @@ struct in_addr gdp_default_nh4(uint16_t arg)
 
 int gdp_prefix_parse(const char *s, struct gdp_prefix *p)
 {
-	char tmp[INET6_ADDRSTRLEN + 8];
-	char *slash, *end;
-	long len = -1;
+	struct gnl_addr a;
+	int rc = gnl_addr_parse(s, &a); /* one parser for "addr[/len]" in the tree */
 
 	memset(p, 0, sizeof(*p));
-	if (!s || strlen(s) >= sizeof(tmp))
-		return -EINVAL;
-	strcpy(tmp, s);
-	slash = strchr(tmp, '/');
-	if (slash) {
-		*slash = 0;
-		errno = 0;
-		len = strtol(slash + 1, &end, 10);
-		if (errno || *end || end == slash + 1 || len < 0)
-			return -EINVAL;
-	}
-	if (inet_pton(AF_INET6, tmp, &p->addr.v6) == 1)
-		p->family = AF_INET6;
-	else if (inet_pton(AF_INET, tmp, &p->addr.v4) == 1)
-		p->family = AF_INET;
-	else
-		return -EINVAL;
-	if (len < 0)
-		len = p->family == AF_INET ? 32 : 128;
-	if (len > (p->family == AF_INET ? 32 : 128))
-		return -EINVAL;
-	p->len = (uint8_t)len;
+	if (rc)
+		return rc;
+	p->family = a.family;
+	p->len = a.len;
+	memcpy(p->addr.raw, a.a.raw, sizeof(p->addr.raw));
 	return 0;
 }
 

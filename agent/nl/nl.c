@@ -487,7 +487,7 @@ int gnl_addr_parse(const char *s, struct gnl_addr *a)
 	long len = -1;
 
 	memset(a, 0, sizeof(*a));
-	if (strlen(s) >= sizeof(tmp))
+	if (!s || strlen(s) >= sizeof(tmp))
 		return -EINVAL;
 	strcpy(tmp, s);
 	slash = strchr(tmp, '/');
@@ -495,7 +495,8 @@ int gnl_addr_parse(const char *s, struct gnl_addr *a)
 		*slash = 0;
 		errno = 0;
 		len = strtol(slash + 1, &end, 10);
-		if (errno || *end || end == slash + 1)
+		/* "/-5" is an error, not "no length given" */
+		if (errno || *end || end == slash + 1 || len < 0)
 			return -EINVAL;
 	}
 	if (inet_pton(AF_INET6, tmp, &a->a.v6) == 1)

@@ -383,6 +383,9 @@ START_TEST(t_addr_helpers)
 	ck_assert_int_eq(gnl_addr_parse("10.0.0.1/", &b), -EINVAL);
 	ck_assert_int_eq(gnl_addr_parse("nonsense", &b), -EINVAL);
 	ck_assert_int_eq(gnl_addr_parse("1.2.3.4/33", &b), -EINVAL);
+	/* A negative length is an error, not "no length given". */
+	ck_assert_int_eq(gnl_addr_parse("1.2.3.4/-5", &b), -EINVAL);
+	ck_assert_int_eq(gnl_addr_parse(NULL, &b), -EINVAL);
 }
 END_TEST
 
