@@ -1,6 +1,9 @@
 /* C side of the netns topology; the namespaces themselves are built by topo.sh. */
 #include "tests/lib/topo.h"
 
+#include <jansson.h>
+#include <time.h>
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <signal.h>
@@ -364,4 +367,34 @@ long topo_rx_packets(const struct topo *t, const char *pod)
 	topo_out(out, sizeof(out), "ip netns exec %s-%s cat /sys/class/net/eth0/statistics/rx_packets",
 		 t->prefix, pod);
 	return out[0] ? atol(out) : -1;
+}
+
+long topo_status_int(const struct topo *t, int node, const char *key)
+{
+	char d[512], p[600];
+	json_t *j;
+	long v;
+
+	snprintf(p, sizeof(p), "%s/status.json", topo_state_dir(t, node, d, sizeof(d)));
+	j = json_load_file(p, 0, NULL);
+	v = j && json_is_integer(json_object_get(j, key)) ? (long)json_integer_value(json_object_get(j, key)) : -1;
+	json_decref(j);
+	return v;
+}
+
+int topo_wait_reconciled(const struct topo *t, int node, long n, double timeout_s)
+{
+	struct timespec ts;
+	double end, now;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	end = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9 + timeout_s;
+	do {
+		if (topo_status_int(t, node, "reconciles") >= n && topo_status_int(t, node, "rc") == 0)
+			return 0;
+		usleep(50 * 1000);
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		now = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	} while (now < end);
+	return -1;
 }

@@ -70,6 +70,11 @@ pid_t topo_agent_pid(const struct topo *t, int node);
 /* Signals it and waits (SIGTERM: clean exit; SIGKILL: crash). Returns the wait status. */
 int topo_agent_stop(struct topo *t, int node, int sig);
 
+/* Integer field of the agent's <state dir>/status.json for node (-1 when absent). */
+long topo_status_int(const struct topo *t, int node, const char *key);
+/* Waits until node's agent finished at least n reconciles with rc 0; 0 or -1 on timeout. */
+int topo_wait_reconciled(const struct topo *t, int node, long n, double timeout_s);
+
 /* Counter from /proc/net/snmp or snmp6 inside a pod's netns ("Icmp6InEchos", "Icmp:InEchos", "Tcp:InSegs"). */
 long topo_snmp(const struct topo *t, const char *pod, const char *counter);
 /* rx_packets of the pod's eth0. */

@@ -33,27 +33,6 @@ static const char *bpf_args(int node, char *buf, size_t n)
 	return buf;
 }
 
-static long status_int(int node, const char *key)
-{
-	char d[512], p[600];
-	json_t *j;
-	long v;
-
-	snprintf(p, sizeof(p), "%s/status.json", topo_state_dir(&T, node, d, sizeof(d)));
-	j = json_load_file(p, 0, NULL);
-	v = j ? (long)json_integer_value(json_object_get(j, key)) : -1;
-	json_decref(j);
-	return v;
-}
-
-static int wait_reconciled(int node, double timeout)
-{
-	for (double end = gt_now() + timeout; gt_now() < end; usleep(50 * 1000))
-		if (status_int(node, "reconciles") >= 1 && status_int(node, "rc") == 0)
-			return 0;
-	return -1;
-}
-
 static void start_agent(int node, const char *extra)
 {
 	char d[512], p[600], args[300];
@@ -61,7 +40,7 @@ static void start_agent(int node, const char *extra)
 	snprintf(p, sizeof(p), "%s/status.json", topo_state_dir(&T, node, d, sizeof(d)));
 	unlink(p);
 	ck_assert_int_gt(topo_agent_start(&T, node, extra ? extra : bpf_args(node, args, sizeof(args))), 0);
-	ck_assert_msg(wait_reconciled(node, 20) == 0, "agent on n%d did not reconcile (see %s/agent.log)", node, d);
+	ck_assert_msg(topo_wait_reconciled(&T, node, 1, 20) == 0, "agent on n%d did not reconcile (see %s/agent.log)", node, d);
 }
 
 static long ping(const char *pod, const char *dst, int count)

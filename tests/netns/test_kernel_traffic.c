@@ -39,34 +39,14 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static json_t *status(int node)
-{
-	char d[512], p[600];
-
-	snprintf(p, sizeof(p), "%s/status.json", topo_state_dir(&T, node, d, sizeof(d)));
-	return json_load_file(p, 0, NULL);
-}
-
 static long status_int(int node, const char *key)
 {
-	json_t *j = status(node);
-	long v = j ? (long)json_integer_value(json_object_get(j, key)) : -1;
-
-	json_decref(j);
-	return v;
+	return topo_status_int(&T, node, key);
 }
 
-/* Waits until node's agent finished at least n reconciles with rc 0. */
 static int wait_reconciled(int node, long n, double timeout)
 {
-	double end = now_s() + timeout;
-
-	while (now_s() < end) {
-		if (status_int(node, "reconciles") >= n && status_int(node, "rc") == 0)
-			return 0;
-		usleep(50000);
-	}
-	return -1;
+	return topo_wait_reconciled(&T, node, n, timeout);
 }
 
 static int agent_once(int node)
