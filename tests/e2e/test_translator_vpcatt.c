@@ -88,27 +88,12 @@ static pid_t start_replica(struct replica *r)
 
 static long apply(const char *path, const char *mgr, const char *body)
 {
-	char p[512];
-	long code;
-
-	snprintf(p, sizeof(p), "%s?fieldManager=%s", path, mgr);
-	code = kreq(&cp, "PATCH", p, "application/apply-patch+yaml", body, NULL, NULL);
-	if (code == 409)
-		standin_409s++;
-	return code;
+	return kapply(&cp, path, mgr, body, &standin_409s);
 }
 
 static json_t *get(const char *path, long *code)
 {
-	json_t *o = NULL;
-	long c = kreq(&cp, "GET", path, NULL, NULL, NULL, &o);
-	if (code)
-		*code = c;
-	if (c != 200) {
-		json_decref(o);
-		return NULL;
-	}
-	return o;
+	return kget(&cp, path, code);
 }
 
 static json_t *att_get(const char *name)
@@ -120,18 +105,12 @@ static json_t *att_get(const char *name)
 
 static const char *sget(const json_t *o, const char *a, const char *b)
 {
-	json_t *x = json_object_get(o, a);
-	return json_string_value(b ? json_object_get(x, b) : x);
+	return kstr(o, a, b);
 }
 
 static const json_t *cond(const json_t *att, const char *type)
 {
-	const json_t *c;
-	size_t i;
-	json_array_foreach(json_object_get(json_object_get(att, "status"), "conditions"), i, c)
-		if (!strcmp(json_string_value(json_object_get(c, "type")) ?: "", type))
-			return c;
-	return NULL;
+	return kcond(att, type);
 }
 
 /* Polls the attachment until its Programmed condition has status (and reason if given). */

@@ -2,6 +2,8 @@
 
 #include <arpa/inet.h>
 #include <curl/curl.h>
+
+#include "tests/lib/curlbuf.h"
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -50,29 +52,10 @@ pid_t gt_spawn(const char *log, char *const argv[])
 	return pid;
 }
 
-struct sbuf {
-	char *p;
-	size_t n;
-};
-
-static size_t sink(char *d, size_t sz, size_t nm, void *u)
-{
-	struct sbuf *b = u;
-	char *np = realloc(b->p, b->n + sz * nm + 1);
-
-	if (!np)
-		return 0;
-	b->p = np;
-	memcpy(b->p + b->n, d, sz * nm);
-	b->n += sz * nm;
-	b->p[b->n] = 0;
-	return sz * nm;
-}
-
 long gt_http_get(int port, const char *path, char **body)
 {
 	CURL *c = curl_easy_init();
-	struct sbuf b = { 0 };
+	struct gt_buf b = { 0 };
 	char url[128];
 	long code = 0;
 
@@ -80,7 +63,7 @@ long gt_http_get(int port, const char *path, char **body)
 		return 0;
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, path);
 	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sink);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, gt_buf_sink);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT, 5L);
 	if (curl_easy_perform(c) == CURLE_OK)

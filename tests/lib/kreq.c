@@ -2,35 +2,18 @@
 #include "tests/lib/kreq.h"
 
 #include <curl/curl.h>
+
+#include "tests/lib/curlbuf.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-struct buf {
-	char *p;
-	size_t n;
-};
-
-static size_t sink(char *d, size_t sz, size_t nm, void *u)
-{
-	struct buf *b = u;
-	char *np = realloc(b->p, b->n + sz * nm + 1);
-
-	if (!np)
-		return 0;
-	b->p = np;
-	memcpy(b->p + b->n, d, sz * nm);
-	b->n += sz * nm;
-	b->p[b->n] = 0;
-	return sz * nm;
-}
 
 long kreq(const struct cp *cpp, const char *method, const char *path, const char *ctype,
 		const char *body, const char *token, json_t **out)
 {
 	CURL *c = curl_easy_init();
 	struct curl_slist *h = NULL;
-	struct buf b = { 0 };
+	struct gt_buf b = { 0 };
 	char url[512], auth[4200], ct[128];
 	long code = 0;
 
@@ -46,7 +29,7 @@ long kreq(const struct cp *cpp, const char *method, const char *path, const char
 	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
 	curl_easy_setopt(c, CURLOPT_CAINFO, cpp->ca);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sink);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, gt_buf_sink);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
 	if (body)
@@ -63,3 +46,59 @@ long kreq(const struct cp *cpp, const char *method, const char *path, const char
 	return code;
 }
 
+
+long kapply(const struct cp *cpp, const char *path, const char *mgr, const char *body, int *conflicts)
+{
+	char p[512];
+	long code;
+
+	snprintf(p, sizeof(p), "%s?fieldManager=%s", path, mgr);
+	code = kreq(cpp, "PATCH", p, "application/apply-patch+yaml", body, NULL, NULL);
+	if (code == 409 && conflicts)
+		(*conflicts)++;
+	return code;
+}
+
+json_t *kget(const struct cp *cpp, const char *path, long *code)
+{
+	json_t *o = NULL;
+	long c = kreq(cpp, "GET", path, NULL, NULL, NULL, &o);
+
+	if (code)
+		*code = c;
+	if (c != 200) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+json_t *klist_find(const struct cp *cpp, const char *list_path, const char *name)
+{
+	json_t *list = kget(cpp, list_path, NULL), *it, *found = NULL;
+	size_t i;
+
+	json_array_foreach(json_object_get(list, "items"), i, it)
+		if (!strcmp(kstr(json_object_get(it, "metadata"), "name", NULL) ?: "", name))
+			found = json_incref(it);
+	json_decref(list);
+	return found;
+}
+
+const json_t *kcond(const json_t *o, const char *type)
+{
+	const json_t *c;
+	size_t i;
+
+	json_array_foreach(json_object_get(json_object_get(o, "status"), "conditions"), i, c)
+		if (!strcmp(json_string_value(json_object_get(c, "type")) ?: "", type))
+			return c;
+	return NULL;
+}
+
+const char *kstr(const json_t *o, const char *a, const char *b)
+{
+	json_t *x = json_object_get(o, a);
+
+	return json_string_value(b ? json_object_get(x, b) : x);
+}

@@ -144,31 +144,15 @@ static int cni(const char *verb, const char *pod, int node, const char *vpc, con
 static json_t *get_report(int node, const char *vpc, const char *att)
 {
 	char name[300], why[200], nd[8];
-	json_t *list = NULL, *it, *found = NULL;
-	size_t i;
 
 	snprintf(nd, sizeof(nd), "n%d", node);
 	ck_assert_int_eq(rpt_name(nd, vpc, att, name, sizeof(name), why, sizeof(why)), 0);
-	if (kreq(&cp, "GET", NATT_PATH, NULL, NULL, NULL, &list) != 200) {
-		json_decref(list);
-		return NULL;
-	}
-	json_array_foreach(json_object_get(list, "items"), i, it)
-		if (!strcmp(gj_str(it, "metadata.name"), name))
-			found = json_incref(it);
-	json_decref(list);
-	return found;
+	return klist_find(&cp, NATT_PATH, name);
 }
 
 static const char *programmed(const json_t *o)
 {
-	json_t *c;
-	size_t i;
-
-	json_array_foreach(gj_get(o, "status.conditions"), i, c)
-		if (!strcmp(gj_str(c, "type"), "Programmed"))
-			return gj_str(c, "status");
-	return NULL;
+	return kstr(kcond(o, "Programmed"), "status", NULL);
 }
 
 /* Waits for the report to be Programmed=True; returns ms waited or -1. */

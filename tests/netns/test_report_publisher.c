@@ -69,33 +69,13 @@ static void teardown(void)
 
 static json_t *get(const char *name)
 {
-	char path[300];
-	json_t *o = NULL;
-	json_t *list = NULL, *it;
-	size_t i;
-
 	/* A list (always 200) rather than a GET that logs every 404 while waiting. */
-	snprintf(path, sizeof(path), "%s", NATT_PATH);
-	if (kreq(&cp, "GET", path, NULL, NULL, NULL, &list) != 200) {
-		json_decref(list);
-		return NULL;
-	}
-	json_array_foreach(json_object_get(list, "items"), i, it)
-		if (!strcmp(gj_str(it, "metadata.name"), name))
-			o = json_incref(it);
-	json_decref(list);
-	return o;
+	return klist_find(&cp, NATT_PATH, name);
 }
 
 static const json_t *cond(const json_t *o)
 {
-	json_t *c;
-	size_t i;
-
-	json_array_foreach(gj_get(o, "status.conditions"), i, c)
-		if (!strcmp(gj_str(c, "type"), "Programmed"))
-			return c;
-	return NULL;
+	return kcond(o, "Programmed");
 }
 
 /* Waits until the report exists with Programmed == want ("True"/"False") or is gone (want NULL). */

@@ -399,12 +399,15 @@ static bool uses_our_maps(const struct gbpf *g, const __u32 *ids, __u32 n)
 	return true;
 }
 
-int gbpf_attached(const struct gbpf *g, int ifindex, enum gbpf_prog p)
+/*
+ * Our filter slot (handle/priority on clsact ingress) of ifindex: 0 when
+ * empty, 1 with the attached program's id and info (map ids into ids, up to
+ * nids), or -errno.
+ */
+static int filter_info(int ifindex, __u32 *prog_id, struct bpf_prog_info *info, __u32 *ids, __u32 nids)
 {
 	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex, .attach_point = BPF_TC_INGRESS);
 	LIBBPF_OPTS(bpf_tc_opts, opts, .handle = GBPF_TC_HANDLE, .priority = GBPF_TC_PRIO);
-	struct bpf_prog_info info, mine;
-	__u32 ids[16];
 	int fd, e;
 
 	quiet_libbpf();
@@ -416,9 +419,21 @@ int gbpf_attached(const struct gbpf *g, int ifindex, enum gbpf_prog p)
 	fd = bpf_prog_get_fd_by_id(opts.prog_id);
 	if (fd < 0)
 		return -errno;
-	e = prog_info(fd, &info, ids, 16);
+	e = prog_info(fd, info, ids, nids);
 	close(fd);
 	if (e)
+		return e;
+	*prog_id = opts.prog_id;
+	return 1;
+}
+
+int gbpf_attached(const struct gbpf *g, int ifindex, enum gbpf_prog p)
+{
+	struct bpf_prog_info info, mine;
+	__u32 ids[16], id;
+	int e;
+
+	if ((e = filter_info(ifindex, &id, &info, ids, 16)) <= 0)
 		return e;
 	if ((e = prog_info(gbpf_prog_fd(g, p), &mine, NULL, 0)))
 		return e;
@@ -430,7 +445,7 @@ int gbpf_attached(const struct gbpf *g, int ifindex, enum gbpf_prog p)
 	 * as a previous agent of the same version leaves it. A different tag
 	 * (new code) or other maps (an older layout) must be replaced.
 	 */
-	if (opts.prog_id == mine.id ||
+	if (id == mine.id ||
 	    (!memcmp(info.tag, mine.tag, sizeof(info.tag)) && info.nr_map_ids <= 16 &&
 	     uses_our_maps(g, ids, info.nr_map_ids)))
 		return 2;
@@ -439,23 +454,11 @@ int gbpf_attached(const struct gbpf *g, int ifindex, enum gbpf_prog p)
 
 int gbpf_filter_name(int ifindex, char *name, size_t len)
 {
-	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex, .attach_point = BPF_TC_INGRESS);
-	LIBBPF_OPTS(bpf_tc_opts, opts, .handle = GBPF_TC_HANDLE, .priority = GBPF_TC_PRIO);
 	struct bpf_prog_info info;
-	int fd, e;
+	__u32 id;
+	int e;
 
-	quiet_libbpf();
-	e = bpf_tc_query(&hook, &opts);
-	if (e == -ENOENT || e == -EINVAL)
-		return 0;
-	if (e)
-		return e;
-	fd = bpf_prog_get_fd_by_id(opts.prog_id);
-	if (fd < 0)
-		return -errno;
-	e = prog_info(fd, &info, NULL, 0);
-	close(fd);
-	if (e)
+	if ((e = filter_info(ifindex, &id, &info, NULL, 0)) <= 0)
 		return e;
 	snprintf(name, len, "%s", info.name);
 	return 1;
