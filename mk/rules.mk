@@ -95,13 +95,16 @@ ALL_SAN += build/san/bin/$(1)
 -include $(patsubst %.o,%.d,$(call objs,rel,$(2)) $(call objs,san,$(2)))
 endef
 
+# Every suite links tests/lib/gtest.c, which wraps check's _tcase_add_test to
+# count the tests it registers (the runner proves that all of them ran).
+GTEST_LDFLAGS := -Wl,--wrap=_tcase_add_test
 define _test
-build/san/tests/$(2): $(call objs,san,$(3)) $(call libfiles,san,$(4))
+build/san/tests/$(2): $(call objs,san,$(3) tests/lib/gtest.c) $(call libfiles,san,$(4))
 	@mkdir -p $$(@D)
 	@$(if $(Q),echo "  LD      $$@")
-	$(Q)$(CC) $(LDFLAGS_san) -o $$@ $$^ $$(call ldlibs,$(5) check $(call libdeps,$(4)))
+	$(Q)$(CC) $(LDFLAGS_san) $(GTEST_LDFLAGS) -o $$@ $$^ $$(call ldlibs,$(5) check $(call libdeps,$(4)))
 $(1) += build/san/tests/$(2)
--include $(patsubst %.o,%.d,$(call objs,san,$(3)))
+-include $(patsubst %.o,%.d,$(call objs,san,$(3) tests/lib/gtest.c))
 endef
 unit_test  = $(call _test,UNIT_TESTS,$(1),$(2),$(3),$(4))
 netns_test = $(call _test,NETNS_TESTS,$(1),$(2),$(3),$(4))

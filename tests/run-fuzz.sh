@@ -21,5 +21,9 @@ for f in "$@"; do
   echo "--- fuzz/$name: exit $rc"
   [ "$rc" = 0 ] || { tail -30 "$top/build/fuzz/$name.log"; failed+=("$name"); }
 done
+res=$top/build/test-results; mkdir -p "$res"
+[ -f "$res/run-id" ] || date +%s%N > "$res/run-id"
+if [ $# = 0 ]; then echo "fuzz: no targets given"; echo "$(cat "$res/run-id") 0 1 0" > "$res/fuzz.sum"; exit 1; fi
+echo "$(cat "$res/run-id") $(( $# - ${#failed[@]} )) ${#failed[@]} 0" > "$res/fuzz.sum"
 ((${#failed[@]})) && { echo "fuzz: failed: ${failed[*]}"; exit 1; }
 echo "fuzz: $# targets, no crash"

@@ -2,6 +2,8 @@
  * galactic-preflight: prints what this kernel supports for the data plane.
  *   galactic-preflight            human-readable table
  *   galactic-preflight --json     {"probe name": {"ok": bool, "detail": "..."}}
+ *   galactic-preflight --has NAME exit 0 if probe NAME passed, 1 if it failed,
+ *                                 2 if there is no such probe
  * Tests read the JSON to SKIP (visibly) what the kernel lacks.
  */
 #include "agent/preflight/preflight.h"
@@ -14,10 +16,11 @@
 int main(int argc, char **argv)
 {
 	struct pf_probe p[64];
-	int n, json = argc > 1 && !strcmp(argv[1], "--json");
+	int n, json = argc == 2 && !strcmp(argv[1], "--json");
+	const char *has = argc == 3 && !strcmp(argv[1], "--has") ? argv[2] : NULL;
 
-	if (argc > 1 && !json) {
-		fprintf(stderr, "usage: %s [--json]\n", argv[0]);
+	if (argc > 1 && !json && !has) {
+		fprintf(stderr, "usage: %s [--json | --has PROBE]\n", argv[0]);
 		return 2;
 	}
 	if (geteuid() != 0)
@@ -26,6 +29,15 @@ int main(int argc, char **argv)
 	if (n < 0) {
 		fprintf(stderr, "preflight: %s\n", strerror(-n));
 		return 1;
+	}
+	if (has) {
+		for (int i = 0; i < n; i++)
+			if (!strcmp(p[i].name, has)) {
+				printf("%s: %s (%s)\n", has, p[i].ok ? "yes" : "no", p[i].detail);
+				return p[i].ok ? 0 : 1;
+			}
+		fprintf(stderr, "preflight: no probe named '%s'\n", has);
+		return 2;
 	}
 	if (json) {
 		json_t *o = json_object();
