@@ -8,18 +8,13 @@
 
 #include "agent/cni/base62.h"
 
-/* Keys the CNI spec or common runtimes put into a plugin's configuration. */
-static const char *const spec_keys[] = {
-	"cniVersion", "name", "type", "args", "runtimeConfig", "prevResult",
-	"capabilities", "dns", "cniVersions", "disableCheck", "disableGC",
+/* Addressing keys upstream's master plugin moved into "ipam" and refuses at
+ * the top level (code 7); JSON null reads as absent, as there. */
+static const char *const moved_keys[] = {
+	"ipv6_subnet", "ipv4_subnet", "address_families", "static_ip",
 };
-/* This plugin's own keys. */
-static const char *const own_keys[] = {
-	"vpc", "vpcattachment", "ipFamilies", "addresses", "routes", "mtu",
-	"egress", "agentSocket", "timeoutSeconds",
-};
-/* Keys we know about but do not implement: refused with code 2. */
-static const char *const unsupported_keys[] = { "ipam", "ipMasq" };
+/* Keys asking for behaviour this plugin does not have: refused with code 2. */
+static const char *const unsupported_keys[] = { "ipMasq" };
 
 const char *cni_ip_str(const struct cni_ip *ip, char *buf, size_t len)
 {
@@ -334,6 +329,90 @@ static int parse_addrs(json_t *root, struct cni_conf *c, struct cni_err *e)
 	return 0;
 }
 
+/*
+ * Canonical addressing: ipam {type galactic-ipam, addresses[{address,
+ * gateway?}]} as upstream's galactic-ipam takes it. At most one address per
+ * family; IPv4 is a /32; IPv6 of any length, where a prefix shorter than /128
+ * is a delegated block routed to the pod as a whole; the gateway is optional,
+ * of the address's family, and may lie outside the prefix. Unknown keys are
+ * ignored, as upstream does.
+ */
+static int parse_ipam(json_t *ipam, struct cni_conf *c, struct cni_err *e)
+{
+	json_t *arr, *o;
+	const char *s, *why;
+	unsigned fams = 0;
+	size_t i;
+	char b[80];
+
+	if (!json_is_object(ipam))
+		return bad(e, "ipam", "must be an object {\"type\": \"" CNI_IPAM_TYPE "\", \"addresses\": [...]}");
+	if (get_string(ipam, "type", 1, &s, 63, e)) {
+		snprintf(e->details, sizeof(e->details), "field 'ipam.type': required string \"" CNI_IPAM_TYPE "\"");
+		return -1;
+	}
+	if (strcmp(s, CNI_IPAM_TYPE)) {
+		cni_err_set(e, CNI_ERR_UNSUPPORTED_FIELD, "unsupported IPAM",
+			    "field 'ipam.type': \"%s\" is not supported: galactic-cni takes the addresses of "
+			    "\"" CNI_IPAM_TYPE "\" and delegates to no IPAM plugin", echo(s, b, sizeof(b)));
+		return -1;
+	}
+	arr = json_object_get(ipam, "addresses");
+	if (!arr)
+		return bad(e, "ipam.addresses", "required but missing");
+	if (!json_is_array(arr))
+		return bad(e, "ipam.addresses", "must be an array of {\"address\", \"gateway\"}");
+	if (json_array_size(arr) == 0 || json_array_size(arr) > 2)
+		return bad(e, "ipam.addresses", "must hold 1 or 2 addresses (at most one per family), got %zu",
+			   json_array_size(arr));
+	json_array_foreach(arr, i, o) {
+		struct cni_addr *a = &c->addrs[i];
+		char f[40];
+
+		snprintf(f, sizeof(f), "ipam.addresses[%zu]", i);
+		if (!json_is_object(o))
+			return bad(e, f, "must be an object");
+		if (get_string(o, "address", 1, &s, 64, e)) {
+			snprintf(e->details, sizeof(e->details), "field '%s.address': required string, at most 64 bytes", f);
+			return -1;
+		}
+		if (cni_cidr_parse(s, &a->ip, &a->plen))
+			return bad(e, f, "address \"%s\" is not an IP address with a prefix length (a.b.c.d/32 or x::y/n)",
+				   echo(s, b, sizeof(b)));
+		if (fams & fam_bit(a->ip.family))
+			return bad(e, f, "a second %s address (%s); at most one address per family",
+				   fam_name(a->ip.family), s);
+		fams |= fam_bit(a->ip.family);
+		if (a->ip.family == AF_INET && a->plen != 32)
+			return bad(e, f, "IPv4 address %s must be a /32", s);
+		if (a->plen == 0)
+			return bad(e, f, "address %s has prefix length 0 (it would take the VPC's default route)", s);
+		if ((why = bad_unicast(&a->ip, 0)))
+			return bad(e, f, "address %s is %s", s, why);
+		a->block = a->ip.family == AF_INET6 && a->plen < 128;
+		c->naddrs = (int)i + 1;
+		if (get_string(o, "gateway", 0, &s, 64, e)) {
+			snprintf(e->details, sizeof(e->details), "field '%s.gateway': must be a string of at most 64 bytes", f);
+			return -1;
+		}
+		if (!s)
+			continue;
+		if (cni_ip_parse(s, &a->gw))
+			return bad(e, f, "gateway \"%s\" is not an IP address", echo(s, b, sizeof(b)));
+		if (a->gw.family != a->ip.family)
+			return bad(e, f, "gateway %s is not in the address's family (%s)", s,
+				   fam_name(a->ip.family));
+		if ((why = bad_unicast(&a->gw, 1)))
+			return bad(e, f, "gateway %s is %s", s, why);
+		if (ip_eq(&a->gw, &a->ip))
+			return bad(e, f, "gateway %s equals the address", s);
+		a->has_gw = 1;
+	}
+	c->families = fams;
+	c->ipam = 1;
+	return 0;
+}
+
 static int parse_routes(json_t *root, struct cni_conf *c, struct cni_err *e)
 {
 	static const char *const keys[] = { "dst", "gw" };
@@ -444,13 +523,21 @@ static int parse_valid(json_t *root, struct cni_conf *c, struct cni_err *e)
 	json_t *arr = json_object_get(root, field), *o;
 	size_t i;
 
+	/* libcni also sends the spec's earlier name (same list). */
+	if (!arr && (arr = json_object_get(root, "cni.dev/attachments")))
+		field = "cni.dev/attachments";
+	/* Neither key: the runtime named no valid set (libcni without GC
+	 * args). Nothing may be collected then. */
 	if (!arr)
-		return bad(e, field, "required for GC but missing");
-	if (!json_is_array(arr))
-		return bad(e, field, "must be an array of {\"containerID\", \"ifname\"}");
-	if (json_array_size(arr) > CNI_MAX_VALID_ATTACHMENTS)
+		return 0;
+	c->has_valid = 1;
+	if (json_is_null(arr))
+		arr = NULL; /* a nil list from Go: no attachment is valid */
+	else if (!json_is_array(arr))
+		return bad(e, field, "must be an array of {\"containerID\", \"ifname\"} (or null)");
+	if (arr && json_array_size(arr) > CNI_MAX_VALID_ATTACHMENTS)
 		return bad(e, field, "more than %d entries", CNI_MAX_VALID_ATTACHMENTS);
-	c->valid = calloc(json_array_size(arr) ? json_array_size(arr) : 1, sizeof(*c->valid));
+	c->valid = calloc(arr && json_array_size(arr) ? json_array_size(arr) : 1, sizeof(*c->valid));
 	if (!c->valid) {
 		cni_err_set(e, CNI_ERR_IO, "out of memory", "allocating %zu valid attachments",
 			    json_array_size(arr));
@@ -535,15 +622,19 @@ int cni_conf_parse_json(json_t *root, enum cni_cmd cmd, struct cni_conf *c, stru
 	json_object_foreach(root, k, v) {
 		if (in_list(k, unsupported_keys, N(unsupported_keys))) {
 			cni_err_set(e, CNI_ERR_UNSUPPORTED_FIELD, "unsupported field",
-				    "field '%s': galactic-cni assigns the addresses given in 'addresses' and does not delegate or masquerade",
+				    "field '%s': galactic-cni routes the pod's own addresses and does not masquerade",
 				    k);
 			goto fail;
 		}
-		if (!in_list(k, spec_keys, N(spec_keys)) && !in_list(k, own_keys, N(own_keys)) &&
-		    strncmp(k, "cni.dev/", 8)) {
-			bad(e, echo(k, b, sizeof(b)), "unknown key (see docs/cni.md for the fields galactic-cni takes)");
+		if (in_list(k, moved_keys, N(moved_keys)) && !json_is_null(v)) {
+			cni_err_set(e, CNI_ERR_INVALID_CONFIG, "invalid network configuration",
+				    "field '%s': addressing is not taken at the top level of the configuration; "
+				    "give the pod's addresses in ipam {\"type\": \"" CNI_IPAM_TYPE "\", \"addresses\": [...]}",
+				    k);
 			goto fail;
 		}
+		/* Any other key is ignored, as upstream's plugin does (the chain's
+		 * other stanzas and newer operator fields must not break ADD). */
 	}
 	if (get_string(root, "name", 1, &s, CNI_NAME_MAX, e))
 		goto fail;
@@ -569,13 +660,40 @@ int cni_conf_parse_json(json_t *root, enum cni_cmd cmd, struct cni_conf *c, stru
 	if (parse_id(root, "vpc", c->vpc_s, &c->vpc, e) ||
 	    parse_id(root, "vpcattachment", c->att_s, &c->att, e))
 		goto fail;
-	if (!json_object_get(root, "ipFamilies")) {
-		bad(e, "ipFamilies", "required but missing (the families the VPC carries)");
-		goto fail;
+	v = json_object_get(root, "namespace");
+	if (v) {
+		if (!json_is_string(v) || json_string_length(v) >= sizeof(c->ns) ||
+		    strlen(json_string_value(v)) != json_string_length(v)) {
+			bad(e, "namespace", "must be a string of at most %zu bytes", sizeof(c->ns) - 1);
+			goto fail;
+		}
+		snprintf(c->ns, sizeof(c->ns), "%s", json_string_value(v));
 	}
-	if (parse_families(json_object_get(root, "ipFamilies"), "ipFamilies", &c->families, e))
-		goto fail;
-	if (parse_addrs(root, c, e) || parse_routes(root, c, e))
+	c->legacy = json_object_get(root, "ipFamilies") || json_object_get(root, "addresses");
+	if (c->legacy) {
+		/* galactic-cni's earlier shape: the families the VPC carries and
+		 * the addresses at the top level. */
+		if (json_object_get(root, "ipam")) {
+			bad(e, "ipam", "given together with top-level ipFamilies/addresses; give the addresses in "
+			    "ipam.addresses only (the canonical shape, docs/cni.md)");
+			goto fail;
+		}
+		if (!json_object_get(root, "ipFamilies")) {
+			bad(e, "ipFamilies", "required with top-level addresses (the families the VPC carries)");
+			goto fail;
+		}
+		if (parse_families(json_object_get(root, "ipFamilies"), "ipFamilies", &c->families, e) ||
+		    parse_addrs(root, c, e))
+			goto fail;
+	} else if ((v = json_object_get(root, "ipam")) && !json_is_null(v)) {
+		if (parse_ipam(v, c, e))
+			goto fail;
+	} else {
+		/* No ipam: the guest addresses itself; both families are routed
+		 * from the pod into the VPC. */
+		c->families = CNI_FAM_V4 | CNI_FAM_V6;
+	}
+	if (parse_routes(root, c, e))
 		goto fail;
 
 	v = json_object_get(root, "mtu");
@@ -594,29 +712,42 @@ int cni_conf_parse_json(json_t *root, enum cni_cmd cmd, struct cni_conf *c, stru
 		c->mtu = (int)json_integer_value(v);
 	}
 	v = json_object_get(root, "egress");
-	if (v) {
-		static const char *const ekeys[] = { "internet" };
-		static const char *const ikeys[] = { "families" };
-		json_t *in;
+	if (v && !json_is_null(v)) {
+		json_t *in, *mode;
 
-		if (!json_is_object(v) || check_keys(v, "egress", ekeys, N(ekeys), e)) {
-			if (!e->code)
-				bad(e, "egress", "must be an object {\"internet\": {\"families\": [...]}}");
+		if (!json_is_object(v)) {
+			bad(e, "egress", "must be an object {\"internet\": {...}}");
 			goto fail;
 		}
 		in = json_object_get(v, "internet");
-		if (!in || !json_is_object(in) || check_keys(in, "egress.internet", ikeys, N(ikeys), e)) {
-			if (!e->code)
-				bad(e, "egress.internet", "must be an object {\"families\": [...]}");
+		if (in && !json_is_object(in)) {
+			bad(e, "egress.internet", "must be an object {\"mode\": \"Enabled\"} or {\"families\": [...]}");
 			goto fail;
 		}
-		if (parse_families(json_object_get(in, "families"), "egress.internet.families",
-				   &c->egress, e))
-			goto fail;
-		if (c->egress & ~c->families) {
-			bad(e, "egress.internet.families", "declares %s, which the VPC does not carry",
-			    (c->egress & ~c->families) == CNI_FAM_V4 ? "IPv4" : "IPv6");
-			goto fail;
+		mode = json_object_get(in, "mode");
+		if (mode) {
+			/* Upstream's shape: internet egress for every family carried. */
+			const char *m = json_string_value(mode);
+
+			if (!m || (strcmp(m, "Enabled") && strcmp(m, "Disabled"))) {
+				bad(e, "egress.internet.mode", "must be \"Enabled\" or \"Disabled\"");
+				goto fail;
+			}
+			c->egress = strcmp(m, "Enabled") ? 0 : c->families;
+		}
+		if (in && json_object_get(in, "families")) {
+			if (mode) {
+				bad(e, "egress.internet", "give either mode or families, not both");
+				goto fail;
+			}
+			if (parse_families(json_object_get(in, "families"), "egress.internet.families",
+					   &c->egress, e))
+				goto fail;
+			if (c->egress & ~c->families) {
+				bad(e, "egress.internet.families", "declares %s, which the VPC does not carry",
+				    (c->egress & ~c->families) == CNI_FAM_V4 ? "IPv4" : "IPv6");
+				goto fail;
+			}
 		}
 	}
 	if (get_string(root, "agentSocket", 0, &s, CNI_SOCKET_MAX, e))
@@ -719,7 +850,10 @@ json_t *cni_conf_to_json(const struct cni_conf *c)
 	json_object_set_new(o, "type", json_string(c->type));
 	json_object_set_new(o, "vpc", json_string(c->vpc_s));
 	json_object_set_new(o, "vpcattachment", json_string(c->att_s));
-	json_object_set_new(o, "ipFamilies", fam_json(c->families));
+	if (c->ns[0])
+		json_object_set_new(o, "namespace", json_string(c->ns));
+	if (c->legacy)
+		json_object_set_new(o, "ipFamilies", fam_json(c->families));
 	for (int i = 0; i < c->naddrs; i++) {
 		json_t *x = json_object();
 
@@ -730,7 +864,17 @@ json_t *cni_conf_to_json(const struct cni_conf *c)
 			json_object_set_new(x, "gateway", json_string(cni_ip_str(&c->addrs[i].gw, b, sizeof(b))));
 		json_array_append_new(a, x);
 	}
-	json_object_set_new(o, "addresses", a);
+	if (c->legacy) {
+		json_object_set_new(o, "addresses", a);
+	} else if (c->ipam) {
+		json_t *ip = json_object();
+
+		json_object_set_new(ip, "type", json_string(CNI_IPAM_TYPE));
+		json_object_set_new(ip, "addresses", a);
+		json_object_set_new(o, "ipam", ip);
+	} else {
+		json_decref(a);
+	}
 	if (c->nroutes) {
 		a = json_array();
 		for (int i = 0; i < c->nroutes; i++) {
@@ -761,7 +905,7 @@ json_t *cni_conf_to_json(const struct cni_conf *c)
 		json_object_set(o, "dns", c->dns);
 	if (c->prev_result)
 		json_object_set(o, "prevResult", c->prev_result);
-	if (c->valid) {
+	if (c->has_valid) {
 		a = json_array();
 		for (size_t i = 0; i < c->nvalid; i++) {
 			json_t *x = json_object();

@@ -1,10 +1,15 @@
 /*
- * The galactic-cni network configuration (what the VPC operator writes into
- * the attachment definition, passed by the runtime on stdin) and the CNI_*
- * environment, parsed and validated strictly: every field is checked for
- * type, range and consistency, unknown keys are refused (a typo must not
- * silently drop a setting), and every error names the field and the value.
- * The same parser runs in the plugin and again in the agent.
+ * The galactic-cni network configuration (the per-attachment stanza the VPC
+ * operator renders into the attachment definition, passed by the runtime on
+ * stdin) and the CNI_* environment. Two shapes are read:
+ *   canonical: upstream's stanza (vpc, vpcattachment, namespace, mtu,
+ *              ipam{type galactic-ipam, addresses[{address, gateway?}]});
+ *              no ipam = the guest addresses itself;
+ *   legacy:    galactic-cni's own earlier shape (top-level ipFamilies +
+ *              addresses), kept for existing records and tests.
+ * Every known field is checked for type, range and consistency; unknown keys
+ * are ignored, as upstream's plugin does; every error names the field and
+ * the value. The same parser runs in the plugin and again in the agent.
  * Field reference: docs/cni.md.
  */
 #ifndef GALACTIC_CNI_CONFIG_H
@@ -19,6 +24,7 @@
 #define CNI_CONF_MAX_BYTES (1u << 20)
 #define CNI_NAME_MAX 253
 #define CNI_MAX_ADDRS 8 /* GDP_ADDRS_MAX */
+#define CNI_IPAM_TYPE "galactic-ipam"
 #define CNI_MAX_ROUTES 64
 #define CNI_MAX_VALID_ATTACHMENTS 65536
 #define CNI_CONTAINERID_MAX 127 /* GDP_CONTAINER_MAX */
@@ -41,6 +47,9 @@ struct cni_addr {
 	int plen;
 	int has_gw;
 	struct cni_ip gw;
+	/* canonical IPv6 shorter than /128: a delegated block; the whole prefix
+	 * (ip masked to plen) is routed to the pod, which owns it */
+	int block;
 };
 
 struct cni_route {
@@ -54,6 +63,9 @@ struct cni_conf {
 	enum cni_ver ver;
 	char name[CNI_NAME_MAX + 1];
 	char type[64];
+	int legacy;          /* addresses came from top-level ipFamilies/addresses */
+	int ipam;            /* canonical: an ipam block gave the addresses */
+	char ns[254];        /* canonical "namespace" (where upstream reads its NAD); recorded only */
 	char vpc_s[12];
 	uint64_t vpc;
 	char att_s[12];
@@ -69,7 +81,10 @@ struct cni_conf {
 	int timeout_s;       /* plugin <-> agent deadline */
 	json_t *dns;         /* owned; NULL if absent */
 	json_t *prev_result; /* owned; NULL if absent */
-	/* GC only: cni.dev/valid-attachments */
+	/* GC only: cni.dev/valid-attachments (or the legacy cni.dev/attachments).
+	 * has_valid 0: the runtime named no valid set (libcni sends neither key
+	 * when it has no GC args): nothing may be collected. JSON null = []. */
+	int has_valid;
 	struct cni_valid_att {
 		char container_id[CNI_CONTAINERID_MAX + 1];
 		char ifname[CNI_IFNAME_MAX + 1];

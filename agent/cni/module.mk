@@ -3,6 +3,17 @@ CNI_CORE_SRCS := agent/cni/cni.c agent/cni/base62.c agent/cni/config.c \
 	agent/cni/result.c agent/cni/proto.c
 $(eval $(call lib,gcni,$(CNI_CORE_SRCS)))
 $(eval $(call prog,galactic-cni,agent/cni/plugin.c,gcni,jansson))
+# The upstream plugin names, so attachment definitions the VPC operator renders
+# today reach galactic-cni unchanged: the same binary, the name picks the role
+# (docs/cni.md). Symlinks here; a node installs them as copies or links.
+CNI_ALIASES := galactic-veth galactic-bgp galactic-tap
+define cni_alias
+build/$(1)/bin/$(2): build/$(1)/bin/galactic-cni
+	@ln -sfn galactic-cni $$@
+endef
+$(foreach v,rel san,$(foreach n,$(CNI_ALIASES),$(eval $(call cni_alias,$(v),$(n)))))
+ALL_REL += $(CNI_ALIASES:%=build/rel/bin/%)
+ALL_SAN += $(CNI_ALIASES:%=build/san/bin/%)
 # The agent side (linked into galactic-agent): socket server + attach path.
 $(eval $(call lib,gcniagent,agent/cni/server.c agent/cni/pod.c))
 # (links with gagent gdp gnl: agent/state, the model/backend and libgnl)
@@ -16,4 +27,4 @@ $(eval $(call netns_test,test_cni_plugin,tests/netns/test_cni_plugin.c tests/lib
 # make bench: 200 concurrent ADDs (p50/p99, time until the last pod pings across nodes).
 $(eval $(call bench,bench_cni,tests/bench/bench_cni.c tests/lib/topo.c,gdp gnl,jansson nl))
 # The netns suite runs the sanitized plugin binary: keep it up to date.
-build/san/tests/test_cni_plugin: | build/san/bin/galactic-cni
+build/san/tests/test_cni_plugin: | build/san/bin/galactic-cni $(CNI_ALIASES:%=build/san/bin/%)

@@ -3,6 +3,17 @@
  * network configuration on stdin), hands it to the node's galactic-agent over
  * a unix socket and prints the agent's answer as the CNI result or error.
  * It never touches the kernel itself: the agent owns every change.
+ *
+ * One binary, installed under the upstream plugin names too, so attachment
+ * definitions the VPC operator renders today reach it unchanged. The name it
+ * runs as (argv[0], which is the conflist's `type` when a runtime execs it)
+ * picks the role; under any other name the configuration's `type` does:
+ *   galactic-cni, galactic-veth  attach (Netns mode): ADD/DEL/CHECK/GC/STATUS
+ *   galactic-bgp                 chained after it: passes prevResult through
+ *                                (routes are distributed by the agent's
+ *                                reports, not by the plugin chain)
+ *   galactic-tap                 Hypervisor mode, not built: refused by name
+ * docs/cni.md, "Attachment definitions the VPC operator renders".
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -114,9 +125,89 @@ static int open_netns(const struct cni_env *env, struct cni_err *e)
 	return fd;
 }
 
-int main(void)
+enum role { ROLE_ATTACH, ROLE_PASS, ROLE_TAP };
+
+static int role_of(const char *name, enum role *r)
+{
+	if (!name)
+		return -1;
+	if (!strcmp(name, "galactic-cni") || !strcmp(name, "galactic-veth"))
+		*r = ROLE_ATTACH;
+	else if (!strcmp(name, "galactic-bgp"))
+		*r = ROLE_PASS;
+	else if (!strcmp(name, "galactic-tap"))
+		*r = ROLE_TAP;
+	else
+		return -1;
+	return 0;
+}
+
+/*
+ * galactic-bgp chained after the attach: the result of the plugins before it
+ * goes on unchanged (the runtime already converted it to this cniVersion);
+ * DEL, CHECK, GC and STATUS have nothing of their own to do.
+ */
+static int run_pass(const struct cni_env *env, const char *in, size_t len, enum cni_ver ver)
 {
 	struct cni_err e = { 0 };
+	json_error_t je;
+	json_t *o = json_loadb(in, len, JSON_REJECT_DUPLICATES, &je), *prev;
+
+	if (!json_is_object(o)) {
+		cni_err_set(&e, CNI_ERR_DECODE, "cannot decode network configuration",
+			    o ? "the configuration is not a JSON object" : "JSON error at line %d column %d: %s",
+			    je.line, je.column, je.text);
+		json_decref(o);
+		return fail(&e, ver);
+	}
+	if (ver == CNI_V_UNKNOWN) {
+		cni_err_set(&e, CNI_ERR_INCOMPATIBLE_VERSION, "incompatible CNI version",
+			    "cniVersion is missing or not one of %s", cni_ver_list());
+		json_decref(o);
+		return fail(&e, ver);
+	}
+	if (!cni_ver_has_cmd(ver, env->cmd)) {
+		cni_err_set(&e, CNI_ERR_INCOMPATIBLE_VERSION, "incompatible CNI version",
+			    "%s is not defined by cniVersion %s", cni_cmd_str(env->cmd), cni_ver_str(ver));
+		json_decref(o);
+		return fail(&e, ver);
+	}
+	prev = json_object_get(o, "prevResult");
+	if (prev && !json_is_object(prev)) {
+		cni_err_set(&e, CNI_ERR_DECODE, "cannot decode prevResult",
+			    "field 'prevResult': must be an object (a CNI result)");
+		json_decref(o);
+		return fail(&e, ver);
+	}
+	if (env->cmd == CNI_CMD_ADD) {
+		json_t *r = prev ? json_copy(prev) : json_object();
+
+		json_object_set_new(r, "cniVersion", json_string(cni_ver_str(ver)));
+		print_json(r);
+	}
+	json_decref(o);
+	return 0;
+}
+
+/* galactic-tap: Hypervisor mode is not built. Nothing is ever made, so DEL
+ * and GC succeed (a runtime must be able to clean up a refused pod). */
+static int run_tap(const struct cni_env *env, enum cni_ver ver)
+{
+	struct cni_err e = { 0 };
+
+	if (env->cmd == CNI_CMD_DEL || env->cmd == CNI_CMD_GC)
+		return 0;
+	cni_err_set(&e, env->cmd == CNI_CMD_STATUS ? CNI_ERR_PLUGIN_NOT_AVAILABLE : CNI_ERR_UNSUPPORTED_FIELD,
+		    "galactic-tap is not supported",
+		    "plugin type galactic-tap (Hypervisor mode: a host-side tap in the VPC) is not built in "
+		    "galactic-cni yet; only galactic-veth (Netns mode) attaches");
+	return fail(&e, ver);
+}
+
+int main(int argc, char **argv)
+{
+	struct cni_err e = { 0 };
+	enum role role = ROLE_ATTACH;
 	struct cni_env env;
 	struct cni_conf conf;
 	enum cni_ver ver = CNI_V_UNKNOWN;
@@ -130,12 +221,18 @@ int main(void)
 	if (!in)
 		return fail(&e, ver);
 	{
-		/* The version to answer in, taken early so even env errors use it. */
+		/* The version to answer in, taken early so even env errors use it;
+		 * and the role: the name we run as, else the configuration's type. */
 		json_t *o = json_loadb(in, len, 0, NULL);
 		const char *v = json_string_value(json_object_get(o, "cniVersion"));
+		const char *self = argc > 0 && argv[0] ? strrchr(argv[0], '/') : NULL;
 
+		self = self ? self + 1 : argc > 0 ? argv[0] : NULL;
 		if (v)
 			ver = cni_ver_parse(v);
+		if (role_of(self, &role) || (role == ROLE_ATTACH && !strcmp(self, "galactic-cni")))
+			if (role_of(json_string_value(json_object_get(o, "type")), &role))
+				role = ROLE_ATTACH;
 		json_decref(o);
 	}
 	if (cni_env_parse(env_get, NULL, &env, &e)) {
@@ -146,6 +243,11 @@ int main(void)
 		free(in);
 		print_json(cni_version_json(ver));
 		return 0;
+	}
+	if (role != ROLE_ATTACH) {
+		rc = role == ROLE_PASS ? run_pass(&env, in, len, ver) : run_tap(&env, ver);
+		free(in);
+		return rc;
 	}
 	rc = cni_conf_parse(in, len, env.cmd, &conf, &e);
 	free(in);

@@ -151,7 +151,8 @@ static int pod_configure(struct gnl_sock *ps, const struct cni_conf *c, struct p
 		struct cni_ip net = a->ip;
 		const struct cni_ip *gw = NULL;
 
-		if (a->plen == (a->ip.family == AF_INET ? 32 : 128))
+		/* A delegated block belongs to the pod: no route back out for it. */
+		if (a->plen == (a->ip.family == AF_INET ? 32 : 128) || a->block)
 			continue;
 		for (int k = 0; k < n && !gw; k++)
 			if (rts[k].gw.family == a->ip.family)

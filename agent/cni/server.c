@@ -448,12 +448,16 @@ static int store_load(struct gcni_server *s, char *err, size_t errlen)
 
 /* ---- commits: record + one backend apply per batch --------------------- */
 
+/* The node-side prefix of a pod address: the host address, or the whole
+ * delegated block (network address) routed to the pod. */
 static void cni_prefix(const struct cni_addr *a, struct gdp_prefix *p)
 {
 	memset(p, 0, sizeof(*p));
 	p->family = a->ip.family;
-	p->len = a->ip.family == AF_INET ? 32 : 128;
+	p->len = a->block ? (uint8_t)a->plen : a->ip.family == AF_INET ? 32 : 128;
 	memcpy(p->addr.raw, a->ip.addr, a->ip.family == AF_INET ? 4 : 16);
+	for (int b = p->len; b < (a->ip.family == AF_INET ? 32 : 128); b++)
+		p->addr.raw[b / 8] &= (uint8_t)~(0x80 >> (b % 8));
 }
 
 /* Under mu: the desired state of what this server owns. */
@@ -920,8 +924,9 @@ static int do_gc(struct gcni_server *s, struct cni_req *q, struct cni_err *e)
 		struct rec *r = s->recs[i];
 		int valid = 0;
 
-		/* Only this network's attachments; in-flight ones are not stale. */
-		if (strcmp(r->network, c->name) || r->busy || r->st != R_ACTIVE)
+		/* Only this network's attachments; in-flight ones are not stale;
+		 * and none at all when the runtime named no valid set. */
+		if (!c->has_valid || strcmp(r->network, c->name) || r->busy || r->st != R_ACTIVE)
 			continue;
 		for (size_t k = 0; k < c->nvalid && !valid; k++)
 			valid = !strcmp(c->valid[k].container_id, r->cid) &&

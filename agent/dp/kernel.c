@@ -376,6 +376,8 @@ static int plan_attachment(struct kb *k, struct plan *p, const struct gdp_state 
 
 	for (i = 0; i < a->n_addrs; i++)
 		a->addrs[i].family == AF_INET ? (has4 = true) : (has6 = true);
+	if (!a->n_addrs)
+		has4 = has6 = true; /* a self-addressing guest needs both gateways */
 
 	gnl_link_init(&l);
 	l.ifindex = hl->ifindex;
@@ -426,6 +428,7 @@ static int plan_attachment(struct kb *k, struct plan *p, const struct gdp_state 
 			n.family = a->addrs[i].family;
 			n.ifindex = hl->ifindex;
 			to_gaddr(&a->addrs[i], &n.dst);
+			n.dst.len = n.family == AF_INET ? 32 : 128; /* a block's network address */
 			memcpy(n.lladdr, a->pod_mac, 6);
 			n.has_lladdr = true;
 			n.state = NUD_PERMANENT;

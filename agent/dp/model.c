@@ -334,17 +334,21 @@ int gdp_validate_attachment(const struct gdp_state *s, size_t idx, char *err, si
 			 a->arg, GDP_ARG_MAX);
 		return -EINVAL;
 	}
-	if (!a->n_addrs || a->n_addrs > GDP_ADDRS_MAX) {
-		snprintf(err, errlen, "attachment %s/%s: needs 1-%d addresses", a->vpc, a->id,
+	/* No addresses: the guest addresses itself (rules only). */
+	if (a->n_addrs > GDP_ADDRS_MAX) {
+		snprintf(err, errlen, "attachment %s/%s: at most %d addresses", a->vpc, a->id,
 			 GDP_ADDRS_MAX);
 		return -EINVAL;
 	}
 	for (i = 0; i < a->n_addrs; i++) {
 		const struct gdp_prefix *p = &a->addrs[i];
 
+		/* IPv4: a host address; IPv6: a host address or a delegated
+		 * block (network address, routed to the pod as a whole). */
 		if ((p->family != AF_INET && p->family != AF_INET6) ||
-		    p->len != (p->family == AF_INET ? 32 : 128)) {
-			snprintf(err, errlen, "attachment %s/%s: address %s must be a host address",
+		    (p->family == AF_INET && p->len != 32) ||
+		    (p->family == AF_INET6 && (p->len == 0 || !prefix_canonical(p)))) {
+			snprintf(err, errlen, "attachment %s/%s: address %s must be a host address (or an IPv6 block without host bits)",
 				 a->vpc, a->id, gdp_prefix_str(p, pb, sizeof(pb)));
 			return -EINVAL;
 		}

@@ -1,5 +1,6 @@
 /* libFuzzer: the galactic-cni network configuration parser (stdin of the
  * plugin) for every command; accepted configs must survive a round trip. */
+#include <arpa/inet.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,8 +24,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (cni_conf_parse_json(j, cmds[data[0] % 4], &d, &e) != 0)
 			abort(); /* what we accepted and re-encoded must parse again */
 		if (memcmp(c.addrs, d.addrs, sizeof(c.addrs)) || c.naddrs != d.naddrs ||
-		    c.nroutes != d.nroutes || c.vpc != d.vpc || c.att != d.att)
+		    c.nroutes != d.nroutes || c.vpc != d.vpc || c.att != d.att ||
+		    c.families != d.families || c.egress != d.egress || c.legacy != d.legacy ||
+		    c.ipam != d.ipam || c.has_valid != d.has_valid || c.nvalid != d.nvalid ||
+		    strcmp(c.ns, d.ns))
 			abort();
+		/* canonical ipam: at most one address per family, IPv4 /32 */
+		for (int i = 0; c.ipam && i < c.naddrs; i++)
+			if ((c.addrs[i].ip.family == AF_INET && c.addrs[i].plen != 32) ||
+			    (i && c.addrs[i].ip.family == c.addrs[0].ip.family) ||
+			    c.addrs[i].block != (c.addrs[i].ip.family == AF_INET6 && c.addrs[i].plen < 128))
+				abort();
 		res = cni_result_json(&r, &c, c.ver);
 		free(json_dumps(res, 0));
 		json_decref(res);

@@ -66,6 +66,7 @@ static const char *pod_ns_path(const char *pod, char *buf, size_t n)
 struct inv {
 	const char *cmd, *cid, *netns, *ifname, *args;
 	const char *conf;
+	const char *bin; /* NULL: galactic-cni; else one of its upstream names */
 };
 
 struct outcome {
@@ -99,7 +100,7 @@ static int run_plugin(const struct inv *v, struct outcome *o)
 		dup2(out[1], 1);
 		close(in[1]);
 		close(out[0]);
-		snprintf(bin, sizeof(bin), "%s/build/san/bin/galactic-cni", top());
+		snprintf(bin, sizeof(bin), "%s/build/san/bin/%s", top(), v->bin ? v->bin : "galactic-cni");
 		snprintf(e[0], sizeof(e[0]), "CNI_COMMAND=%s", v->cmd);
 		envp[k++] = e[0];
 		if (v->cid) {
@@ -698,9 +699,11 @@ static const struct badinv badinvs[] = {
 	  "{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"type\":\"galactic-cni\",\"vpc\":\"vpcA\",\"vpcattachment\":\"B7\","
 	  "\"ipFamilies\":[\"IPv6\"],\"addresses\":[{\"address\":\"10.1.0.41/32\"}],\"agentSocket\":\"@SOCK@\"}",
 	  NULL, 0, 0, 0, 0, 0, 7, "only IPv6" },
-	{ "unknown field", "ADD", "cb8", "bad", NULL, "eth0", NULL, "\"mtU\":1400", TOPO_VPC_A, "B8", "fd00:a::41", "10.1.0.41", "1.0.0", 7, "mtU" },
+	{ "top-level addressing key upstream moved into ipam", "ADD", "cb8", "bad", NULL, "eth0", NULL, "\"ipv6_subnet\":\"fd00:a::/64\"", TOPO_VPC_A, "B8", "fd00:a::41", "10.1.0.41", "1.0.0", 7, "ipv6_subnet" },
 	{ "MTU out of range", "ADD", "cb9", "bad", NULL, "eth0", NULL, "\"timeoutSeconds\":0", TOPO_VPC_A, "B9", "fd00:a::41", "10.1.0.41", "1.0.0", 7, "timeoutSeconds" },
-	{ "ipam delegation", "ADD", "cb10", "bad", NULL, "eth0", NULL, "\"ipam\":{\"type\":\"host-local\"}", TOPO_VPC_A, "B10", "fd00:a::41", "10.1.0.41", "1.0.0", 2, "ipam" },
+	{ "ipam delegation", "ADD", "cb10", "bad", NULL, "eth0",
+	  "{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"type\":\"galactic-veth\",\"vpc\":\"vpcA\",\"vpcattachment\":\"B10\","
+	  "\"ipam\":{\"type\":\"host-local\"},\"agentSocket\":\"@SOCK@\"}", NULL, 0, 0, 0, 0, 0, 2, "host-local" },
 	{ "netns path does not exist", "ADD", "cb11", NULL, "/run/netns/galactic-no-such-ns", "eth0", NULL, NULL, TOPO_VPC_A, "B11", "fd00:a::41", "10.1.0.41", "1.0.0", 3, "no-such-ns" },
 	{ "netns path is not a namespace", "ADD", "cb12", NULL, "/etc/hostname", "eth0", NULL, NULL, TOPO_VPC_A, "B12", "fd00:a::41", "10.1.0.41", "1.0.0", 4, "/etc/hostname" },
 	{ "relative netns path", "ADD", "cb13", NULL, "run/netns/x", "eth0", NULL, NULL, TOPO_VPC_A, "B13", "fd00:a::41", "10.1.0.41", "1.0.0", 4, "absolute" },
@@ -1193,6 +1196,94 @@ START_TEST(t_add_in_older_versions)
 }
 END_TEST
 
+/* The upstream plugin names: galactic-veth attaches, galactic-bgp passes the
+ * result through, galactic-tap is refused by name. */
+START_TEST(t_upstream_names)
+{
+	char nsp[256], sock[512], conf[2048], *in;
+	struct outcome o;
+	struct inv v = { .cmd = "ADD", .cid = "cup1", .ifname = "eth0", .bin = "galactic-veth" };
+	json_t *rec, *res;
+
+	NEED_TOPO();
+	ck_assert_int_eq(mkns("u1"), 0);
+	v.netns = pod_ns_path("u1", nsp, sizeof(nsp));
+	/* the stanza exactly as the VPC operator renders it (+ agentSocket for the test node) */
+	snprintf(conf, sizeof(conf),
+		 "{\"cniVersion\":\"1.0.0\",\"name\":\"att-u1\",\"type\":\"galactic-veth\",\"vpc\":\"%s\","
+		 "\"vpcattachment\":\"U1\",\"namespace\":\"galactic-system\",\"mtu\":1400,"
+		 "\"ipam\":{\"type\":\"galactic-ipam\",\"addresses\":[{\"address\":\"10.1.0.71/32\",\"gateway\":\"169.254.1.1\"},"
+		 "{\"address\":\"fd00:a::71/128\",\"gateway\":\"fe80::1\"}]},\"agentSocket\":\"%s\"}",
+		 TOPO_VPC_A, sock_path(1, sock, sizeof(sock)));
+	v.conf = conf;
+	run_plugin(&v, &o);
+	ck_assert_msg(o.exit == 0 && o.j, "galactic-veth ADD: exit %d %s", o.exit, o.out);
+	ck_assert_str_eq(jstr(json_array_get(json_object_get(o.j, "ips"), 0), "address"), "10.1.0.71/32");
+	res = json_incref(o.j);
+	outcome_free(&o);
+	rec = record_att(1, "U1");
+	ck_assert_ptr_nonnull(rec);
+	ck_assert_str_eq(jstr(json_object_get(rec, "config"), "namespace"), "galactic-system");
+	json_decref(rec);
+	ck_assert_int_eq(topo_sh("ip -n %s-u1 -6 addr show dev eth0 | grep -q fd00:a::71/128", T.prefix), 0);
+
+	/* galactic-bgp chained after it: prevResult comes back unchanged. */
+	in = NULL;
+	{
+		json_t *b = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:O}", "cniVersion", "1.0.0", "name", "att-u1",
+				      "type", "galactic-bgp", "vpc", TOPO_VPC_A, "vpcattachment", "U1",
+				      "namespace", "galactic-system", "prevResult", res);
+
+		in = json_dumps(b, 0);
+		json_decref(b);
+	}
+	v.bin = "galactic-bgp";
+	v.conf = in;
+	run_plugin(&v, &o);
+	ck_assert_msg(o.exit == 0 && o.j, "galactic-bgp ADD: exit %d %s", o.exit, o.out);
+	ck_assert_msg(json_equal(o.j, res), "galactic-bgp changed the result: %s", o.out);
+	outcome_free(&o);
+	v.cmd = "DEL";
+	run_plugin(&v, &o);
+	ck_assert_msg(o.exit == 0 && !o.out[0], "galactic-bgp DEL: %s", o.out);
+	outcome_free(&o);
+	free(in);
+	/* ...and the same under the plugin's own name with type galactic-bgp */
+	v.bin = NULL;
+	v.cmd = "ADD";
+	v.conf = "{\"cniVersion\":\"1.0.0\",\"name\":\"x\",\"type\":\"galactic-bgp\",\"prevResult\":[]}";
+	run_plugin(&v, &o);
+	ck_assert_msg(o.exit == 1 && err_code(&o) == 6, "bad prevResult: %s", o.out);
+	outcome_free(&o);
+
+	/* galactic-tap: refused by name, nothing made; DEL succeeds. */
+	v.bin = "galactic-tap";
+	v.cid = "cup2";
+	v.conf = "{\"cniVersion\":\"1.0.0\",\"name\":\"att-u2\",\"type\":\"galactic-tap\",\"vpc\":\"vpcA\","
+		 "\"vpcattachment\":\"U2\",\"namespace\":\"galactic-system\"}";
+	run_plugin(&v, &o);
+	ck_assert_msg(o.exit == 1 && err_code(&o) == 2 && strstr(jstr(o.j, "details"), "galactic-tap"),
+		      "galactic-tap ADD: %s", o.out);
+	outcome_free(&o);
+	ck_assert_ptr_null(record_att(1, "U2"));
+	v.cmd = "DEL";
+	run_plugin(&v, &o);
+	ck_assert_msg(o.exit == 0, "galactic-tap DEL: %s", o.out);
+	outcome_free(&o);
+
+	/* DEL through galactic-veth removes the attachment. */
+	v.bin = "galactic-veth";
+	v.cid = "cup1";
+	v.conf = conf;
+	run_plugin(&v, &o);
+	ck_assert_msg(o.exit == 0, "galactic-veth DEL: %s", o.out);
+	outcome_free(&o);
+	ck_assert_ptr_null(record_att(1, "U1"));
+	json_decref(res);
+	topo_sh("ip netns del %s-u1", T.prefix);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("cni_plugin");
@@ -1210,6 +1301,7 @@ static Suite *suite(void)
 	tcase_add_test(t, t_concurrent_adds);
 	tcase_add_test(t, t_same_add_concurrently);
 	tcase_add_test(t, t_add_in_older_versions);
+	tcase_add_test(t, t_upstream_names);
 	tcase_add_test(t, t_vpc_state_follows_last_attachment);
 	tcase_add_test(t, t_agent_restart_keeps_attachments);
 	suite_add_tcase(s, t);

@@ -83,6 +83,12 @@ struct bad {
 	"\"vpc\":\"V1\",\"vpcattachment\":\"A1\",\"ipFamilies\":[\"IPv6\"]," extra "}"
 #define ADDR6 "\"addresses\":[{\"address\":\"fd00::5/64\",\"gateway\":\"fd00::1\"}]"
 
+/* The canonical (upstream) stanza, without addressing. */
+#define UP(extra)                                                                      \
+	"{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"type\":\"galactic-veth\","          \
+	"\"vpc\":\"V1\",\"vpcattachment\":\"A1\",\"namespace\":\"galactic-system\"" extra "}"
+#define IPAM(addrs) ",\"ipam\":{\"type\":\"galactic-ipam\",\"addresses\":[" addrs "]}"
+
 static char huge_name[2048];
 static char huge_doc[CNI_CONF_MAX_BYTES + 64];
 
@@ -139,9 +145,71 @@ static const struct bad bads[] = {
 	{ "egress family not carried", CNI_CMD_ADD,
 	  BASE(ADDR6 ",\"egress\":{\"internet\":{\"families\":[\"IPv4\"]}}"), CNI_ERR_INVALID_CONFIG,
 	  "does not carry" },
-	{ "unknown key (typo)", CNI_CMD_ADD, BASE(ADDR6 ",\"mut\":1400"), CNI_ERR_INVALID_CONFIG, "unknown key" },
-	{ "ipam delegation", CNI_CMD_ADD, BASE(ADDR6 ",\"ipam\":{\"type\":\"host-local\"}"),
-	  CNI_ERR_UNSUPPORTED_FIELD, "ipam" },
+	{ "ipam beside legacy addresses", CNI_CMD_ADD,
+	  BASE(ADDR6 ",\"ipam\":{\"type\":\"galactic-ipam\",\"addresses\":[]}"),
+	  CNI_ERR_INVALID_CONFIG, "ipam.addresses only" },
+	{ "legacy addresses without ipFamilies", CNI_CMD_ADD, UP("," ADDR6), CNI_ERR_INVALID_CONFIG, "ipFamilies" },
+	{ "ipam delegation to another plugin", CNI_CMD_ADD, UP(",\"ipam\":{\"type\":\"host-local\"}"),
+	  CNI_ERR_UNSUPPORTED_FIELD, "host-local" },
+	{ "ipam not an object", CNI_CMD_ADD, UP(",\"ipam\":[]"), CNI_ERR_INVALID_CONFIG, "'ipam'" },
+	{ "ipam without type", CNI_CMD_ADD, UP(",\"ipam\":{\"addresses\":[]}"), CNI_ERR_INVALID_CONFIG, "ipam.type" },
+	{ "ipam without addresses", CNI_CMD_ADD, UP(",\"ipam\":{\"type\":\"galactic-ipam\"}"),
+	  CNI_ERR_INVALID_CONFIG, "ipam.addresses" },
+	{ "ipam addresses empty", CNI_CMD_ADD, UP(IPAM("")), CNI_ERR_INVALID_CONFIG, "1 or 2" },
+	{ "ipam addresses not an array", CNI_CMD_ADD,
+	  UP(",\"ipam\":{\"type\":\"galactic-ipam\",\"addresses\":{}}"), CNI_ERR_INVALID_CONFIG, "array" },
+	{ "ipam IPv4 not /32", CNI_CMD_ADD, UP(IPAM("{\"address\":\"10.1.0.5/24\"}")),
+	  CNI_ERR_INVALID_CONFIG, "must be a /32" },
+	{ "ipam two IPv6", CNI_CMD_ADD,
+	  UP(IPAM("{\"address\":\"fd00::5/128\"},{\"address\":\"fd00::6/128\"}")),
+	  CNI_ERR_INVALID_CONFIG, "one address per family" },
+	{ "ipam two IPv4", CNI_CMD_ADD,
+	  UP(IPAM("{\"address\":\"10.1.0.5/32\"},{\"address\":\"10.1.0.6/32\"}")),
+	  CNI_ERR_INVALID_CONFIG, "one address per family" },
+	{ "ipam three addresses", CNI_CMD_ADD,
+	  UP(IPAM("{\"address\":\"10.1.0.5/32\"},{\"address\":\"fd00::6/128\"},{\"address\":\"fd00::7/128\"}")),
+	  CNI_ERR_INVALID_CONFIG, "1 or 2" },
+	{ "ipam /0", CNI_CMD_ADD, UP(IPAM("{\"address\":\"::/0\"}")), CNI_ERR_INVALID_CONFIG, "length 0" },
+	{ "ipam no prefix length", CNI_CMD_ADD, UP(IPAM("{\"address\":\"fd00::5\"}")),
+	  CNI_ERR_INVALID_CONFIG, "prefix length" },
+	{ "ipam address not a string", CNI_CMD_ADD, UP(IPAM("{\"address\":5}")), CNI_ERR_INVALID_CONFIG, "address" },
+	{ "ipam entry not an object", CNI_CMD_ADD, UP(IPAM("\"fd00::5/128\"")), CNI_ERR_INVALID_CONFIG,
+	  "must be an object" },
+	{ "ipam loopback", CNI_CMD_ADD, UP(IPAM("{\"address\":\"127.0.0.5/32\"}")), CNI_ERR_INVALID_CONFIG,
+	  "loopback" },
+	{ "ipam gateway other family", CNI_CMD_ADD,
+	  UP(IPAM("{\"address\":\"fd00::5/128\",\"gateway\":\"10.0.0.1\"}")), CNI_ERR_INVALID_CONFIG, "family" },
+	{ "ipam gateway equals address", CNI_CMD_ADD,
+	  UP(IPAM("{\"address\":\"10.1.0.5/32\",\"gateway\":\"10.1.0.5\"}")), CNI_ERR_INVALID_CONFIG,
+	  "equals the address" },
+	{ "ipam gateway multicast", CNI_CMD_ADD,
+	  UP(IPAM("{\"address\":\"fd00::5/128\",\"gateway\":\"ff02::1\"}")), CNI_ERR_INVALID_CONFIG,
+	  "multicast" },
+	{ "ipam gateway garbage", CNI_CMD_ADD,
+	  UP(IPAM("{\"address\":\"fd00::5/128\",\"gateway\":\"x\"}")), CNI_ERR_INVALID_CONFIG, "not an IP" },
+	{ "top-level ipv6_subnet (moved into ipam upstream)", CNI_CMD_ADD,
+	  UP(",\"ipv6_subnet\":\"fd00::/64\""), CNI_ERR_INVALID_CONFIG, "'ipv6_subnet'" },
+	{ "top-level ipv4_subnet", CNI_CMD_ADD, UP(",\"ipv4_subnet\":\"10.0.0.0/24\""), CNI_ERR_INVALID_CONFIG,
+	  "'ipv4_subnet'" },
+	{ "top-level address_families", CNI_CMD_ADD, UP(",\"address_families\":[\"IPv6\"]"),
+	  CNI_ERR_INVALID_CONFIG, "'address_families'" },
+	{ "top-level static_ip", CNI_CMD_ADD, UP(IPAM("{\"address\":\"fd00::5/128\"}") ",\"static_ip\":\"x\""),
+	  CNI_ERR_INVALID_CONFIG, "'static_ip'" },
+	{ "vpcattachment empty", CNI_CMD_ADD,
+	  "{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"type\":\"galactic-veth\",\"vpc\":\"V\",\"vpcattachment\":\"\"}",
+	  CNI_ERR_INVALID_CONFIG, "vpcattachment" },
+	{ "namespace not a string", CNI_CMD_ADD,
+	  "{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"type\":\"galactic-veth\",\"vpc\":\"V\",\"vpcattachment\":\"A\",\"namespace\":7}",
+	  CNI_ERR_INVALID_CONFIG, "'namespace'" },
+	{ "egress mode bad", CNI_CMD_ADD, UP(",\"egress\":{\"internet\":{\"mode\":\"On\"}}"),
+	  CNI_ERR_INVALID_CONFIG, "Enabled" },
+	{ "ipMasq", CNI_CMD_ADD, UP(",\"ipMasq\":true"), CNI_ERR_UNSUPPORTED_FIELD, "masquerade" },
+	{ "GC valid-attachments not a list", CNI_CMD_GC,
+	  "{\"cniVersion\":\"1.1.0\",\"name\":\"n\",\"type\":\"t\",\"vpc\":\"V\",\"vpcattachment\":\"A\","
+	  "\"cni.dev/valid-attachments\":{}}", CNI_ERR_INVALID_CONFIG, "valid-attachments" },
+	{ "GC legacy attachments entry bad", CNI_CMD_GC,
+	  "{\"cniVersion\":\"1.1.0\",\"name\":\"n\",\"type\":\"t\",\"vpc\":\"V\",\"vpcattachment\":\"A\","
+	  "\"cni.dev/attachments\":[{\"containerID\":\"c\"}]}", CNI_ERR_INVALID_CONFIG, "cni.dev/attachments[0]" },
 	{ "bad name", CNI_CMD_ADD,
 	  "{\"cniVersion\":\"1.0.0\",\"name\":\"-x y\",\"type\":\"t\"}", CNI_ERR_INVALID_CONFIG, "'name'" },
 	{ "type with a path", CNI_CMD_ADD,
@@ -160,9 +228,6 @@ static const struct bad bads[] = {
 	{ "families twice", CNI_CMD_ADD,
 	  "{\"cniVersion\":\"1.0.0\",\"name\":\"n\",\"type\":\"t\",\"vpc\":\"V\",\"vpcattachment\":\"A\","
 	  "\"ipFamilies\":[\"IPv6\",\"IPv6\"]}", CNI_ERR_INVALID_CONFIG, "twice" },
-	{ "GC without valid-attachments", CNI_CMD_GC,
-	  "{\"cniVersion\":\"1.1.0\",\"name\":\"n\",\"type\":\"t\",\"vpc\":\"V\",\"vpcattachment\":\"A\","
-	  "\"ipFamilies\":[\"IPv6\"]," ADDR6 "}", CNI_ERR_INVALID_CONFIG, "valid-attachments" },
 	{ "oversized name", CNI_CMD_ADD, huge_name, CNI_ERR_INVALID_CONFIG, "longer than 253" },
 	{ "oversized document", CNI_CMD_ADD, huge_doc, CNI_ERR_INVALID_CONFIG, "at most" },
 };
@@ -236,6 +301,162 @@ static const char *kv_get(const char *k, void *arg)
 			return p->v;
 	return NULL;
 }
+
+/* The per-attachment stanzas as the VPC operator renders them, with what
+ * libcni adds (name, cniVersion from the list; runtimeConfig). */
+#define OP_STANZA(ipam)                                                                        \
+	"{\"cniVersion\":\"1.0.0\",\"name\":\"att-7Hq2aZ09\",\"type\":\"galactic-veth\",\"vpc\":\"7Hq2\","     \
+	"\"vpcattachment\":\"aZ09\",\"namespace\":\"galactic-system\",\"mtu\":1400" ipam ","                \
+	"\"runtimeConfig\":{},\"someFutureKey\":{\"x\":[1,2]},\"egress\":{\"internet\":{\"mode\":\"Enabled\"}}}"
+
+START_TEST(test_operator_stanza_with_ipam)
+{
+	static const char *j = OP_STANZA(IPAM("{\"address\":\"10.1.0.5/32\",\"gateway\":\"169.254.1.1\"},"
+					      "{\"address\":\"fd00:a::5/128\",\"gateway\":\"fd00:a::1\"}"));
+	struct cni_conf c, d;
+	struct cni_err e;
+	json_t *o;
+	char b[64];
+
+	ck_assert_msg(cni_conf_parse(j, strlen(j), CNI_CMD_ADD, &c, &e) == 0, "%s: %s", e.msg, e.details);
+	ck_assert_int_eq(c.legacy, 0);
+	ck_assert_int_eq(c.ipam, 1);
+	ck_assert_str_eq(c.type, "galactic-veth");
+	ck_assert_str_eq(c.ns, "galactic-system");
+	ck_assert_int_eq(c.naddrs, 2);
+	ck_assert_uint_eq(c.families, CNI_FAM_V4 | CNI_FAM_V6);
+	ck_assert_uint_eq(c.egress, CNI_FAM_V4 | CNI_FAM_V6);
+	ck_assert_int_eq(c.addrs[0].plen, 32);
+	ck_assert_int_eq(c.addrs[0].block, 0);
+	ck_assert_int_eq(c.addrs[1].block, 0);
+	/* The gateway lies outside the /128: fine, the pod routes to it on-link. */
+	ck_assert_str_eq(cni_ip_str(&c.addrs[1].gw, b, sizeof(b)), "fd00:a::1");
+	ck_assert_int_eq(c.mtu, 1400);
+	/* Normalized for the agent: the canonical shape again, same values. */
+	o = cni_conf_to_json(&c);
+	ck_assert_ptr_null(json_object_get(o, "ipFamilies"));
+	ck_assert_ptr_null(json_object_get(o, "addresses"));
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(o, "ipam"), "type")), "galactic-ipam");
+	ck_assert_int_eq(cni_conf_parse_json(o, CNI_CMD_ADD, &d, &e), 0);
+	ck_assert_int_eq(memcmp(c.addrs, d.addrs, sizeof(c.addrs)), 0);
+	ck_assert_uint_eq(d.families, c.families);
+	ck_assert_str_eq(d.ns, c.ns);
+	json_decref(o);
+	cni_conf_free(&c);
+	cni_conf_free(&d);
+}
+END_TEST
+
+START_TEST(test_operator_stanza_without_ipam)
+{
+	static const char *j = OP_STANZA("");
+	struct cni_conf c, d;
+	struct cni_err e;
+	json_t *o;
+
+	ck_assert_msg(cni_conf_parse(j, strlen(j), CNI_CMD_ADD, &c, &e) == 0, "%s: %s", e.msg, e.details);
+	ck_assert_int_eq(c.ipam, 0);
+	ck_assert_int_eq(c.legacy, 0);
+	ck_assert_int_eq(c.naddrs, 0);
+	ck_assert_uint_eq(c.families, CNI_FAM_V4 | CNI_FAM_V6);
+	o = cni_conf_to_json(&c);
+	ck_assert_ptr_null(json_object_get(o, "ipam"));
+	ck_assert_int_eq(cni_conf_parse_json(o, CNI_CMD_ADD, &d, &e), 0);
+	ck_assert_int_eq(d.naddrs, 0);
+	json_decref(o);
+	cni_conf_free(&c);
+	cni_conf_free(&d);
+	/* An explicit null ipam, or a moved key set to null, reads as absent. */
+	j = UP(",\"ipam\":null,\"static_ip\":null,\"ipv6_subnet\":null");
+	ck_assert_msg(cni_conf_parse(j, strlen(j), CNI_CMD_ADD, &c, &e) == 0, "%s: %s", e.msg, e.details);
+	ck_assert_int_eq(c.naddrs, 0);
+	cni_conf_free(&c);
+}
+END_TEST
+
+START_TEST(test_operator_stanza_block96)
+{
+	static const char *j = OP_STANZA(IPAM("{\"address\":\"2001:db8:a001::/96\",\"gateway\":\"fd20:60:ff03::1\"}"));
+	struct cni_conf c;
+	struct cni_err e;
+	char b[64];
+
+	ck_assert_msg(cni_conf_parse(j, strlen(j), CNI_CMD_ADD, &c, &e) == 0, "%s: %s", e.msg, e.details);
+	ck_assert_int_eq(c.naddrs, 1);
+	ck_assert_int_eq(c.addrs[0].plen, 96);
+	ck_assert_int_eq(c.addrs[0].block, 1);
+	ck_assert_str_eq(cni_ip_str(&c.addrs[0].ip, b, sizeof(b)), "2001:db8:a001::");
+	ck_assert_uint_eq(c.families, CNI_FAM_V6);
+	/* IPv6 only: the mtu floor is 1280 */
+	cni_conf_free(&c);
+	/* An address inside a block keeps its prefix (the block is still routed whole). */
+	j = UP(IPAM("{\"address\":\"fd00:b::5/64\"}"));
+	ck_assert_msg(cni_conf_parse(j, strlen(j), CNI_CMD_ADD, &c, &e) == 0, "%s: %s", e.msg, e.details);
+	ck_assert_int_eq(c.addrs[0].block, 1);
+	ck_assert_int_eq(c.addrs[0].has_gw, 0);
+	cni_conf_free(&c);
+}
+END_TEST
+
+START_TEST(test_unknown_keys_ignored)
+{
+	/* Upstream ignores what it does not know; so do we (the chain's other
+	 * stanzas' keys and newer operator fields must not break an ADD). */
+	static const char *j = UP(",\"mut\":1400,\"bgp\":{\"asn\":65000},\"cni.dev/x\":1");
+	struct cni_conf c;
+	struct cni_err e;
+
+	ck_assert_msg(cni_conf_parse(j, strlen(j), CNI_CMD_ADD, &c, &e) == 0, "%s: %s", e.msg, e.details);
+	ck_assert_int_eq(c.mtu, 0);
+	cni_conf_free(&c);
+}
+END_TEST
+
+START_TEST(test_gc_valid_sets)
+{
+	/* libcni v1.3.1 without GC args: neither key; nothing may be collected. */
+	static const char *none = "{\"cniVersion\":\"1.1.0\",\"name\":\"n\",\"type\":\"galactic-veth\","
+				  "\"vpc\":\"V\",\"vpcattachment\":\"A\"}";
+	/* with GC args and a nil list: JSON null in both keys = nothing is valid */
+	static const char *nul = "{\"cniVersion\":\"1.1.0\",\"name\":\"n\",\"type\":\"galactic-veth\","
+				 "\"vpc\":\"V\",\"vpcattachment\":\"A\",\"cni.dev/valid-attachments\":null,"
+				 "\"cni.dev/attachments\":null}";
+	/* only the legacy key (a runtime following the spec's earlier name) */
+	static const char *old = "{\"cniVersion\":\"1.1.0\",\"name\":\"n\",\"type\":\"galactic-veth\","
+				 "\"vpc\":\"V\",\"vpcattachment\":\"A\","
+				 "\"cni.dev/attachments\":[{\"containerID\":\"c1\",\"ifname\":\"eth0\"}]}";
+	struct cni_conf c, d;
+	struct cni_err e;
+	json_t *o;
+
+	ck_assert_msg(cni_conf_parse(none, strlen(none), CNI_CMD_GC, &c, &e) == 0, "%s", e.details);
+	ck_assert_int_eq(c.has_valid, 0);
+	o = cni_conf_to_json(&c);
+	ck_assert_ptr_null(json_object_get(o, "cni.dev/valid-attachments"));
+	ck_assert_int_eq(cni_conf_parse_json(o, CNI_CMD_GC, &d, &e), 0);
+	ck_assert_int_eq(d.has_valid, 0);
+	json_decref(o);
+	cni_conf_free(&c);
+	cni_conf_free(&d);
+
+	ck_assert_msg(cni_conf_parse(nul, strlen(nul), CNI_CMD_GC, &c, &e) == 0, "%s", e.details);
+	ck_assert_int_eq(c.has_valid, 1);
+	ck_assert_uint_eq(c.nvalid, 0);
+	o = cni_conf_to_json(&c);
+	ck_assert_int_eq(cni_conf_parse_json(o, CNI_CMD_GC, &d, &e), 0);
+	ck_assert_int_eq(d.has_valid, 1);
+	ck_assert_uint_eq(d.nvalid, 0);
+	json_decref(o);
+	cni_conf_free(&c);
+	cni_conf_free(&d);
+
+	ck_assert_msg(cni_conf_parse(old, strlen(old), CNI_CMD_GC, &c, &e) == 0, "%s", e.details);
+	ck_assert_int_eq(c.has_valid, 1);
+	ck_assert_uint_eq(c.nvalid, 1);
+	ck_assert_str_eq(c.valid[0].container_id, "c1");
+	cni_conf_free(&c);
+}
+END_TEST
 
 START_TEST(test_env_good)
 {
@@ -366,6 +587,11 @@ static Suite *suite(void)
 	tcase_add_test(t, test_roundtrip);
 	tcase_add_loop_test(t, test_bad_input, 0, (int)(sizeof(bads) / sizeof(bads[0])));
 	tcase_add_test(t, test_gc_valid_list);
+	tcase_add_test(t, test_operator_stanza_with_ipam);
+	tcase_add_test(t, test_operator_stanza_without_ipam);
+	tcase_add_test(t, test_operator_stanza_block96);
+	tcase_add_test(t, test_unknown_keys_ignored);
+	tcase_add_test(t, test_gc_valid_sets);
 	tcase_add_test(t, test_env_good);
 	tcase_add_loop_test(t, test_env_bad, 0, (int)(sizeof(bad_envs) / sizeof(bad_envs[0])));
 	tcase_add_test(t, test_env_del_without_netns);

@@ -162,6 +162,28 @@ START_TEST(t_validate_attachments)
 	s.atts[1].arg = 2;
 	inet_pton(AF_INET, "10.0.0.1", &s.atts[1].nh4); /* nh4 must be link-local */
 	ck_assert_int_eq(gdp_validate_attachment(&s, 1, err, sizeof(err)), -EINVAL);
+	s.atts[1].nh4.s_addr = 0;
+	ck_assert_int_eq(gdp_validate_attachment(&s, 1, err, sizeof(err)), 0);
+	/* A self-addressing guest: no addresses, rules only. */
+	s.atts[1].n_addrs = 0;
+	ck_assert_int_eq(gdp_validate_attachment(&s, 1, err, sizeof(err)), 0);
+	/* A delegated IPv6 block: a prefix without host bits is fine... */
+	s.atts[1].n_addrs = 1;
+	memset(&s.atts[1].addrs[0], 0, sizeof(s.atts[1].addrs[0]));
+	s.atts[1].addrs[0].family = AF_INET6;
+	s.atts[1].addrs[0].len = 96;
+	inet_pton(AF_INET6, "fd00:a::1:0:0", &s.atts[1].addrs[0].addr.v6);
+	ck_assert_msg(gdp_validate_attachment(&s, 1, err, sizeof(err)) == 0, "%s", err);
+	/* ...one with host bits, a /0, or a shorter IPv4 prefix is not. */
+	inet_pton(AF_INET6, "fd00:a::1:0:5", &s.atts[1].addrs[0].addr.v6);
+	ck_assert_int_eq(gdp_validate_attachment(&s, 1, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "host bits"));
+	memset(&s.atts[1].addrs[0].addr, 0, sizeof(s.atts[1].addrs[0].addr));
+	s.atts[1].addrs[0].len = 0;
+	ck_assert_int_eq(gdp_validate_attachment(&s, 1, err, sizeof(err)), -EINVAL);
+	s.atts[1].addrs[0].family = AF_INET;
+	s.atts[1].addrs[0].len = 24;
+	ck_assert_int_eq(gdp_validate_attachment(&s, 1, err, sizeof(err)), -EINVAL);
 	gdp_state_free(&s);
 }
 END_TEST

@@ -90,6 +90,34 @@ START_TEST(spec_carries_ids_devices_subnets_sids_routes)
 }
 END_TEST
 
+START_TEST(spec_carries_a_delegated_block_and_no_address_attachments)
+{
+	json_t *s;
+
+	/* A /96 delegated to the pod: podSubnets and routes carry the whole
+	 * block, so other nodes route all of it to this node's decap SID. */
+	mkstate();
+	ck_assert_int_eq(gdp_prefix_parse("2001:db8:a001::/96", &st.atts[0].addrs[0]), 0);
+	st.atts[0].n_addrs = 1;
+	s = rpt_spec("n2", &st, &st.atts[0], NULL);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_int_eq(json_array_size(gj_get(s, "podSubnets")), 1);
+	ck_assert_str_eq(json_string_value(json_array_get(gj_get(s, "podSubnets"), 0)), "2001:db8:a001::/96");
+	ck_assert_int_eq(json_array_size(gj_get(s, "routes")), 1);
+	ck_assert_str_eq(gj_str(json_array_get(gj_get(s, "routes"), 0), "prefix"), "2001:db8:a001::/96");
+	ck_assert_str_eq(gj_str(json_array_get(gj_get(s, "routes"), 0), "sid"), "fcbb:bb00:1:2:e001::");
+	json_decref(s);
+	/* A self-addressing guest: reported, with nothing to route. */
+	st.atts[0].n_addrs = 0;
+	s = rpt_spec("n2", &st, &st.atts[0], NULL);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_int_eq(json_array_size(gj_get(s, "podSubnets")), 0);
+	ck_assert_int_eq(json_array_size(gj_get(s, "routes")), 0);
+	json_decref(s);
+	gdp_state_free(&st);
+}
+END_TEST
+
 static void result(struct gdp_results *r, enum gdp_obj_kind k, const char *vpc, const char *key,
 		   bool prog, int err, const char *msg)
 {
@@ -204,6 +232,7 @@ int main(void)
 
 	tcase_add_test(tc, name_is_node_and_hex_ids);
 	tcase_add_test(tc, spec_carries_ids_devices_subnets_sids_routes);
+	tcase_add_test(tc, spec_carries_a_delegated_block_and_no_address_attachments);
 	tcase_add_test(tc, programmed_only_when_verified);
 	tcase_add_test(tc, status_transition_time_moves_only_on_change);
 	suite_add_tcase(s, tc);
