@@ -120,10 +120,11 @@ static void enqueue_claims_of_iface(struct controller *c, const char *ns, const 
 	json_decref(cl);
 }
 
-/* An attachment changed: queue the interface it names and that interface's claims. */
+/* An attachment changed: queue the interface of its name (upstream names an
+ * attachment after its interface) and that interface's claims. */
 static void enqueue_iface_of_att(struct controller *c, const json_t *att)
 {
-	const char *ns = gj_str(att, "metadata.namespace"), *ifn = gj_str(att, "spec.interfaceRef.name");
+	const char *ns = gj_str(att, "metadata.namespace"), *ifn = gj_str(att, "metadata.name");
 	json_t *iface;
 
 	if (!att || !ns || !ifn)
@@ -149,17 +150,6 @@ static void att_delete(json_t *obj, void *ud)
 {
 	enqueue_obj(ud, obj);
 	enqueue_iface_of_att(ud, obj);
-}
-
-static void att_iface_index(const json_t *obj, struct kube_index_values *out, void *ud)
-{
-	char k[600];
-	const char *ns = gj_str(obj, "metadata.namespace"), *n = gj_str(obj, "spec.interfaceRef.name");
-	(void)ud;
-	if (ns && n && *n && !strchr(n, '/') && strlen(n) <= 253) {
-		snprintf(k, sizeof(k), "%s/%s", ns, n);
-		kube_index_values_add(out, k);
-	}
 }
 
 static void ni_changed(struct controller *c, const json_t *o)
@@ -607,13 +597,14 @@ static void log_conds(const char *what, const char *key, const json_t *conds)
 		gj_str(json_array_get(conds, 1), "status") ?: "?", NULL);
 }
 
-/* The attachment of an interface (cache), as a new reference, or NULL. */
+/* The attachment of an interface (cache: same name, linked as upstream links them), or NULL. */
 static json_t *iface_attachment(struct controller *c, const json_t *iface, const char *nskey)
 {
-	json_t *cands = kube_store_by_index(informer_store(c->att), "iface", nskey);
-	json_t *a = json_incref((json_t *)nic_pick_attachment(iface, cands));
-	json_decref(cands);
-	return a;
+	json_t *a = kube_store_get(informer_store(c->att), nskey);
+	if (nic_attachment_links(iface, a))
+		return a;
+	json_decref(a);
+	return NULL;
 }
 
 /* Logs and counts another manager owning attachmentRef or vpc: apply with force takes them back. */
@@ -764,7 +755,7 @@ static int reconcile_nic(struct controller *c, const char *key, const char *nske
 			miss = (struct nic_missing){ "False", R_IF_MISMATCH, msg };
 		} else if (!(att = iface_attachment(c, iface, ifkey))) {
 			snprintf(msg, sizeof(msg),
-				 "no VPCAttachment refers to NetworkInterface %s (name and uid)", ifn);
+				 "no VPCAttachment %s controlled by NetworkInterface %s", ifn, ifn);
 			miss = (struct nic_missing){ "False", R_ATT_MISSING, msg };
 		}
 	}
@@ -896,7 +887,6 @@ struct controller *controller_new(struct kube_client *kc, const struct mapping_s
 	io.name = "vpcattachments";
 	if (!(c->att = informer_new(kc, &io)) ||
 	    informer_add_index(c->att, "ids", att_ids_index, NULL) ||
-	    informer_add_index(c->att, "iface", att_iface_index, NULL) ||
 	    informer_add_handlers(c->att, &(struct informer_handlers){ att_add, att_update,
 								       att_delete, c }))
 		goto fail;

@@ -34,25 +34,33 @@ static bool value_ok(const char *s, size_t max)
 	return true;
 }
 
-const json_t *nic_pick_attachment(const json_t *iface, const json_t *candidates)
+/* The ownerReference of obj marked controller, or NULL. */
+static const json_t *controller_owner(const json_t *obj)
+{
+	const json_t *r;
+	size_t i;
+
+	json_array_foreach(gj_get(obj, "metadata.ownerReferences"), i, r)
+		if (json_is_true(json_object_get(r, "controller")))
+			return r;
+	return NULL;
+}
+
+bool nic_attachment_links(const json_t *iface, const json_t *att)
 {
 	const char *ns = gj_str(iface, "metadata.namespace"), *name = gj_str(iface, "metadata.name");
 	const char *uid = gj_str(iface, "metadata.uid");
-	const json_t *best = NULL, *a;
-	size_t i;
+	const json_t *owner;
 
-	if (!ns || !name || !uid || !*uid)
-		return NULL;
-	json_array_foreach(candidates, i, a) {
-		const char *an = gj_str(a, "metadata.name");
-		if (!an || strcmp(gj_str(a, "metadata.namespace") ?: "", ns) ||
-		    strcmp(gj_str(a, "spec.interfaceRef.name") ?: "", name) ||
-		    strcmp(gj_str(a, "spec.interfaceRef.uid") ?: "", uid))
-			continue;
-		if (!best || strcmp(an, gj_str(best, "metadata.name")) < 0)
-			best = a;
-	}
-	return best;
+	if (!att || !ns || !name || !*name || !uid || !*uid)
+		return false;
+	owner = controller_owner(att);
+	return !strcmp(gj_str(att, "metadata.namespace") ?: "", ns) &&
+	       !strcmp(gj_str(att, "metadata.name") ?: "", name) &&
+	       !strcmp(gj_str(att, "spec.interfaceRef.name") ?: "", name) && owner &&
+	       !strcmp(str_at(owner, "kind") ?: "", "NetworkInterface") &&
+	       !strcmp(str_at(owner, "name") ?: "", name) &&
+	       !strcmp(str_at(owner, "uid") ?: "", uid);
 }
 
 /* One condition derived from the attachment's condition `from`. */
@@ -112,7 +120,7 @@ json_t *nic_conditions(const json_t *obj, const json_t *att, const struct nic_mi
 		       R_ATT_PROGRAMMED_UNKNOWN, &gs, &gr, gm, sizeof(gm));
 	} else {
 		const struct nic_missing dflt = { "False", R_ATT_MISSING,
-						  "no VPCAttachment refers to this interface (name and uid)" };
+						  "no VPCAttachment of this name is controlled by this interface" };
 		const struct nic_missing *m = missing ? missing : &dflt;
 		ps = gs = m->status;
 		pr = gr = m->reason;
@@ -148,7 +156,8 @@ json_t *nic_fields_intent(const json_t *iface, const json_t *att, char *err, siz
 		return NULL;
 	}
 	if (att && value_ok(gj_str(att, "metadata.name"), 253)) {
-		const char *vpc = gj_str(att, "spec.vpc.name");
+		/* The VPC operator's base62 VPC id (NIR: NI status.vpc = attachment status.vpc). */
+		const char *vpc = gj_str(att, "status.vpc");
 		json_object_set_new(st, "attachmentRef",
 				    json_pack("{s:s, s:s, s:s}", "apiGroup", VPCATT_GROUP, "kind",
 					      "VPCAttachment", "name", gj_str(att, "metadata.name")));

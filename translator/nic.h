@@ -11,9 +11,10 @@
  *
  * Prepared follows the attachment's Ready (VPC operator); Programmed follows
  * the attachment's Programmed (the node's report, through the translator).
- * Links: interface <- attachment through VPCAttachment.spec.interfaceRef
- * {name, uid}; claim <-> interface through NetworkInterface.spec.claimRef.name
- * and NetworkInterfaceClaim.status.networkInterfaceRef.name (both must agree).
+ * Links: interface <- attachment of the same name, controller-owned by the
+ * interface (uid) and naming it in spec.interfaceRef.name; claim <->
+ * interface through NetworkInterface.spec.claimRef.name and
+ * NetworkInterfaceClaim.status.networkInterfaceRef.name (both must agree).
  */
 #ifndef GALACTIC_TRANSLATOR_NIC_H
 #define GALACTIC_TRANSLATOR_NIC_H
@@ -42,12 +43,14 @@
 #define R_IF_MISMATCH "InterfaceNotBoundToClaim"
 
 /*
- * The attachment whose spec.interfaceRef names this interface (same
- * namespace, name and uid), from candidates (a JSON array of attachments with
- * that interfaceRef.name, as the cache index returns them). Several
- * matches: the smallest name speaks. NULL if none. Borrowed from candidates.
+ * True when att is iface's attachment as upstream links them (cloud
+ * NetworkInterfaceReconciler): same namespace and name as the interface, a
+ * controller ownerReference to kind NetworkInterface with the interface's
+ * name and current uid (an attachment made for an earlier incarnation of the
+ * same name does not count), and spec.interfaceRef.name = the interface's
+ * name. Upstream's interfaceRef has no uid.
  */
-const json_t *nic_pick_attachment(const json_t *iface, const json_t *candidates);
+bool nic_attachment_links(const json_t *iface, const json_t *att);
 
 /*
  * The translator's two conditions (a JSON array [Prepared, Programmed]) for
@@ -68,7 +71,8 @@ json_t *nic_conditions(const json_t *obj, const json_t *att, const struct nic_mi
 
 /*
  * The server-side-apply body for an interface's /status with the
- * translator's non-list fields: attachmentRef and vpc from att (att NULL:
+ * translator's non-list fields: attachmentRef and vpc (att's status.vpc, the
+ * base62 VPC id, left out until the VPC operator has set it) from att (att NULL:
  * status {} so that apply withdraws them). NULL when iface lacks name,
  * namespace or uid (err set).
  */

@@ -134,7 +134,7 @@ if [ -x "$bin/galactic-translator" ]; then
     K apply -f - >/dev/null <<EOF
 {"apiVersion":"cloud.datumapis.com/v1alpha1","kind":"VPCAttachment",
  "metadata":{"name":"$name","namespace":"default"},
- "spec":{"vpc":{"name":"$vpc"},"interfaceRef":{"name":"nic-$name","uid":"u-$name"}}}
+ "spec":{"vpc":{"name":"$vpc"},"interfaceRef":{"name":"$name"}}}
 EOF
     # the VPC operator's own fields (ids it allocated, Ready), under its own manager
     K patch vpcattachment "$name" -n default --subresource=status --type=merge --field-manager=vpc-operator \

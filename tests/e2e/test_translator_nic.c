@@ -538,15 +538,27 @@ static const char *create_iface(const char *base, const char *name, const char *
 	return uid;
 }
 
-static void create_att(const char *name, const char *ifname, const char *uid)
+/* An attachment as the cloud NetworkInterfaceReconciler makes it: controller-owned by the
+ * interface (owner_uid), spec.interfaceRef.name (upstream has no uid there). */
+static void create_att(const char *name, const char *ifname, const char *owner_uid)
 {
-	char body[512];
+	char body[1024];
 	snprintf(body, sizeof(body),
 		 "{\"apiVersion\":\"cloud.datumapis.com/v1alpha1\",\"kind\":\"VPCAttachment\","
-		 "\"metadata\":{\"name\":\"%s\"},\"spec\":{\"vpc\":{\"name\":\"vpc-blue\"},"
-		 "\"interfaceRef\":{\"name\":\"%s\",\"uid\":\"%s\"}}}",
-		 name, ifname, uid);
+		 "\"metadata\":{\"name\":\"%s\",\"ownerReferences\":[{\"apiVersion\":"
+		 "\"networking.datumapis.com/v1alpha\",\"kind\":\"NetworkInterface\",\"name\":\"%s\","
+		 "\"uid\":\"%s\",\"controller\":true,\"blockOwnerDeletion\":true}]},"
+		 "\"spec\":{\"vpc\":{\"name\":\"vpc-blue\"},\"interface\":{\"name\":\"eth0\",\"mode\":\"Netns\"},"
+		 "\"interfaceRef\":{\"name\":\"%s\"}}}",
+		 name, ifname, owner_uid, ifname);
 	create(ATT_PATH, body);
+}
+
+static void delete_att(const char *name)
+{
+	char p[256];
+	snprintf(p, sizeof(p), "%s/%s", ATT_PATH, name);
+	ck_assert_int_eq(kreq(&cp, "DELETE", p, NULL, NULL, NULL, NULL), 200);
 }
 
 /* ---- ownership checks ---- */
@@ -836,28 +848,33 @@ START_TEST(test_interface_and_claim_follow)
 	json_decref(o);
 	o = wait_cond(NIC_PATH, "claim1", "Programmed", "False", "AttachmentMissing", 20, NULL);
 	ck_assert_str_eq(sget(cond(o, "Programmed"), "message", NULL),
-			 "no VPCAttachment refers to NetworkInterface nic1 (name and uid)");
+			 "no VPCAttachment nic1 controlled by NetworkInterface nic1");
 	ck_assert_str_eq(sget(cond(o, "Bound"), "status", NULL), "True");
 	ck_assert_str_eq(sget(cond(o, "Ready"), "status", NULL), "False");
 	json_decref(o);
 
-	/* An attachment for an older incarnation (wrong uid) does not count. */
-	create_att("att-old", "nic1", "not-the-uid");
+	/* An attachment controlled by an older incarnation (owner uid) does not count,
+	 * nor one of another name controlled by this one. */
+	create_att("nic1", "nic1", "not-the-uid");
+	create_att("att-other", "nic1", nic1_uid);
 	sleep(1);
 	o = obj_get(NI_PATH, "nic1");
 	ck_assert_str_eq(sget(cond(o, "Prepared"), "reason", NULL), "AttachmentMissing");
 	json_decref(o);
+	delete_att("nic1");
+	delete_att("att-other");
 
 	/* The attachment appears, not ready yet. */
 	w0i = settled(l, W_NI);
 	w0c = settled(l, W_NIC);
-	create_att("att1", "nic1", nic1_uid);
-	vpcop_write("att1", "Vb1", "Ab1", "False");
+	create_att("nic1", "nic1", nic1_uid);
+	vpcop_write("nic1", "Vb1", "Ab1", "False");
 	o = wait_cond(NI_PATH, "nic1", "Prepared", "False", "AttachmentNotReady", 20, NULL);
-	ck_assert_str_eq(sget(json_object_get(json_object_get(o, "status"), "attachmentRef"), "name", NULL), "att1");
+	ck_assert_str_eq(sget(json_object_get(json_object_get(o, "status"), "attachmentRef"), "name", NULL), "nic1");
 	ck_assert_str_eq(sget(json_object_get(json_object_get(o, "status"), "attachmentRef"), "kind", NULL), "VPCAttachment");
 	ck_assert_str_eq(sget(json_object_get(json_object_get(o, "status"), "attachmentRef"), "apiGroup", NULL), "cloud.datumapis.com");
-	ck_assert_str_eq(sget(json_object_get(o, "status"), "vpc", NULL), "vpc-blue");
+	/* The VPC operator's base62 VPC id from the attachment's status, not spec.vpc.name. */
+	ck_assert_str_eq(sget(json_object_get(o, "status"), "vpc", NULL), "Vb1");
 	json_decref(o);
 	json_decref(wait_cond(NIC_PATH, "claim1", "Prepared", "False", "AttachmentNotReady", 20, NULL));
 	w1i = settled(l, W_NI);
@@ -866,7 +883,7 @@ START_TEST(test_interface_and_claim_follow)
 	       w1i - w0i, w1c - w0c);
 
 	/* Ready -> Prepared=True: one write each. */
-	vpcop_write("att1", "Vb1", "Ab1", "True");
+	vpcop_write("nic1", "Vb1", "Ab1", "True");
 	json_decref(wait_cond(NI_PATH, "nic1", "Prepared", "True", "AttachmentReady", 20, &took));
 	printf("MEASURE: attachment Ready=True -> interface Prepared=True in %.1f ms\n", took * 1e3);
 	json_decref(wait_cond(NIC_PATH, "claim1", "Prepared", "True", "AttachmentReady", 20, NULL));
@@ -880,7 +897,7 @@ START_TEST(test_interface_and_claim_follow)
 	/* The node's report: attachment Programmed, then interface and claim, then claim Ready. */
 	t0 = gt_now();
 	report_write("node-a-vb1-ab1", "Vb1", "Ab1", "True");
-	json_decref(wait_cond(ATT_PATH, "att1", "Programmed", "True", NULL, 20, NULL));
+	json_decref(wait_cond(ATT_PATH, "nic1", "Programmed", "True", NULL, 20, NULL));
 	json_decref(wait_cond(NI_PATH, "nic1", "Programmed", "True", "AttachmentProgrammed", 20, NULL));
 	json_decref(wait_cond(NIC_PATH, "claim1", "Programmed", "True", "AttachmentProgrammed", 20, NULL));
 	printf("MEASURE: report Programmed=True -> claim Programmed=True (translator only, 2 hops) in %.1f ms\n",
@@ -920,7 +937,7 @@ START_TEST(test_interface_and_claim_follow)
 	json_decref(o);
 	sleep(1); /* timestamps have second precision */
 	ready_reason = "Reallocated";
-	vpcop_write("att1", "Vb1", "Ab1", "True");
+	vpcop_write("nic1", "Vb1", "Ab1", "True");
 	for (t0 = gt_now(); gt_now() - t0 < 20; usleep(5000)) {
 		o = obj_get(NI_PATH, "nic1");
 		if (strstr(sget(cond(o, "Prepared"), "message", NULL) ?: "", "(Reallocated)"))
@@ -1032,7 +1049,7 @@ START_TEST(test_attachment_deleted)
 	char p[256];
 	json_t *o;
 
-	snprintf(p, sizeof(p), "%s/att1", ATT_PATH);
+	snprintf(p, sizeof(p), "%s/nic1", ATT_PATH);
 	ck_assert_int_eq(kreq(&cp, "DELETE", p, NULL, NULL, NULL, NULL), 200);
 	o = wait_cond(NI_PATH, "nic1", "Programmed", "False", "AttachmentMissing", 20, NULL);
 	ck_assert_ptr_null(json_object_get(json_object_get(o, "status"), "attachmentRef"));
@@ -1109,8 +1126,8 @@ START_TEST(test_handover_no_rewrites)
 		      gt_metric((&rep[f])->port, W_NIC) - wc);
 	ck_assert(gt_metric((&rep[f])->port, SKIP_NI) >= 2 && gt_metric((&rep[f])->port, SKIP_NIC) >= 3);
 	/* And it acts: the attachment comes back for nic1 (same interface uid). */
-	create_att("att1b", "nic1", nic1_uid);
-	vpcop_write("att1b", "Vb1", "Ab1", "True");
+	create_att("nic1", "nic1", nic1_uid);
+	vpcop_write("nic1", "Vb1", "Ab1", "True");
 	json_decref(wait_cond(NI_PATH, "nic1", "Programmed", "True", "AttachmentProgrammed", 20, NULL));
 	json_decref(wait_cond(NIC_PATH, "claim1", "Ready", "True", NULL, 20, NULL));
 	o_check_lost();

@@ -351,8 +351,8 @@ static void create_att(const char *name)
 	snprintf(body, sizeof(body),
 		 "{\"apiVersion\":\"cloud.datumapis.com/v1alpha1\",\"kind\":\"VPCAttachment\","
 		 "\"metadata\":{\"name\":\"%s\"},\"spec\":{\"vpc\":{\"name\":\"vpc-1\"},"
-		 "\"interfaceRef\":{\"name\":\"nic-%s\",\"uid\":\"u-%s\"}}}",
-		 name, name, name);
+		 "\"interface\":{\"name\":\"eth0\",\"mode\":\"Netns\"},\"interfaceRef\":{\"name\":\"%s\"}}}",
+		 name, name);
 	for (int i = 0; i < 100; i++) {
 		code = kreq(&cp, "POST", ATT_PATH, "application/json", body, NULL, NULL);
 		if (code != 404 && code != 429 && code != 503)

@@ -178,29 +178,53 @@ static const char *IFACE =
 	"{\"type\":\"Prepared\",\"status\":\"True\",\"reason\":\"AttachmentReady\","
 	"\"lastTransitionTime\":\"2026-01-01T00:00:00Z\"}]}}";
 
-static json_t *att_json(const char *name, const char *uid, const char *conds)
+/* An attachment as upstream makes it: controller-owned by the interface (owner uid), interfaceRef.name. */
+static json_t *att_json_full(const char *name, const char *ifref, const char *owner_kind,
+			     const char *owner_uid, bool controller, const char *conds)
 {
-	char b[1024];
+	char b[1400];
 	snprintf(b, sizeof(b),
-		 "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"t\"},"
-		 "\"spec\":{\"vpc\":{\"name\":\"vpc-1\"},\"interfaceRef\":{\"name\":\"nic1\",\"uid\":\"%s\"}},"
-		 "\"status\":{\"conditions\":%s}}",
-		 name, uid, conds);
+		 "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"t\",\"ownerReferences\":[{"
+		 "\"apiVersion\":\"networking.datumapis.com/v1alpha\",\"kind\":\"%s\",\"name\":\"nic1\","
+		 "\"uid\":\"%s\",\"controller\":%s,\"blockOwnerDeletion\":true}]},"
+		 "\"spec\":{\"vpc\":{\"name\":\"vpc-1\"},\"interfaceRef\":{\"name\":\"%s\"}},"
+		 "\"status\":{\"vpc\":\"5gHk2Vq\",\"conditions\":%s}}",
+		 name, owner_kind, owner_uid, controller ? "true" : "false", ifref, conds);
 	return J(b);
 }
 
-START_TEST(test_pick_attachment_matches_uid)
+static json_t *att_json(const char *name, const char *uid, const char *conds)
 {
-	json_t *i = J(IFACE), *cands = json_array();
+	return att_json_full(name, "nic1", "NetworkInterface", uid, true, conds);
+}
 
-	json_array_append_new(cands, att_json("zeta", "u-nic1", "[]"));
-	json_array_append_new(cands, att_json("alpha", "u-old", "[]")); /* earlier incarnation */
-	json_array_append_new(cands, att_json("beta", "u-nic1", "[]"));
-	ck_assert_str_eq(gj_str(nic_pick_attachment(i, cands), "metadata.name"), "beta");
-	json_array_remove(cands, 2);
-	json_array_remove(cands, 0);
-	ck_assert_ptr_null(nic_pick_attachment(i, cands));
-	json_decref(cands);
+START_TEST(test_attachment_links_as_upstream)
+{
+	json_t *i = J(IFACE), *a;
+
+	a = att_json("nic1", "u-nic1", "[]");
+	ck_assert(nic_attachment_links(i, a));
+	json_decref(a);
+	/* Made for an earlier incarnation of the same name: does not count. */
+	a = att_json("nic1", "u-old", "[]");
+	ck_assert(!nic_attachment_links(i, a));
+	json_decref(a);
+	/* Another name (upstream names the attachment after its interface). */
+	a = att_json("att1", "u-nic1", "[]");
+	ck_assert(!nic_attachment_links(i, a));
+	json_decref(a);
+	/* An owner that is not the controller, or not an interface. */
+	a = att_json_full("nic1", "nic1", "NetworkInterface", "u-nic1", false, "[]");
+	ck_assert(!nic_attachment_links(i, a));
+	json_decref(a);
+	a = att_json_full("nic1", "nic1", "Pod", "u-nic1", true, "[]");
+	ck_assert(!nic_attachment_links(i, a));
+	json_decref(a);
+	/* interfaceRef.name names another interface. */
+	a = att_json_full("nic1", "nic2", "NetworkInterface", "u-nic1", true, "[]");
+	ck_assert(!nic_attachment_links(i, a));
+	json_decref(a);
+	ck_assert(!nic_attachment_links(i, NULL));
 	json_decref(i);
 }
 END_TEST
@@ -278,14 +302,15 @@ START_TEST(test_fields_intent_and_satisfied)
 	ck_assert_str_eq(gj_str(f, "status.attachmentRef.apiGroup"), "cloud.datumapis.com");
 	ck_assert_str_eq(gj_str(f, "status.attachmentRef.kind"), "VPCAttachment");
 	ck_assert_str_eq(gj_str(f, "status.attachmentRef.name"), "att1");
-	ck_assert_str_eq(gj_str(f, "status.vpc"), "vpc-1");
+	/* The base62 id from the attachment's status, not the VPC's name in its spec. */
+	ck_assert_str_eq(gj_str(f, "status.vpc"), "5gHk2Vq");
 	ck_assert_ptr_null(gj_get(f, "status.conditions"));
 	/* Not shown yet. */
 	ck_assert(!nic_fields_satisfied(i, f, TRANSLATOR_MANAGER, why, sizeof(why)));
 	/* Shown and owned through our Apply entry. */
 	have = J("{\"metadata\":{\"managedFields\":[{\"manager\":\"galactic-translator\",\"operation\":\"Apply\","
 		 "\"subresource\":\"status\",\"fieldsV1\":{\"f:status\":{\"f:attachmentRef\":{},\"f:vpc\":{}}}}]},"
-		 "\"status\":{\"vpc\":\"vpc-1\",\"attachmentRef\":{\"apiGroup\":\"cloud.datumapis.com\","
+		 "\"status\":{\"vpc\":\"5gHk2Vq\",\"attachmentRef\":{\"apiGroup\":\"cloud.datumapis.com\","
 		 "\"kind\":\"VPCAttachment\",\"name\":\"att1\"}}}");
 	ck_assert_msg(nic_fields_satisfied(have, f, TRANSLATOR_MANAGER, why, sizeof(why)), "%s", why);
 	/* Owned by someone else (an Update entry of the same manager is not ours to keep): not satisfied. */
@@ -356,21 +381,27 @@ START_TEST(test_bad_objects)
 		"{}",
 	};
 	static const char *const atts[] = {
-		"{\"metadata\":{\"name\":\"a\",\"namespace\":\"t\"},\"spec\":{\"interfaceRef\":\"nic1\"}}",
-		"{\"metadata\":{\"name\":5,\"namespace\":\"t\"},\"spec\":{\"interfaceRef\":{\"name\":\"nic1\",\"uid\":\"u-nic1\"}}}",
-		"{\"metadata\":{\"name\":\"a\",\"namespace\":\"t\"},\"spec\":{\"vpc\":{\"name\":\"v\\u0001\"},"
-		"\"interfaceRef\":{\"name\":\"nic1\",\"uid\":\"u-nic1\"}},\"status\":{\"conditions\":{\"type\":\"Ready\"}}}",
+		"{\"metadata\":{\"name\":\"nic1\",\"namespace\":\"t\",\"ownerReferences\":\"x\"},"
+		"\"spec\":{\"interfaceRef\":\"nic1\"}}",
+		"{\"metadata\":{\"name\":5,\"namespace\":\"t\",\"ownerReferences\":[null,7,{\"controller\":\"yes\"}]},"
+		"\"spec\":{\"interfaceRef\":{\"name\":\"nic1\"}}}",
+		"{\"metadata\":{\"name\":\"nic1\",\"namespace\":\"t\",\"ownerReferences\":[{\"kind\":\"NetworkInterface\","
+		"\"name\":\"nic1\",\"uid\":\"u-nic1\",\"controller\":true}]},\"spec\":{\"vpc\":{\"name\":\"v\"},"
+		"\"interfaceRef\":{\"name\":\"nic1\"}},\"status\":{\"vpc\":\"v\\u0001\",\"conditions\":{\"type\":\"Ready\"}}}",
 	};
 	char err[256];
 
 	for (size_t i = 0; i < sizeof(ifaces) / sizeof(ifaces[0]); i++) {
 		json_t *o = J(ifaces[i]), *cands = json_array();
-		for (size_t k = 0; k < sizeof(atts) / sizeof(atts[0]); k++)
+		const json_t *a = NULL;
+		for (size_t k = 0; k < sizeof(atts) / sizeof(atts[0]); k++) {
 			json_array_append_new(cands, J(atts[k]));
-		const json_t *a = nic_pick_attachment(o, cands);
-		/* Only the third attachment names nic1 with its uid, and only the first object has that uid. */
+			if (!a && nic_attachment_links(o, json_array_get(cands, k)))
+				a = json_array_get(cands, k);
+		}
+		/* Only the third attachment links to nic1 with its uid, and only the first object has that uid. */
 		if (i == 0)
-			ck_assert_str_eq(gj_str(a, "metadata.name"), "a");
+			ck_assert_str_eq(gj_str(a, "metadata.name"), "nic1");
 		else
 			ck_assert_ptr_null(a);
 		json_t *c = nic_conditions(o, a, NULL, "2026-02-02T00:00:00Z");
@@ -383,7 +414,7 @@ START_TEST(test_bad_objects)
 			ck_assert_str_eq(gj_str(json_array_get(c, 0), "status"), "Unknown");
 			json_t *f = nic_fields_intent(o, a, err, sizeof(err));
 			ck_assert_ptr_nonnull(f);
-			ck_assert_str_eq(gj_str(f, "status.attachmentRef.name"), "a");
+			ck_assert_str_eq(gj_str(f, "status.attachmentRef.name"), "nic1");
 			ck_assert_ptr_null(gj_get(f, "status.vpc")); /* control character: not copied */
 			json_decref(f);
 		} else {
@@ -427,7 +458,7 @@ int main(void)
 	tcase_add_test(tc, test_duplicates_removed);
 	tcase_add_test(tc, test_untyped_entries_guarded_whole);
 	tcase_add_test(tc, test_wrong_types_refused);
-	tcase_add_test(tc, test_pick_attachment_matches_uid);
+	tcase_add_test(tc, test_attachment_links_as_upstream);
 	tcase_add_test(tc, test_conditions_follow_attachment);
 	tcase_add_test(tc, test_fields_intent_and_satisfied);
 	tcase_add_test(tc, test_round_trip_noop);
