@@ -27,5 +27,6 @@ else
   echo "deps: all ${#PKGS[@]} Debian packages present"
 fi
 
-command -v go >/dev/null || { echo "deps: Go is required to build the test control plane (kube-apiserver, etcd, kubectl, helm)" >&2; exit 1; }
+command -v go >/dev/null || { echo "deps: Go is required to build the test control plane (kube-apiserver, etcd, kubectl, helm) and the CNI test tools (cnitool)" >&2; exit 1; }
 ./tests/controlplane/build.sh
+./tests/controlplane/build-cni.sh

@@ -24,7 +24,9 @@ $(eval $(call unit_test,test_cni_proto,tests/unit/test_cni_proto.c,gcni,jansson 
 $(eval $(call fuzzer,fuzz_cni_config,tests/fuzz/fuzz_cni_config.c,gcni,jansson))
 $(eval $(call fuzzer,fuzz_cni_proto,tests/fuzz/fuzz_cni_proto.c,gcni,jansson))
 $(eval $(call netns_test,test_cni_plugin,tests/netns/test_cni_plugin.c tests/lib/topo.c,gdp gnl,jansson nl))
+# libcni's cnitool + tuning (tests/controlplane/build-cni.sh) against real agents.
+$(eval $(call netns_test,test_cnitool,tests/netns/test_cnitool.c tests/lib/topo.c,gdp gnl,jansson nl))
 # make bench: 200 concurrent ADDs (p50/p99, time until the last pod pings across nodes).
 $(eval $(call bench,bench_cni,tests/bench/bench_cni.c tests/lib/topo.c,gdp gnl,jansson nl))
 # The netns suite runs the sanitized plugin binary: keep it up to date.
-build/san/tests/test_cni_plugin: | build/san/bin/galactic-cni $(CNI_ALIASES:%=build/san/bin/%)
+build/san/tests/test_cni_plugin build/san/tests/test_cnitool: | build/san/bin/galactic-cni $(CNI_ALIASES:%=build/san/bin/%)
