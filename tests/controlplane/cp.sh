@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # Test control plane: a real etcd + kube-apiserver on loopback.
 #
-#   cp.sh up DIR [--owner PID]   start both in DIR (private), write DIR/kubeconfig
+#   cp.sh up DIR [--owner PID] [--controller-manager]
+#                                start both in DIR (private), write DIR/kubeconfig
 #                                and DIR/env; with --owner, everything is torn
-#                                down when PID exits (crash included)
-#   cp.sh down DIR               stop both and remove DIR
+#                                down when PID exits (crash included); with
+#                                --controller-manager, also a kube-controller-manager
+#                                running only the garbage collector (ownerReference
+#                                cleanup), for suites that need it
+#   cp.sh down DIR               stop everything and remove DIR
 #   cp.sh stop-apiserver DIR | start-apiserver DIR | restart-apiserver DIR
+#   cp.sh start-controller-manager DIR | stop-controller-manager DIR
 #   cp.sh etcdctl DIR ARGS...    etcdctl against this etcd (e.g. compaction)
 #   cp.sh kubectl DIR ARGS...    kubectl with the admin kubeconfig
 #
@@ -94,6 +99,26 @@ start_apiserver() {
   wait_http $! "$APISERVER/readyz" 90 --cacert "$p/ca.crt" -H "Authorization: Bearer $CP_TOKEN"
 }
 
+# Only the garbage collector: the other controllers need kubelets, cloud
+# credentials or signing keys this control plane does not have. No serving
+# port (nothing scrapes it), no election (one instance).
+start_controller_manager() {
+  . "$dir/env"
+  setsid "$CP_BIN/kube-controller-manager" --kubeconfig "$KUBECONFIG" \
+    --controllers garbagecollector --leader-elect=false --secure-port 0 \
+    --use-service-account-credentials=false \
+    >>"$dir/controller-manager.log" 2>&1 &
+  echo $! > "$dir/controller-manager.pid"
+  # ready once its resource monitors synced (it logs "Proceeding to collect garbage")
+  for _ in $(seq 600); do
+    grep -q "Proceeding to collect garbage" "$dir/controller-manager.log" 2>/dev/null && return 0
+    kill -0 "$(cat "$dir/controller-manager.pid")" 2>/dev/null || {
+      echo "cp.sh: kube-controller-manager exited" >&2; tail -n 5 "$dir/controller-manager.log" >&2; return 1; }
+    sleep 0.1
+  done
+  echo "cp.sh: kube-controller-manager not ready after 60s" >&2; return 1
+}
+
 stop_pidfile() {
   local f=$dir/$1.pid pid
   [ -f "$f" ] || return 0
@@ -138,8 +163,14 @@ EOK
 
 case $cmd in
 up)
-  owner=
-  [ "${1:-}" = --owner ] && owner=$2
+  owner= kcm=
+  while [ $# -gt 0 ]; do
+    case $1 in
+    --owner) owner=$2; shift 2 ;;
+    --controller-manager) kcm=1; shift ;;
+    *) echo "cp.sh: unknown option $1" >&2; exit 2 ;;
+    esac
+  done
   mkdir -p "$dir"; dir=$(cd "$dir" && pwd)
   cpbin=$(bin)
   pki
@@ -157,6 +188,9 @@ up)
   done
   # keep the directory (logs) for the caller; nothing is left running
   if [ -z "${started:-}" ]; then rm -rf "$dir/etcd"; exit 1; fi
+  if [ -n "$kcm" ] && ! start_controller_manager; then
+    stop_pidfile controller-manager; stop_pidfile apiserver; stop_pidfile etcd; rm -rf "$dir/etcd"; exit 1
+  fi
   if [ -n "$owner" ]; then
     # Watchdog: tear down when the owner dies, whatever way it dies.
     setsid bash -c "while kill -0 $owner 2>/dev/null && [ -f '$dir/env' ]; do sleep 1; done
@@ -166,12 +200,14 @@ up)
   ;;
 down)
   [ -d "$dir" ] || exit 0
-  stop_pidfile apiserver; stop_pidfile etcd
+  stop_pidfile controller-manager; stop_pidfile apiserver; stop_pidfile etcd
   rm -rf "$dir"
   ;;
 stop-apiserver) stop_pidfile apiserver ;;
 start-apiserver) start_apiserver ;;
 restart-apiserver) stop_pidfile apiserver; start_apiserver ;;
+start-controller-manager) start_controller_manager ;;
+stop-controller-manager) stop_pidfile controller-manager ;;
 etcdctl) . "$dir/env"; exec "$CP_BIN/etcdctl" --endpoints "$ETCD_ENDPOINT" "$@" ;;
 kubectl) . "$dir/env"; exec "$CP_BIN/kubectl" --kubeconfig "$KUBECONFIG" "$@" ;;
 *) echo "cp.sh: unknown command $cmd" >&2; exit 2 ;;

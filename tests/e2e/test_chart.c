@@ -7,6 +7,8 @@
  *     write report objects only of the node its token is bound to (the
  *     ValidatingAdmissionPolicy reads the node name the API server puts into
  *     a pod-bound token); an unbound token writes nothing.
+ *   - galactic-agent and node IDs: may create and delete only NodeID holds
+ *     of its own node, controlled by its own NodeDataplane; reads them all.
  *   - galactic-translator: may patch only the status subresources it owns,
  *     never a spec, never a report.
  */
@@ -133,6 +135,23 @@ static void setup(void)
 				"\"metadata\":{\"name\":\"nic1\"},\"spec\":{\"interfaceName\":\"eth0\"}}"), 201);
 }
 
+/* A NodeID hold of node `node` owned by NodeDataplane `owner` (uid looked up). */
+static void nodeid_body(char *buf, size_t n, const char *name, const char *node, const char *owner, int id)
+{
+	char path[256];
+	json_t *o;
+
+	snprintf(path, sizeof(path), "%s/nodedataplanes/%s", NET, owner);
+	o = kget(&cp, path, NULL);
+	ck_assert_ptr_nonnull(o);
+	snprintf(buf, n, "{\"apiVersion\":\"network.datumapis.com/v1alpha1\",\"kind\":\"NodeID\","
+		 "\"metadata\":{\"name\":\"%s\",\"ownerReferences\":[{\"apiVersion\":\"network.datumapis.com/v1alpha1\","
+		 "\"kind\":\"NodeDataplane\",\"name\":\"%s\",\"uid\":\"%s\",\"controller\":true}]},"
+		 "\"spec\":{\"node\":\"%s\",\"block\":\"fcbb:bb00:1::/48\",\"nodeID\":%d}}",
+		 name, owner, kstr(o, "metadata", "uid"), node, id);
+	json_decref(o);
+}
+
 static void teardown(void)
 {
 	cp_down(&cp);
@@ -214,9 +233,11 @@ START_TEST(test_agent_writes_only_its_own_node_reports)
 	ck_assert_int_eq(req("GET", path, NULL, NULL, NULL, NULL), 200);
 
 	/* Per-node object: own status yes, another node's status no, spec never. */
-	snprintf(path, sizeof(path), "%s/nodedataplanes/node-a/status?fieldManager=galactic-agent", NET);
-	ck_assert_int_eq(req("PATCH", path, "application/merge-patch+json",
-			     "{\"status\":{\"nodeID\":1,\"datapath\":\"kernel\"}}", agent_a, NULL), 200);
+	snprintf(path, sizeof(path), "%s/nodedataplanes/node-a/status?fieldManager=galactic-agent/node-a", NET);
+	ck_assert_int_eq(req("PATCH", path, "application/apply-patch+yaml",
+			     "{\"apiVersion\":\"network.datumapis.com/v1alpha1\",\"kind\":\"NodeDataplane\","
+			     "\"metadata\":{\"name\":\"node-a\"},\"status\":{\"nodeID\":1,\"datapath\":\"kernel\"}}",
+			     agent_a, NULL), 200);
 	snprintf(path, sizeof(path), "%s/nodedataplanes/node-b/status?fieldManager=galactic-agent", NET);
 	ck_assert_int_eq(req("PATCH", path, "application/merge-patch+json",
 			     "{\"status\":{\"nodeID\":2}}", agent_a, NULL), 403);
@@ -267,6 +288,82 @@ START_TEST(test_translator_writes_only_owned_status)
 }
 END_TEST
 
+START_TEST(test_agent_node_ids_only_its_own)
+{
+	char path[256], body[1024];
+	json_t *st = NULL;
+
+	snprintf(path, sizeof(path), "%s/nodeids", NET);
+	/* reads every hold (it must see which IDs are taken); retried while the
+	 * freshly established resource is not served yet */
+	for (int i = 0; i < 100 && req("GET", path, NULL, NULL, agent_a, NULL) != 200; i++)
+		usleep(100 * 1000);
+	ck_assert_int_eq(req("GET", path, NULL, NULL, agent_a, NULL), 200);
+	/* its own node's hold, owned by its own NodeDataplane: yes */
+	nodeid_body(body, sizeof(body), "fcbbbb000001-0001", "node-a", "node-a", 1);
+	ck_assert_int_eq(req("POST", path, "application/json", body, agent_a, NULL), 201);
+	/* a hold for another node: no */
+	nodeid_body(body, sizeof(body), "fcbbbb000001-0002", "node-b", "node-b", 2);
+	ck_assert_int_eq(req("POST", path, "application/json", body, agent_a, &st), 403);
+	ck_assert_msg(strstr(msg(st), "may not write objects of node node-b"), "%s", msg(st));
+	json_decref(st);
+	/* its own node, but controlled by another node's NodeDataplane (released with that one): no */
+	nodeid_body(body, sizeof(body), "fcbbbb000001-0003", "node-a", "node-b", 3);
+	ck_assert_int_eq(req("POST", path, "application/json", body, agent_a, &st), 403);
+	ck_assert_msg(strstr(msg(st), "owned only by its own NodeDataplane"), "%s", msg(st));
+	json_decref(st);
+	/* without an owner (never released): no */
+	snprintf(body, sizeof(body), "{\"apiVersion\":\"network.datumapis.com/v1alpha1\",\"kind\":\"NodeID\","
+		 "\"metadata\":{\"name\":\"fcbbbb000001-0004\"},\"spec\":{\"node\":\"node-a\","
+		 "\"block\":\"fcbb:bb00:1::/48\",\"nodeID\":4}}");
+	ck_assert_int_eq(req("POST", path, "application/json", body, agent_a, NULL), 403);
+	/* the unbound token and the translator create none */
+	nodeid_body(body, sizeof(body), "fcbbbb000001-0005", "node-a", "node-a", 5);
+	ck_assert_int_eq(req("POST", path, "application/json", body, agent_unbound, NULL), 403);
+	ck_assert_int_eq(req("POST", path, "application/json", body, translator, NULL), 403);
+	/* another node's hold (made by the admin) is not the agent's to delete; its own is */
+	nodeid_body(body, sizeof(body), "fcbbbb000001-0006", "node-b", "node-b", 6);
+	ck_assert_int_eq(create(path, body), 201);
+	snprintf(path, sizeof(path), "%s/nodeids/fcbbbb000001-0006", NET);
+	ck_assert_int_eq(req("DELETE", path, NULL, NULL, agent_a, NULL), 403);
+	ck_assert_int_eq(req("GET", path, NULL, NULL, NULL, NULL), 200);
+	snprintf(path, sizeof(path), "%s/nodeids/fcbbbb000001-0001", NET);
+	ck_assert_int_eq(req("DELETE", path, NULL, NULL, agent_a, NULL), 200);
+	/* no change to a hold, even its own (nothing grants update or patch) */
+	snprintf(path, sizeof(path), "%s/nodeids/fcbbbb000001-0006", NET);
+	ck_assert_int_eq(req("PATCH", path, "application/merge-patch+json", "{\"metadata\":{\"labels\":{\"x\":\"y\"}}}",
+			     agent_a, NULL), 403);
+}
+END_TEST
+
+START_TEST(test_agent_applies_its_nodedataplane_status)
+{
+	char path[256];
+	json_t *o;
+
+	/* the agent's status intent, by server-side apply under its node's field manager */
+	snprintf(path, sizeof(path), "%s/nodedataplanes/node-a/status?fieldManager=galactic-agent/node-a", NET);
+	ck_assert_int_eq(req("PATCH", path, "application/apply-patch+yaml",
+			     "{\"apiVersion\":\"network.datumapis.com/v1alpha1\",\"kind\":\"NodeDataplane\","
+			     "\"metadata\":{\"name\":\"node-a\"},\"status\":{\"nodeID\":9,\"nodeIDRef\":{\"name\":\"fcbbbb000001-0009\"},"
+			     "\"locator\":\"fcbb:bb00:1:9::/64\",\"datapath\":\"bpf\",\"capabilities\":[\"seg6\"],"
+			     "\"reporter\":{\"node\":\"node-a\",\"agentInstance\":\"h/1\",\"version\":\"0.1.0\"},"
+			     "\"conditions\":[{\"type\":\"IdentityAssigned\",\"status\":\"True\",\"reason\":\"Allocated\","
+			     "\"message\":\"node ID 9\",\"lastTransitionTime\":\"2026-01-01T00:00:00Z\",\"observedGeneration\":1}]}}",
+			     agent_a, NULL), 200);
+	snprintf(path, sizeof(path), "%s/nodedataplanes/node-a", NET);
+	o = kget(&cp, path, NULL);
+	ck_assert_ptr_nonnull(o);
+	ck_assert_str_eq(kstr(kcond(o, "IdentityAssigned"), "reason", NULL), "Allocated");
+	json_decref(o);
+	/* the same to node-b: refused */
+	snprintf(path, sizeof(path), "%s/nodedataplanes/node-b/status?fieldManager=galactic-agent/node-a", NET);
+	ck_assert_int_eq(req("PATCH", path, "application/apply-patch+yaml",
+			     "{\"apiVersion\":\"network.datumapis.com/v1alpha1\",\"kind\":\"NodeDataplane\","
+			     "\"metadata\":{\"name\":\"node-b\"},\"status\":{\"nodeID\":9}}", agent_a, NULL), 403);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("chart");
@@ -279,6 +376,8 @@ int main(void)
 	tcase_add_test(tc, test_agent_writes_only_its_own_node_reports);
 	tcase_add_test(tc, test_unbound_agent_token_writes_nothing);
 	tcase_add_test(tc, test_translator_writes_only_owned_status);
+	tcase_add_test(tc, test_agent_node_ids_only_its_own);
+	tcase_add_test(tc, test_agent_applies_its_nodedataplane_status);
 	suite_add_tcase(s, tc);
 	return gt_run(s);
 }

@@ -16,6 +16,11 @@ static void set(char *dst, size_t n, const char *v)
 
 int cp_up(struct cp *cp)
 {
+	return cp_up_with(cp, "");
+}
+
+int cp_up_with(struct cp *cp, const char *flags)
+{
 	char tmpl[] = "/tmp/galactic-cp-XXXXXX", cmd[512], line[512];
 	FILE *f;
 
@@ -25,8 +30,8 @@ int cp_up(struct cp *cp)
 		return -1;
 	}
 	set(cp->dir, sizeof(cp->dir), tmpl);
-	snprintf(cmd, sizeof(cmd), "%s up %s --owner %d >%s/up.log 2>&1",
-		 CP_SCRIPT, cp->dir, (int)getpid(), cp->dir);
+	snprintf(cmd, sizeof(cmd), "%s up %s --owner %d %s >%s/up.log 2>&1",
+		 CP_SCRIPT, cp->dir, (int)getpid(), flags ? flags : "", cp->dir);
 	if (system(cmd) != 0) {
 		snprintf(cmd, sizeof(cmd), "cat %s/up.log >&2", cp->dir);
 		if (system(cmd) != 0)

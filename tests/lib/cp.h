@@ -18,8 +18,11 @@ struct cp {
 
 /* Starts a control plane; returns 0 or -1 with a message on stderr. */
 int cp_up(struct cp *cp);
+/* Same, with extra `cp.sh up` flags (e.g. "--controller-manager"). */
+int cp_up_with(struct cp *cp, const char *flags);
 void cp_down(struct cp *cp);
-/* Runs `cp.sh VERB DIR ARGS` (e.g. "restart-apiserver", "etcdctl compact 5"). */
+/* Runs `cp.sh VERB DIR ARGS` (e.g. "restart-apiserver", "etcdctl compact 5",
+ * "start-controller-manager" once the CRDs its garbage collector must see exist). */
 int cp_ctl(const struct cp *cp, const char *verb_and_args);
 
 #endif

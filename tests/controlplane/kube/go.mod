@@ -1,4 +1,5 @@
-// Wrapper module: builds kube-apiserver and kubectl from k8s.io/kubernetes.
+// Wrapper module: builds kube-apiserver, kube-controller-manager and kubectl
+// from k8s.io/kubernetes.
 // k8s.io/kubernetes pins its staging modules to v0.0.0 + a local replace;
 // outside its tree every staging module must be replaced by its release tag.
 module galactic.test/controlplane/kube
