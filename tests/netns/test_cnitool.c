@@ -353,13 +353,22 @@ static json_t *verbs_conflist(const char *att, const char *a4, const char *a6)
 
 /* ---- setup --------------------------------------------------------------------- */
 
+static int use_bpf; /* the second run: agents on the bpf (TC) backend */
+
 static void setup(void)
 {
 	char out[16384], d[600], extra[600], p[512];
 
 	setup_ok = 0;
+	setup_why[0] = 0;
+	memset(results, 0, sizeof(results));
 	if (geteuid() != 0)
 		return;
+	if (use_bpf && topo_sh("%s/build/rel/bin/galactic-bpf preflight --bpffs /sys/fs/bpf/galactic-preflight-%d >/dev/null 2>&1",
+			       top(), (int)getpid())) {
+		snprintf(setup_why, sizeof(setup_why), "bpf preflight refused on this kernel");
+		return;
+	}
 	/* The reference client and plugins (cached by version; built on a cold machine). */
 	if (topo_out(out, sizeof(out), "%s/tests/controlplane/build-cni.sh 2>&1 | tail -1", top()) ||
 	    snprintf(tools, sizeof(tools), "%s", out) <= 0 ||
@@ -376,7 +385,11 @@ static void setup(void)
 		return;
 	}
 	for (int n = 1; n <= 2; n++) {
-		snprintf(extra, sizeof(extra), "--cni-socket %s", sock_path(n, p, sizeof(p)));
+		if (use_bpf)
+			snprintf(extra, sizeof(extra), "--cni-socket %s --backend bpf --bpffs /sys/fs/bpf/%s-n%d",
+				 sock_path(n, p, sizeof(p)), T.prefix, n);
+		else
+			snprintf(extra, sizeof(extra), "--cni-socket %s", sock_path(n, p, sizeof(p)));
 		if (topo_write_state(&T, n, 0) || topo_sh("mkdir -p %s", netdir(n, d, sizeof(d))) ||
 		    topo_agent_start(&T, n, extra) <= 0 || wait_socket(n, 20)) {
 			snprintf(setup_why, sizeof(setup_why), "agent on n%d did not open its CNI socket (see %s/n%d/agent.log)",
@@ -412,12 +425,20 @@ static void setup(void)
 	setup_ok = 1;
 }
 
+static void setup_bpf(void)
+{
+	use_bpf = 1;
+	pt_remote = 0;
+	setup();
+}
+
 static void teardown(void)
 {
-	char net[128];
+	char net[128], prefix[sizeof(T.prefix)];
 
 	for (size_t i = 0; i < NPODS; i++)
 		json_decref(results[i]);
+	snprintf(prefix, sizeof(prefix), "%s", T.prefix);
 	if (T.prefix[0]) {
 		topo_sh("rm -f /run/galactic/%s-n*.sock", T.prefix);
 		/* libcni's cache (cnitool has no option for another directory) */
@@ -426,6 +447,9 @@ static void teardown(void)
 		topo_sh("rm -f /var/lib/cni/results/%s-* 2>/dev/null", net_of("pt", net, sizeof(net)));
 	}
 	topo_down(&T);
+	if (use_bpf && prefix[0])
+		topo_sh("rm -rf /sys/fs/bpf/%s-n1 /sys/fs/bpf/%s-n2 /sys/fs/bpf/galactic-preflight-%d", prefix, prefix,
+			(int)getpid());
 }
 
 #define NEED_TOPO()                                                                          \
@@ -705,6 +729,14 @@ static Suite *suite(void)
 	tcase_add_test(t, t_operator_conflists_attach);
 	tcase_add_test(t, t_operator_traffic_and_isolation);
 	tcase_add_test(t, t_cnitool_every_verb);
+	tcase_add_test(t, t_operator_conflists_del);
+	suite_add_tcase(s, t);
+	/* The operator's conflists again with both agents on the bpf backend. */
+	t = tcase_create("cnitool-bpf");
+	tcase_add_unchecked_fixture(t, setup_bpf, teardown);
+	tcase_set_timeout(t, 240);
+	tcase_add_test(t, t_operator_conflists_attach);
+	tcase_add_test(t, t_operator_traffic_and_isolation);
 	tcase_add_test(t, t_operator_conflists_del);
 	suite_add_tcase(s, t);
 	return s;

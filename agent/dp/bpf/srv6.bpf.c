@@ -67,8 +67,17 @@ int galactic_decap(struct __sk_buff *skb)
 	rc = bpf_fib_lookup(skb, &fib, sizeof(fib), BPF_FIB_LOOKUP_DIRECT | BPF_FIB_LOOKUP_TBID);
 	fwd_if = fib.ifindex;
 	if (rc == BPF_FIB_LKUP_RET_NO_NEIGH) {
+		/* Resolve the VPC table's next hop (fib holds it now), not what
+		 * the main table says: e.g. any address of a pod's delegated
+		 * block, which has no permanent neighbour of its own. */
+		struct bpf_redir_neigh nh = { .nh_family = fib.family };
+
+		if (fib.family == AF_INET)
+			nh.ipv4_nh = fib.ipv4_dst;
+		else
+			__builtin_memcpy(nh.ipv6_nh, fib.ipv6_dst, 16);
 		count_decap((__u32)arg, skb->len);
-		return bpf_redirect_neigh(fwd_if, NULL, 0, 0);
+		return bpf_redirect_neigh(fwd_if, &nh, sizeof(nh), 0);
 	}
 	if (rc != BPF_FIB_LKUP_RET_SUCCESS)
 		return drop(GBPF_DROP_FIB, arg);
