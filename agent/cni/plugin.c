@@ -142,50 +142,16 @@ static int role_of(const char *name, enum role *r)
 	return 0;
 }
 
-/*
- * galactic-bgp chained after the attach: the result of the plugins before it
- * goes on unchanged (the runtime already converted it to this cniVersion);
- * DEL, CHECK, GC and STATUS have nothing of their own to do.
- */
+/* galactic-bgp chained after the attach: see cni_pass_through. */
 static int run_pass(const struct cni_env *env, const char *in, size_t len, enum cni_ver ver)
 {
 	struct cni_err e = { 0 };
-	json_error_t je;
-	json_t *o = json_loadb(in, len, JSON_REJECT_DUPLICATES, &je), *prev;
+	json_t *r = NULL;
 
-	if (!json_is_object(o)) {
-		cni_err_set(&e, CNI_ERR_DECODE, "cannot decode network configuration",
-			    o ? "the configuration is not a JSON object" : "JSON error at line %d column %d: %s",
-			    je.line, je.column, je.text);
-		json_decref(o);
+	if (cni_pass_through(in, len, env->cmd, &ver, &r, &e))
 		return fail(&e, ver);
-	}
-	if (ver == CNI_V_UNKNOWN) {
-		cni_err_set(&e, CNI_ERR_INCOMPATIBLE_VERSION, "incompatible CNI version",
-			    "cniVersion is missing or not one of %s", cni_ver_list());
-		json_decref(o);
-		return fail(&e, ver);
-	}
-	if (!cni_ver_has_cmd(ver, env->cmd)) {
-		cni_err_set(&e, CNI_ERR_INCOMPATIBLE_VERSION, "incompatible CNI version",
-			    "%s is not defined by cniVersion %s", cni_cmd_str(env->cmd), cni_ver_str(ver));
-		json_decref(o);
-		return fail(&e, ver);
-	}
-	prev = json_object_get(o, "prevResult");
-	if (prev && !json_is_object(prev)) {
-		cni_err_set(&e, CNI_ERR_DECODE, "cannot decode prevResult",
-			    "field 'prevResult': must be an object (a CNI result)");
-		json_decref(o);
-		return fail(&e, ver);
-	}
-	if (env->cmd == CNI_CMD_ADD) {
-		json_t *r = prev ? json_copy(prev) : json_object();
-
-		json_object_set_new(r, "cniVersion", json_string(cni_ver_str(ver)));
+	if (r)
 		print_json(r);
-	}
-	json_decref(o);
 	return 0;
 }
 

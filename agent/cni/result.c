@@ -135,3 +135,63 @@ json_t *cni_version_json(enum cni_ver v)
 	json_object_set_new(o, "supportedVersions", a);
 	return o;
 }
+
+int cni_pass_through(const char *in, size_t len, enum cni_cmd cmd, enum cni_ver *ver, json_t **out,
+		     struct cni_err *e)
+{
+	json_error_t je;
+	json_t *o, *prev;
+	const char *v;
+
+	*out = NULL;
+	*ver = CNI_V_UNKNOWN;
+	if (len > CNI_CONF_MAX_BYTES) {
+		cni_err_set(e, CNI_ERR_INVALID_CONFIG, "invalid network configuration",
+			    "the configuration is %zu bytes; at most %u are accepted", len, CNI_CONF_MAX_BYTES);
+		return -1;
+	}
+	o = json_loadb(in, len, JSON_REJECT_DUPLICATES, &je);
+	if (!json_is_object(o)) {
+		if (o)
+			cni_err_set(e, CNI_ERR_DECODE, "cannot decode network configuration",
+				    "the configuration is not a JSON object");
+		else
+			cni_err_set(e, CNI_ERR_DECODE, "cannot decode network configuration",
+				    "JSON error at line %d column %d: %s", je.line, je.column, je.text);
+		json_decref(o);
+		return -1;
+	}
+	v = json_string_value(json_object_get(o, "cniVersion"));
+	if (v)
+		*ver = cni_ver_parse(v);
+	if (*ver == CNI_V_UNKNOWN) {
+		cni_err_set(e, CNI_ERR_INCOMPATIBLE_VERSION, "incompatible CNI version",
+			    "cniVersion is missing or not one of %s", cni_ver_list());
+		json_decref(o);
+		return -1;
+	}
+	if (!cni_ver_has_cmd(*ver, cmd)) {
+		cni_err_set(e, CNI_ERR_INCOMPATIBLE_VERSION, "incompatible CNI version",
+			    "%s is not defined by cniVersion %s", cni_cmd_str(cmd), cni_ver_str(*ver));
+		json_decref(o);
+		return -1;
+	}
+	prev = json_object_get(o, "prevResult");
+	if (prev && !json_is_object(prev)) {
+		cni_err_set(e, CNI_ERR_DECODE, "cannot decode prevResult",
+			    "field 'prevResult': must be an object (a CNI result)");
+		json_decref(o);
+		return -1;
+	}
+	if (cmd == CNI_CMD_ADD) {
+		*out = prev ? json_deep_copy(prev) : json_object();
+		if (!*out) {
+			cni_err_set(e, CNI_ERR_IO, "out of memory", "copying prevResult");
+			json_decref(o);
+			return -1;
+		}
+		json_object_set_new(*out, "cniVersion", json_string(cni_ver_str(*ver)));
+	}
+	json_decref(o);
+	return 0;
+}

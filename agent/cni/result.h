@@ -27,6 +27,17 @@ json_t *cni_err_json(const struct cni_err *e, enum cni_ver v);
 /* {"cniVersion", "supportedVersions"} */
 json_t *cni_version_json(enum cni_ver v);
 
+/*
+ * galactic-bgp chained after the attach (docs/cni.md): checks the stanza on
+ * stdin (a JSON object without duplicate keys, a supported cniVersion that
+ * defines cmd, prevResult an object if present) and, for ADD, sets *out to
+ * prevResult unchanged but for cniVersion (an empty result when there is
+ * none). *ver gets the stanza's version (CNI_V_UNKNOWN if unreadable).
+ * Returns 0, or -1 with e.
+ */
+int cni_pass_through(const char *in, size_t len, enum cni_cmd cmd, enum cni_ver *ver, json_t **out,
+		     struct cni_err *e);
+
 /* Routes the pod gets: a default route per family with a gateway (unless the
  * config routes a default itself) followed by the configured routes. */
 int cni_pod_routes(const struct cni_conf *c, struct cni_route *out, int max);

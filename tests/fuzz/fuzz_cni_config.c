@@ -1,5 +1,6 @@
 /* libFuzzer: the galactic-cni network configuration parser (stdin of the
- * plugin) for every command; accepted configs must survive a round trip. */
+ * plugin) for every command; accepted configs must survive a round trip.
+ * The same input also goes through galactic-bgp's pass-through. */
 #include <arpa/inet.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -16,6 +17,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (!size)
 		return 0;
+	{
+		/* galactic-bgp's pass-through reads the same stdin */
+		enum cni_ver v;
+		json_t *out = NULL;
+
+		if (cni_pass_through((const char *)data + 1, size - 1, cmds[data[0] % 4], &v, &out, &e) == 0) {
+			if (v == CNI_V_UNKNOWN || (cmds[data[0] % 4] == CNI_CMD_ADD) != (out != NULL))
+				abort();
+			if (out && !json_is_string(json_object_get(out, "cniVersion")))
+				abort();
+			json_decref(out);
+		} else if (!e.code || !e.msg[0] || out) {
+			abort();
+		}
+	}
 	if (cni_conf_parse((const char *)data + 1, size - 1, cmds[data[0] % 4], &c, &e) == 0) {
 		json_t *j = cni_conf_to_json(&c);
 		struct cni_result r = { .host_ifname = "gc0", .ifname = "eth0", .sandbox = "/x" };

@@ -6,6 +6,7 @@
 
 #include "agent/cni/base62.h"
 #include "agent/cni/config.h"
+#include "agent/cni/result.h"
 #include "tests/lib/gtest.h"
 
 #define GOOD_V4V6                                                                     \
@@ -458,6 +459,51 @@ START_TEST(test_gc_valid_sets)
 }
 END_TEST
 
+/* galactic-bgp chained after the attach: prevResult goes on unchanged. */
+START_TEST(test_pass_through)
+{
+	static const struct { const char *in; enum cni_cmd cmd; int code; } bad[] = {
+		{ "{\"cniVersion\":", CNI_CMD_ADD, CNI_ERR_DECODE },
+		{ "[]", CNI_CMD_ADD, CNI_ERR_DECODE },
+		{ "{\"cniVersion\":\"1.0.0\",\"cniVersion\":\"1.0.0\"}", CNI_CMD_ADD, CNI_ERR_DECODE },
+		{ "{\"name\":\"n\"}", CNI_CMD_ADD, CNI_ERR_INCOMPATIBLE_VERSION },
+		{ "{\"cniVersion\":\"1.0.0\"}", CNI_CMD_GC, CNI_ERR_INCOMPATIBLE_VERSION },
+		{ "{\"cniVersion\":\"1.0.0\",\"prevResult\":[1]}", CNI_CMD_ADD, CNI_ERR_DECODE },
+	};
+	static const char *good = "{\"cniVersion\":\"1.1.0\",\"name\":\"att\",\"type\":\"galactic-bgp\","
+				  "\"vpc\":\"7Hq2\",\"vpcattachment\":\"aZ09\",\"namespace\":\"galactic-system\","
+				  "\"prevResult\":{\"cniVersion\":\"1.1.0\",\"interfaces\":[{\"name\":\"gc1\"}],"
+				  "\"ips\":[{\"address\":\"2001:db8:a001::/96\",\"interface\":0}]}}";
+	struct cni_err e;
+	enum cni_ver v;
+	json_t *out, *want;
+
+	ck_assert_int_eq(cni_pass_through(good, strlen(good), CNI_CMD_ADD, &v, &out, &e), 0);
+	ck_assert_int_eq(v, CNI_V_1_1_0);
+	want = json_loads("{\"cniVersion\":\"1.1.0\",\"interfaces\":[{\"name\":\"gc1\"}],"
+			  "\"ips\":[{\"address\":\"2001:db8:a001::/96\",\"interface\":0}]}", 0, NULL);
+	ck_assert(json_equal(out, want));
+	json_decref(want);
+	json_decref(out);
+	/* DEL, CHECK, GC, STATUS: nothing to print */
+	ck_assert_int_eq(cni_pass_through(good, strlen(good), CNI_CMD_DEL, &v, &out, &e), 0);
+	ck_assert_ptr_null(out);
+	ck_assert_int_eq(cni_pass_through(good, strlen(good), CNI_CMD_GC, &v, &out, &e), 0);
+	ck_assert_ptr_null(out);
+	/* no prevResult: an empty result of the stanza's version */
+	ck_assert_int_eq(cni_pass_through("{\"cniVersion\":\"1.0.0\"}", 22, CNI_CMD_ADD, &v, &out, &e), 0);
+	ck_assert_str_eq(json_string_value(json_object_get(out, "cniVersion")), "1.0.0");
+	ck_assert_int_eq(json_object_size(out), 1);
+	json_decref(out);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		memset(&e, 0, sizeof(e));
+		ck_assert_int_eq(cni_pass_through(bad[i].in, strlen(bad[i].in), bad[i].cmd, &v, &out, &e), -1);
+		ck_assert_msg(e.code == bad[i].code, "case %zu: code %d (%s)", i, e.code, e.details);
+		ck_assert_ptr_null(out);
+	}
+}
+END_TEST
+
 START_TEST(test_env_good)
 {
 	struct kv env[] = {
@@ -592,6 +638,7 @@ static Suite *suite(void)
 	tcase_add_test(t, test_operator_stanza_block96);
 	tcase_add_test(t, test_unknown_keys_ignored);
 	tcase_add_test(t, test_gc_valid_sets);
+	tcase_add_test(t, test_pass_through);
 	tcase_add_test(t, test_env_good);
 	tcase_add_loop_test(t, test_env_bad, 0, (int)(sizeof(bad_envs) / sizeof(bad_envs[0])));
 	tcase_add_test(t, test_env_del_without_netns);
