@@ -141,7 +141,6 @@ struct gid_status_in {
 	/* the identity the data plane runs with (0: none) */
 	uint16_t node_id;
 	const uint8_t *block;          /* 6 bytes, when node_id */
-	const char *block_str;         /* canonical /48, when node_id */
 	struct gid_cond identity;      /* IdentityAssigned */
 	struct gid_cond datapath_cond; /* DatapathReady */
 };

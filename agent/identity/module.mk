@@ -1,6 +1,6 @@
 # agent/identity: the node's identity from the API (docs/identity.md): the
 # NodeDataplane spec, the NodeID allocator and the NodeDataplane status.
-$(eval $(call lib,gident,agent/identity/ident.c agent/identity/alloc.c))
+$(eval $(call lib,gident,agent/identity/ident.c agent/identity/alloc.c agent/identity/identity.c))
 IDENT_LDLIBS := jansson curl mhd yaml pthread m
 
 $(eval $(call unit_test,test_identity,tests/unit/test_identity.c,gident gcommon,$(IDENT_LDLIBS)))

@@ -7,9 +7,13 @@
  *     racing for the same first candidate: never the same ID;
  *   - a pin is honoured (and the node's earlier ID released); a pin held by
  *     another node is refused with PinnedIDTaken, the holder keeps it;
- *   - deleting a NodeDataplane releases its ID (ownerReference GC).
+ *   - deleting a NodeDataplane releases its ID (ownerReference GC);
+ *   - the agent's identity thread (identity.h) hands the identity over and
+ *     writes the NodeDataplane status (conditions, field manager), including
+ *     PinnedIDTaken for a pin another node holds.
  */
 #include "agent/identity/alloc.h"
+#include "agent/identity/identity.h"
 #include "common/kube_client.h"
 #include "common/kube_config.h"
 #include "tests/lib/cp.h"
@@ -17,6 +21,7 @@
 #include "tests/lib/kreq.h"
 
 #include <curl/curl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -428,6 +433,125 @@ START_TEST(test_release_on_nodedataplane_delete)
 }
 END_TEST
 
+struct handed {
+	pthread_mutex_t mu;
+	int calls;
+	uint16_t id;
+	uint8_t block[6];
+};
+
+static void on_identity(void *ud, const struct gid_result *r)
+{
+	struct handed *h = ud;
+
+	pthread_mutex_lock(&h->mu);
+	h->calls++;
+	h->id = r->id;
+	memcpy(h->block, r->spec.block, 6);
+	pthread_mutex_unlock(&h->mu);
+}
+
+/* Polls the NodeDataplane until condition type has status, up to 20 s; returns the object. */
+static json_t *wait_cond(const char *node, const char *type, const char *status)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "%s/nodedataplanes/%s", NET, node);
+	for (int i = 0; i < 200; i++) {
+		json_t *o = kget(&cp, path, NULL);
+		const char *st = kstr(kcond(o, type), "status", NULL);
+
+		if (st && !strcmp(st, status))
+			return o;
+		json_decref(o);
+		usleep(100 * 1000);
+	}
+	ck_abort_msg("NodeDataplane %s: %s never became %s", node, type, status);
+	return NULL;
+}
+
+START_TEST(test_identity_thread_hands_over_and_writes_status)
+{
+	static const char *const caps[] = { "seg6", "seg6local" };
+	struct handed h = { .mu = PTHREAD_MUTEX_INITIALIZER };
+	struct gid_daemon *d;
+	struct gid_daemon_stats st;
+	char err[512];
+	json_t *o, *mf;
+	size_t i;
+	bool ours = false;
+	int n;
+
+	make_ndp("agent-1", "fcbb:bb00:40::/48", 0);
+	ck_assert_msg(gid_daemon_start(&d, &(struct gid_daemon_opts){ .kubeconfig = cp.kubeconfig, .node = "agent-1",
+					.datapath = "bpf", .version = "0.1.0", .caps = caps, .n_caps = 2,
+					.on_identity = on_identity, .ud = &h }, err, sizeof(err)) == 0, "%s", err);
+	for (n = 0; n < 200; n++) {
+		pthread_mutex_lock(&h.mu);
+		bool got = h.calls > 0;
+		pthread_mutex_unlock(&h.mu);
+		if (got)
+			break;
+		usleep(100 * 1000);
+	}
+	ck_assert_msg(h.calls > 0, "no identity handed over");
+	/* before any datapath pass: identity yes, datapath unknown, not ready */
+	o = wait_cond("agent-1", "IdentityAssigned", "True");
+	ck_assert_str_eq(kstr(kcond(o, "IdentityAssigned"), "reason", NULL), "Allocated");
+	ck_assert_str_eq(kstr(kcond(o, "Ready"), "status", NULL), "Unknown");
+	json_decref(o);
+	/* the agent applied it and verified the datapath */
+	gid_daemon_datapath(d, h.id, h.block, true, "Verified", "bpf programs attached, maps read back");
+	o = wait_cond("agent-1", "Ready", "True");
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(o, "status"), "nodeID")), h.id);
+	ck_assert_str_eq(kstr(json_object_get(o, "status"), "datapath", NULL), "bpf");
+	ck_assert_str_eq(kstr(json_object_get(json_object_get(o, "status"), "reporter"), "version", NULL), "0.1.0");
+	ck_assert_str_eq(kstr(kcond(o, "DatapathReady"), "reason", NULL), "Verified");
+	mf = json_object_get(json_object_get(o, "metadata"), "managedFields");
+	for (i = 0; i < json_array_size(mf); i++) {
+		const char *m = kstr(json_array_get(mf, i), "manager", NULL), *sub = kstr(json_array_get(mf, i), "subresource", NULL);
+
+		if (m && !strcmp(m, "galactic-agent/agent-1") && sub && !strcmp(sub, "status"))
+			ours = true;
+	}
+	ck_assert_msg(ours, "status not written by galactic-agent/agent-1");
+	json_decref(o);
+	/* drift seen: DatapathReady and Ready go False with the reason */
+	gid_daemon_datapath(d, h.id, h.block, false, "NotVerified", "eth0: decap filter not attached");
+	o = wait_cond("agent-1", "Ready", "False");
+	ck_assert_str_eq(kstr(kcond(o, "DatapathReady"), "message", NULL), "eth0: decap filter not attached");
+	json_decref(o);
+	gid_daemon_stats(d, &st);
+	printf("identity thread: %lu acquires, %lu status writes, %lu API errors\n", st.acquires, st.status_writes,
+	       st.api_errors);
+	ck_assert_uint_ge(st.status_writes, 3);
+	gid_daemon_stop(d);
+}
+END_TEST
+
+START_TEST(test_identity_thread_pin_taken_condition)
+{
+	struct handed h = { .mu = PTHREAD_MUTEX_INITIALIZER };
+	struct gid_daemon *d;
+	char err[512];
+	json_t *o;
+
+	/* pin-b pins 700, which pin-a holds (test_pin_honoured_and_pin_taken_refused) */
+	ck_assert_msg(gid_daemon_start(&d, &(struct gid_daemon_opts){ .kubeconfig = cp.kubeconfig, .node = "pin-b",
+					.datapath = "kernel", .on_identity = on_identity, .ud = &h }, err, sizeof(err)) == 0,
+		      "%s", err);
+	o = wait_cond("pin-b", "IdentityAssigned", "False");
+	ck_assert_str_eq(kstr(kcond(o, "IdentityAssigned"), "reason", NULL), "PinnedIDTaken");
+	ck_assert_msg(strstr(kstr(kcond(o, "IdentityAssigned"), "message", NULL), "held by node pin-a"), "%s",
+		      kstr(kcond(o, "IdentityAssigned"), "message", NULL));
+	ck_assert_str_eq(kstr(kcond(o, "Ready"), "status", NULL), "False");
+	ck_assert_ptr_null(json_object_get(json_object_get(o, "status"), "nodeID"));
+	json_decref(o);
+	ck_assert_int_eq(h.calls, 0); /* nothing handed over */
+	gid_daemon_stop(d);
+}
+END_TEST
+
 int main(int argc, char **argv)
 {
 	Suite *s;
@@ -449,6 +573,8 @@ int main(int argc, char **argv)
 	tcase_add_test(tc, test_race_two_allocators_50_runs);
 	tcase_add_test(tc, test_pin_honoured_and_pin_taken_refused);
 	tcase_add_test(tc, test_release_on_nodedataplane_delete);
+	tcase_add_test(tc, test_identity_thread_hands_over_and_writes_status);
+	tcase_add_test(tc, test_identity_thread_pin_taken_condition);
 	suite_add_tcase(s, tc);
 	return gt_run(s);
 }

@@ -198,7 +198,7 @@ START_TEST(test_status_intent)
 	static const char *const caps[] = { "seg6", "seg6local" };
 	struct gid_status_in in = {
 		.node = "node-a", .instance = "h/1", .version = "0.1.0", .datapath = "bpf", .caps = caps,
-		.n_caps = 2, .generation = 4, .node_id = 42, .block = b, .block_str = "fcbb:bb00:1::/48",
+		.n_caps = 2, .generation = 4, .node_id = 42, .block = b,
 		.identity = { "True", "Allocated", "node ID 42" },
 		.datapath_cond = { "False", "NotVerified", "no pass yet" },
 	};

@@ -1,0 +1,343 @@
+/* The agent's identity thread (identity.h). */
+#include "agent/identity/identity.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/informer.h"
+#include "common/json.h"
+#include "common/kube_client.h"
+#include "common/log.h"
+#include "common/workqueue.h"
+
+#define COMP "identity"
+#define KEY_SYNC "~sync"       /* acquire + status */
+#define KEY_STATUS "~status"   /* status only */
+#define CAPS_MAX 64
+
+struct gid_daemon {
+	char node[GID_NODE_MAX + 1], manager[300], instance[300], datapath[16], version[64];
+	char caps[CAPS_MAX][65];
+	const char *capp[CAPS_MAX];
+	size_t n_caps;
+	double resync_s;
+	void (*on_identity)(void *ud, const struct gid_result *r);
+	void *ud;
+
+	struct kube_config *cfg;
+	struct kube_client *kc;
+	struct informer *ndp, *ids;
+	struct wq *q;
+	pthread_t th;
+	bool th_on;
+
+	pthread_mutex_t mu;            /* guards the fields below */
+	struct gid_result last;        /* last decided answer of the API */
+	bool decided;
+	uint16_t handed_id;            /* last identity handed over (or the record's) */
+	uint8_t handed_block[6];
+	uint16_t use_id;               /* what the data plane runs with */
+	uint8_t use_block[6];
+	bool dp_known, dp_ok;
+	char dp_reason[64], dp_msg[256];
+	struct gid_daemon_stats st;
+	char last_logged[600];
+};
+
+static void now_rfc3339(char *buf, size_t n)
+{
+	time_t t = time(NULL);
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static void on_any(json_t *o, void *ud)
+{
+	(void)o;
+	wq_add(((struct gid_daemon *)ud)->q, KEY_SYNC);
+}
+static void on_upd(json_t *old, json_t *o, void *ud)
+{
+	(void)old;
+	on_any(o, ud);
+}
+
+/* Logs a decision once (the same answer every resync is not news). */
+static void log_once(struct gid_daemon *d, enum glog_level lvl, const char *reason, const char *msg)
+{
+	char line[600];
+	bool news;
+
+	snprintf(line, sizeof(line), "%s: %s", reason, msg);
+	pthread_mutex_lock(&d->mu);
+	news = strcmp(line, d->last_logged) != 0;
+	if (news)
+		snprintf(d->last_logged, sizeof(d->last_logged), "%s", line);
+	pthread_mutex_unlock(&d->mu);
+	if (news)
+		glogf(lvl, COMP, "node %s: %s", d->node, line);
+}
+
+/* Status intent from what we know; applied when the server's differs. */
+static int write_status(struct gid_daemon *d, const json_t *ndp)
+{
+	struct gid_status_in in = { .node = d->node, .instance = d->instance, .version = d->version,
+				    .datapath = d->datapath, .caps = d->capp, .n_caps = d->n_caps };
+	char now[32];
+	json_t *intent;
+	struct kube_error e;
+	uint8_t blk[6];
+	int rc = 0;
+
+	pthread_mutex_lock(&d->mu);
+	in.generation = gj_int(ndp, "metadata.generation", 0);
+	in.node_id = d->use_id;
+	memcpy(blk, d->use_block, 6);
+	in.block = blk;
+	if (!d->decided)
+		in.identity = (struct gid_cond){ "Unknown", "Pending", "the node ID has not been decided yet" };
+	else if (d->last.assigned)
+		in.identity = (struct gid_cond){ "True", d->last.reason, d->last.message };
+	else
+		in.identity = (struct gid_cond){ strcmp(d->last.reason, "APIError") ? "False" : "Unknown",
+						 d->last.reason, d->last.message };
+	if (!d->dp_known)
+		in.datapath_cond = (struct gid_cond){ "Unknown", "NotVerified", "no datapath pass yet" };
+	else
+		in.datapath_cond = (struct gid_cond){ d->dp_ok ? "True" : "False", d->dp_reason, d->dp_msg };
+	now_rfc3339(now, sizeof(now));
+	intent = gid_status_intent(&in, ndp, now);
+	pthread_mutex_unlock(&d->mu);
+	if (!intent)
+		return -1;
+	if (!gid_status_equal(ndp, intent)) {
+		if (kube_apply(d->kc, &GID_NODEDATAPLANES, NULL, d->node, "status", intent, d->manager, false, NULL, &e)) {
+			glogf(GLOG_WARN, COMP, "node %s: status not written: %s", d->node, e.message);
+			rc = -1;
+		} else {
+			pthread_mutex_lock(&d->mu);
+			d->st.status_writes++;
+			pthread_mutex_unlock(&d->mu);
+		}
+	}
+	json_decref(intent);
+	return rc;
+}
+
+static int sync_once(struct gid_daemon *d, bool acquire)
+{
+	json_t *ndp;
+	struct gid_result r;
+	uint16_t prefer;
+	uint8_t pb[6];
+	int rc;
+
+	if (!informer_synced(d->ndp) || !informer_synced(d->ids))
+		return -1;
+	ndp = kube_store_get(informer_store(d->ndp), d->node);
+	if (!ndp) {
+		log_once(d, GLOG_WARN, "NodeDataplaneMissing",
+			 "no NodeDataplane of this node: no node ID from the API (the record's, if any, is kept)");
+		pthread_mutex_lock(&d->mu);
+		d->st.decided = d->decided = false;
+		pthread_mutex_unlock(&d->mu);
+		return 0;
+	}
+	if (acquire) {
+		pthread_mutex_lock(&d->mu);
+		prefer = d->use_id ? d->use_id : d->handed_id;
+		memcpy(pb, d->use_id ? d->use_block : d->handed_block, 6);
+		d->st.acquires++;
+		pthread_mutex_unlock(&d->mu);
+		rc = gid_acquire(d->kc, d->node, ndp, prefer, prefer ? pb : NULL, &r);
+		if (rc) {
+			pthread_mutex_lock(&d->mu);
+			d->st.api_errors++;
+			pthread_mutex_unlock(&d->mu);
+			log_once(d, GLOG_WARN, "APIError", r.message);
+			json_decref(ndp);
+			return -1;
+		}
+		pthread_mutex_lock(&d->mu);
+		/* the same hold found again is not news: keep how it was first got */
+		if (r.assigned && d->decided && d->last.assigned && d->last.id == r.id &&
+		    !memcmp(d->last.spec.block, r.spec.block, 6) && !strcmp(r.reason, "Reused")) {
+			snprintf(r.reason, sizeof(r.reason), "%s", d->last.reason);
+			snprintf(r.message, sizeof(r.message), "%s", d->last.message);
+		}
+		d->last = r;
+		d->decided = d->st.decided = true;
+		d->st.assigned = r.assigned;
+		snprintf(d->st.reason, sizeof(d->st.reason), "%s", r.reason);
+		snprintf(d->st.message, sizeof(d->st.message), "%s", r.message);
+		if (r.assigned && (r.id != d->handed_id || memcmp(r.spec.block, d->handed_block, 6))) {
+			d->handed_id = r.id;
+			memcpy(d->handed_block, r.spec.block, 6);
+			d->st.identities++;
+		}
+		pthread_mutex_unlock(&d->mu);
+		log_once(d, r.assigned ? GLOG_INFO : GLOG_WARN, r.reason, r.message);
+		/* uplinks may change with the same ID: hand every assigned answer over */
+		if (r.assigned && d->on_identity)
+			d->on_identity(d->ud, &r);
+	}
+	rc = write_status(d, ndp);
+	json_decref(ndp);
+	return rc;
+}
+
+static void *worker(void *arg)
+{
+	struct gid_daemon *d = arg;
+	char *key;
+
+	while ((key = wq_get(d->q, -1))) {
+		bool full = !strcmp(key, KEY_SYNC);
+
+		if (sync_once(d, full) == 0) {
+			wq_forget(d->q, key);
+			if (full)
+				wq_add_after(d->q, KEY_SYNC, d->resync_s);
+		} else {
+			wq_add_rate_limited(d->q, key);
+		}
+		wq_done(d->q, key);
+		free(key);
+	}
+	return NULL;
+}
+
+void gid_daemon_datapath(struct gid_daemon *d, uint16_t node_id, const uint8_t block[6], bool verified,
+			 const char *reason, const char *message)
+{
+	bool changed;
+
+	if (!d)
+		return;
+	pthread_mutex_lock(&d->mu);
+	changed = !d->dp_known || d->dp_ok != verified || d->use_id != node_id ||
+		  (block && memcmp(d->use_block, block, 6)) || strcmp(d->dp_reason, reason ? reason : "");
+	d->dp_known = true;
+	d->dp_ok = verified;
+	d->use_id = node_id;
+	if (block)
+		memcpy(d->use_block, block, 6);
+	snprintf(d->dp_reason, sizeof(d->dp_reason), "%s", reason && *reason ? reason : verified ? "Verified" : "NotVerified");
+	snprintf(d->dp_msg, sizeof(d->dp_msg), "%s", message ? message : "");
+	pthread_mutex_unlock(&d->mu);
+	if (changed)
+		wq_add(d->q, KEY_STATUS);
+}
+
+void gid_daemon_stats(struct gid_daemon *d, struct gid_daemon_stats *out)
+{
+	pthread_mutex_lock(&d->mu);
+	*out = d->st;
+	pthread_mutex_unlock(&d->mu);
+}
+
+int gid_daemon_start(struct gid_daemon **out, const struct gid_daemon_opts *o, char *err, size_t errlen)
+{
+	struct wq_opts qo = { .base_delay_s = 0.5, .max_delay_s = o->max_backoff_s > 0 ? o->max_backoff_s : 10,
+			      .qps = 10, .burst = 20 };
+	struct informer_opts io = { 0 };
+	struct gid_daemon *d;
+	char host[200] = "", fs[GID_NODE_MAX + 64];
+	size_t i;
+
+	*out = NULL;
+	if (!o->node || !*o->node || strlen(o->node) > GID_NODE_MAX) {
+		snprintf(err, errlen, "identity: --node is required (a node name)");
+		return -EINVAL;
+	}
+	if (!(d = calloc(1, sizeof(*d)))) {
+		snprintf(err, errlen, "identity: out of memory");
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&d->mu, NULL);
+	snprintf(d->node, sizeof(d->node), "%s", o->node);
+	snprintf(d->manager, sizeof(d->manager), "galactic-agent/%s", o->node);
+	gethostname(host, sizeof(host) - 1);
+	snprintf(d->instance, sizeof(d->instance), "%s/%d", host, (int)getpid());
+	snprintf(d->datapath, sizeof(d->datapath), "%s", o->datapath ? o->datapath : "kernel");
+	snprintf(d->version, sizeof(d->version), "%s", o->version ? o->version : "");
+	for (i = 0; i < o->n_caps && i < CAPS_MAX; i++) {
+		snprintf(d->caps[i], sizeof(d->caps[i]), "%s", o->caps[i]);
+		d->capp[i] = d->caps[i];
+	}
+	d->n_caps = i;
+	d->resync_s = o->resync_s > 0 ? o->resync_s : 60;
+	d->on_identity = o->on_identity;
+	d->ud = o->ud;
+	d->handed_id = d->use_id = o->record_id;
+	memcpy(d->handed_block, o->record_block, 6);
+	memcpy(d->use_block, o->record_block, 6);
+	d->cfg = o->kubeconfig ? kube_config_from_kubeconfig(o->kubeconfig, NULL, err, errlen)
+			       : kube_config_load(err, errlen);
+	if (!d->cfg || !(d->kc = kube_client_new(d->cfg, err, errlen)))
+		goto fail;
+	kube_client_set_timeout(d->kc, 5);
+	if (!(d->q = wq_new(&qo)))
+		goto nomem;
+	io.res = GID_NODEDATAPLANES;
+	io.backoff_initial_s = 0.5;
+	io.backoff_max_s = 5;
+	io.drop_managed_fields = true;
+	snprintf(fs, sizeof(fs), "metadata.name=%s", d->node);
+	io.field_selector = fs;
+	io.name = "own-nodedataplane";
+	if (!(d->ndp = informer_new(d->kc, &io)) ||
+	    informer_add_handlers(d->ndp, &(struct informer_handlers){ on_any, on_upd, on_any, d }))
+		goto nomem;
+	snprintf(fs, sizeof(fs), "spec.node=%s", d->node);
+	io.res = GID_NODEIDS;
+	io.name = "own-nodeids";
+	if (!(d->ids = informer_new(d->kc, &io)) ||
+	    informer_add_handlers(d->ids, &(struct informer_handlers){ on_any, on_upd, on_any, d }))
+		goto nomem;
+	if (pthread_create(&d->th, NULL, worker, d))
+		goto nomem;
+	d->th_on = true;
+	if (informer_start(d->ndp) || informer_start(d->ids)) {
+		snprintf(err, errlen, "identity: cannot start informers");
+		goto fail;
+	}
+	wq_add(d->q, KEY_SYNC);
+	glogf(GLOG_INFO, COMP, "node %s: identity from NodeDataplane %s (%s), record has node ID %u", d->node,
+	      d->node, d->cfg->server, o->record_id);
+	*out = d;
+	return 0;
+nomem:
+	snprintf(err, errlen, "identity: out of memory");
+fail:
+	gid_daemon_stop(d);
+	return -EINVAL;
+}
+
+void gid_daemon_stop(struct gid_daemon *d)
+{
+	if (!d)
+		return;
+	if (d->q)
+		wq_shutdown(d->q);
+	if (d->ndp)
+		informer_stop(d->ndp);
+	if (d->ids)
+		informer_stop(d->ids);
+	if (d->th_on)
+		pthread_join(d->th, NULL);
+	informer_free(d->ndp);
+	informer_free(d->ids);
+	wq_free(d->q);
+	kube_client_free(d->kc);
+	kube_config_free(d->cfg);
+	pthread_mutex_destroy(&d->mu);
+	free(d);
+}
