@@ -80,6 +80,23 @@ START_TEST(good_report_gives_its_routes)
 }
 END_TEST
 
+/* A pod's delegated IPv6 block, as build.c reports it: learned whole. */
+START_TEST(delegated_block_is_learned_whole)
+{
+	char pb[64];
+
+	ck_assert_int_eq(routes(with("{\"spec\":{\"routes\":[{\"prefix\":\"2001:db8:a001::/96\","
+				     "\"sid\":\"fcbb:bb00:1:2:e001::\"}]}}")), 0);
+	ck_assert_uint_eq(out.n_remotes, 1);
+	ck_assert_str_eq(gdp_prefix_str(&out.remotes[0].prefix, pb, sizeof(pb)), "2001:db8:a001::/96");
+	/* ... but never with host bits set */
+	gdp_state_free(&out);
+	gdp_state_init(&out);
+	ck_assert_int_eq(routes(with("{\"spec\":{\"routes\":[{\"prefix\":\"2001:db8:a001::5/96\","
+				     "\"sid\":\"fcbb:bb00:1:2:e001::\"}]}}")), -EINVAL);
+}
+END_TEST
+
 START_TEST(not_for_us_is_skipped_without_error)
 {
 	json_t *o;
@@ -249,6 +266,7 @@ int main(void)
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, good_report_gives_its_routes);
+	tcase_add_test(tc, delegated_block_is_learned_whole);
 	tcase_add_test(tc, not_for_us_is_skipped_without_error);
 	tcase_add_test(tc, bad_reports_are_refused_whole_with_the_reason);
 	tcase_add_test(tc, garbage_objects_never_crash);
