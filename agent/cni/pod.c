@@ -38,20 +38,15 @@ static int ns_open(struct gnl_sock **s, int nsfd, char *err, size_t errlen)
 	return gnl_open(s, path, err, errlen);
 }
 
-static int gw_on_link(const struct cni_conf *c, const struct cni_ip *gw)
+/*
+ * Whether a gateway is reachable without a route of its own: only fe80::/64,
+ * which the kernel routes on every IPv6 link. Every pod address is added
+ * without a prefix route, so a gateway inside the pod's own prefix (a
+ * delegated block's first address, a legacy /24's .1) needs one too.
+ */
+static int gw_on_link(const struct cni_ip *gw)
 {
-	if (gw->family == AF_INET6 && gw->addr[0] == 0xfe && (gw->addr[1] & 0xc0) == 0x80)
-		return 1; /* fe80::/64 is on every IPv6 link */
-	for (int i = 0; i < c->naddrs; i++) {
-		const struct cni_addr *a = &c->addrs[i];
-		int ok = a->ip.family == gw->family;
-
-		for (int b = 0; ok && b < a->plen; b++)
-			ok = !(((a->ip.addr[b / 8] ^ gw->addr[b / 8]) >> (7 - b % 8)) & 1);
-		if (ok)
-			return 1;
-	}
-	return 0;
+	return gw->family == AF_INET6 && gw->addr[0] == 0xfe && (gw->addr[1] & 0xc0) == 0x80;
 }
 
 /* The pod's half: addresses, up, gateway neighbours, routes. */
@@ -120,7 +115,7 @@ static int pod_configure(struct gnl_sock *ps, const struct cni_conf *c, struct p
 				 cni_ip_str(&rts[i].gw, b, sizeof(b)), l->ifname, strerror(-rc), ext);
 			return rc;
 		}
-		if (!gw_on_link(c, &rts[i].gw)) {
+		if (!gw_on_link(&rts[i].gw)) {
 			to_gnl(&rts[i].gw, rts[i].gw.family == AF_INET ? 32 : 128, &hr.dst);
 			rc = talk(ps, m, gnl_route_msg(&m, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_REPLACE, &hr),
 				  ext, sizeof(ext));

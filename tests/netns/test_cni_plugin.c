@@ -1279,6 +1279,26 @@ START_TEST(t_upstream_names)
 	ck_assert_msg(o.exit == 0, "galactic-veth DEL: %s", o.out);
 	outcome_free(&o);
 	ck_assert_ptr_null(record_att(1, "U1"));
+
+	/* A delegated block whose gateway lies inside it (the pod's address has
+	 * no prefix route, so the gateway gets a route of its own). */
+	snprintf(conf, sizeof(conf),
+		 "{\"cniVersion\":\"1.0.0\",\"name\":\"att-u3\",\"type\":\"galactic-veth\",\"vpc\":\"%s\","
+		 "\"vpcattachment\":\"U3\",\"namespace\":\"galactic-system\",\"ipam\":{\"type\":\"galactic-ipam\","
+		 "\"addresses\":[{\"address\":\"fd00:a::2:0:0/96\",\"gateway\":\"fd00:a::2:0:1\"}]},\"agentSocket\":\"%s\"}",
+		 TOPO_VPC_A, sock_path(1, sock, sizeof(sock)));
+	v.cmd = "ADD";
+	v.cid = "cup3";
+	run_plugin(&v, &o);
+	ck_assert_msg(o.exit == 0, "ADD of a block with its gateway inside: %s", o.out);
+	outcome_free(&o);
+	ck_assert_int_eq(topo_sh("ip -n %s-u1 -6 route show | grep -q 'default via fd00:a::2:0:1 dev eth0'", T.prefix), 0);
+	ck_assert_int_eq(topo_sh("ip -n %s-n1 -6 route show table %d | grep -q 'fd00:a::2:0:0/96 dev'", T.prefix, TOPO_TABLE_A), 0);
+	v.cmd = "DEL";
+	run_plugin(&v, &o);
+	ck_assert_msg(o.exit == 0, "DEL U3: %s", o.out);
+	outcome_free(&o);
+	ck_assert_ptr_null(record_att(1, "U3"));
 	json_decref(res);
 	topo_sh("ip netns del %s-u1", T.prefix);
 }
