@@ -22,6 +22,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		if (q2.env.cmd != q.env.cmd || strcmp(q2.env.container_id, q.env.container_id))
 			abort();
+		/* a GC naming no valid set must stay one across the socket */
+		if (q2.conf.has_valid != q.conf.has_valid || q2.conf.nvalid != q.conf.nvalid ||
+		    q2.conf.naddrs != q.conf.naddrs || q2.conf.ipam != q.conf.ipam)
+			abort();
 		cni_req_free(&q2);
 		free(again);
 		cni_req_free(&q);
