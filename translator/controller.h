@@ -1,20 +1,15 @@
 /*
  * The translator's controller: informers on the mapped report kinds, on
- * VPCAttachments, NetworkInterfaces and NetworkInterfaceClaims, one work
- * queue of keys ("namespace/name" for attachments, "ni:namespace/name" and
- * "nic:namespace/name" for interfaces and claims) and workers that reconcile
- * one key at a time:
+ * VPCAttachments, NetworkInterfaces and NetworkInterfaceClaims and on their
+ * CRDs (crds.h), one work queue of typed keys (kinds.h: kind +
+ * namespace/name) and workers that hand each key to the reconciler of its
+ * kind (reconcile.h: rec_attachment, rec_interface, rec_claim). Every write
+ * and its bookkeeping go through writes.h.
  *
- *   cache(attachment) + cache(reports with the same ids) -> intent (intent.h)
- *   -> skip if the object already shows it, else server-side apply to /status
- *      (field manager galactic-translator, metadata.uid precondition).
- *   cache(interface or claim) + cache(its attachment) -> intent (nic.h)
- *   -> interface attachmentRef/vpc by server-side apply; Prepared/Programmed
- *      by a guarded JSON Patch on the atomic condition list (a refused patch,
- *      409/422, is retried through the queue).
- *
- * Only the leader writes: workers check leader_is_leader() right before each
- * write and drop keys while not leading; becoming leader enqueues every key.
+ * Only the leader writes: workers check leader_is_leader() before a
+ * reconcile and right before each write, and drop keys while not leading;
+ * becoming leader enqueues every key. A target CRD's change re-queues
+ * every object of that kind.
  */
 #ifndef GALACTIC_TRANSLATOR_CONTROLLER_H
 #define GALACTIC_TRANSLATOR_CONTROLLER_H
@@ -23,6 +18,7 @@
 #include "common/leader.h"
 #include "common/metrics.h"
 #include "translator/mapping.h"
+#include "translator/ownership.h"
 
 #include <stdbool.h>
 
@@ -30,6 +26,8 @@ struct controller_opts {
 	const char *report_ns;  /* namespace of the reports (NULL: all) */
 	const char *watch_ns;   /* namespace of attachments, interfaces, claims (NULL: all) */
 	int workers;            /* 0: 2 */
+	const char *identity;   /* this replica (Event reportingInstance) */
+	const struct ownership *ownership; /* rows left to incumbents (NULL: all ours); borrowed */
 };
 
 struct controller;

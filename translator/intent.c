@@ -1,5 +1,7 @@
 #include "translator/intent.h"
 
+#include "translator/ssa.h"
+
 #include "common/json.h"
 
 #include <stdio.h>
@@ -166,99 +168,8 @@ json_t *vpcatt_intent(const json_t *att, const struct report_candidate *rep, con
 	return o;
 }
 
-/* fieldsV1 under f:status of manager's Apply entry for the status subresource. */
-static const json_t *owned_status(const json_t *att, const char *manager)
-{
-	const json_t *e;
-	size_t i;
-
-	json_array_foreach(gj_get(att, "metadata.managedFields"), i, e) {
-		const char *m = json_string_value(json_object_get(e, "manager"));
-		const char *op = json_string_value(json_object_get(e, "operation"));
-		const char *sub = json_string_value(json_object_get(e, "subresource"));
-		if (m && op && sub && !strcmp(m, manager) && !strcmp(op, "Apply") &&
-		    !strcmp(sub, "status"))
-			return gj_get(e, "fieldsV1.f:status");
-	}
-	return NULL;
-}
-
-static const char *str_or_none(const json_t *v)
-{
-	return json_is_string(v) ? json_string_value(v) : v ? "(not a string)" : "none";
-}
-
 bool vpcatt_intent_satisfied(const json_t *att, const json_t *intent, const char *manager,
 			     char *why, size_t whylen)
 {
-	const json_t *owned = owned_status(att, manager), *want_st = json_object_get(intent, "status");
-	const json_t *have_st = json_object_get(att, "status");
-	const json_t *want_c, *have_c, *owned_c, *v;
-	const char *k;
-	char ckey[128];
-	size_t i;
-
-	if (!json_is_object(owned)) {
-		snprintf(why, whylen, "%s owns no status fields yet", manager);
-		return false;
-	}
-	for (i = 0; i < 7; i++) {
-		const char *f = VPCATT_TRANSLATOR_FIELDS[i];
-		const json_t *w = json_object_get(want_st, f), *h = json_object_get(have_st, f);
-		char fk[64];
-
-		snprintf(fk, sizeof(fk), "f:%s", f);
-		if (w && !json_equal(w, h)) {
-			snprintf(why, whylen, "status.%s: want %s, have %s", f, json_string_value(w),
-				 str_or_none(h));
-			return false;
-		}
-		if (w && !json_object_get(owned, fk)) {
-			snprintf(why, whylen, "status.%s: not owned by %s", f, manager);
-			return false;
-		}
-		if (!w && json_object_get(owned, fk)) {
-			snprintf(why, whylen, "status.%s: owned by %s but no longer intended", f,
-				 manager);
-			return false;
-		}
-	}
-	/* Nothing else under status may be ours (e.g. left over from an older intent). */
-	json_object_foreach((json_t *)owned, k, v) {
-		if (!strcmp(k, ".") || !strcmp(k, "f:conditions"))
-			continue;
-		if (strncmp(k, "f:", 2) || !json_object_get(want_st, k + 2)) {
-			snprintf(why, whylen, "status %s: owned by %s but not intended", k, manager);
-			return false;
-		}
-	}
-	want_c = json_array_get(json_object_get(want_st, "conditions"), 0);
-	have_c = find_cond(att, "Programmed");
-	if (!have_c) {
-		snprintf(why, whylen, "condition Programmed: missing");
-		return false;
-	}
-	static const char *const ck[] = { "status", "reason", "message", "observedGeneration",
-					   "lastTransitionTime" };
-	for (i = 0; i < sizeof(ck) / sizeof(ck[0]); i++)
-		if (!json_equal(json_object_get(want_c, ck[i]), json_object_get(have_c, ck[i])) &&
-		    (json_object_get(want_c, ck[i]) || json_object_get(have_c, ck[i]))) {
-			snprintf(why, whylen, "condition Programmed: %s differs", ck[i]);
-			return false;
-		}
-	owned_c = json_object_get(owned, "f:conditions");
-	snprintf(ckey, sizeof(ckey), "k:{\"type\":\"Programmed\"}");
-	json_object_foreach((json_t *)owned_c, k, v) {
-		if (!strcmp(k, "."))
-			continue;
-		if (strcmp(k, ckey)) {
-			snprintf(why, whylen, "condition %s: owned by %s but not intended", k, manager);
-			return false;
-		}
-	}
-	if (!json_object_get(owned_c, ckey)) {
-		snprintf(why, whylen, "condition Programmed: not owned by %s", manager);
-		return false;
-	}
-	return true;
+	return ssa_status_satisfied(att, intent, manager, why, whylen);
 }

@@ -6,6 +6,7 @@
  *       [--id ID] [--lease-namespace NS] [--lease-name NAME]
  *       [--lease-duration S] [--renew-deadline S] [--retry-period S]
  *       [--metrics-addr HOST:PORT] [--mapping-config FILE] [--workers N]
+ *       [--leave-to-incumbent ROW[,ROW...]] [--ownership-config FILE]
  *       [--log-level debug|info|warn|error]
  *
  * Without --kubeconfig: $KUBECONFIG, then the in-cluster service account,
@@ -19,6 +20,7 @@
 #include "common/metrics.h"
 #include "translator/controller.h"
 #include "translator/mapping.h"
+#include "translator/ownership.h"
 
 #include <getopt.h>
 #include <limits.h>
@@ -36,6 +38,7 @@ static void usage(FILE *f)
 		"         [--watch-namespace NS] [--id ID] [--lease-namespace NS] [--lease-name NAME]\n"
 		"         [--lease-duration S] [--renew-deadline S] [--retry-period S]\n"
 		"         [--metrics-addr HOST:PORT] [--mapping-config FILE] [--workers N]\n"
+		"         [--leave-to-incumbent ROW[,ROW...]] [--ownership-config FILE]\n"
 		"         [--log-level debug|info|warn|error]\n");
 }
 
@@ -97,6 +100,8 @@ int main(int argc, char **argv)
 		{ "mapping-config", required_argument, NULL, 'c' },
 		{ "workers", required_argument, NULL, 'W' },
 		{ "log-level", required_argument, NULL, 'l' },
+		{ "leave-to-incumbent", required_argument, NULL, 'I' },
+		{ "ownership-config", required_argument, NULL, 'O' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -107,6 +112,8 @@ int main(int argc, char **argv)
 	int workers = 2, opt, rc = 1, port, sig;
 	char host[64], idbuf[HOST_NAME_MAX + 32], err[512];
 	struct mapping_set maps = { 0 };
+	struct ownership own;
+	const char *own_file = NULL;
 	struct kube_config *cfg = NULL;
 	struct kube_client *kc = NULL;
 	struct metrics *m = NULL;
@@ -116,6 +123,7 @@ int main(int argc, char **argv)
 	enum glog_level lvl;
 	sigset_t sigs;
 
+	ownership_init(&own);
 	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'k': kubeconfig = optarg; break;
@@ -150,6 +158,13 @@ int main(int argc, char **argv)
 			}
 			glog_set_level(lvl);
 			break;
+		case 'I':
+			if (ownership_leave_list(&own, optarg, err, sizeof(err))) {
+				fprintf(stderr, "galactic-translator: --leave-to-incumbent: %s\n", err);
+				return 2;
+			}
+			break;
+		case 'O': own_file = optarg; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -174,6 +189,16 @@ int main(int argc, char **argv)
 	if (mapping_file && mapping_set_load_file(&maps, mapping_file, err, sizeof(err))) {
 		glog_kv(GLOG_ERROR, "translator", "bad mapping config", "error", err, NULL);
 		goto out;
+	}
+	if (own_file && ownership_load_file(&own, own_file, err, sizeof(err))) {
+		glog_kv(GLOG_ERROR, "translator", "bad ownership config", "error", err, NULL);
+		goto out;
+	}
+	{
+		char left[1024];
+		ownership_describe(&own, left, sizeof(left));
+		glog_kv(GLOG_INFO, "translator", "contract rows left to incumbents", "rows",
+			*left ? left : "none", NULL);
 	}
 	for (size_t i = 0; i < maps.n; i++)
 		glogf(GLOG_INFO, "translator", "reading reports %s.%s/%s (mapping %s)",
@@ -211,7 +236,8 @@ int main(int argc, char **argv)
 		goto out;
 	ctl = controller_new(kc, &maps, m,
 			     &(struct controller_opts){ .report_ns = ns, .watch_ns = watch_ns,
-							.workers = workers });
+							.workers = workers, .identity = id,
+							.ownership = &own });
 	if (!ctl) {
 		glog_kv(GLOG_ERROR, "translator", "cannot set up the controller", NULL);
 		goto out;

@@ -1,5 +1,8 @@
 # galactic-translator: reports -> upstream status (docs/translator.md).
-TRANSLATOR_SRCS := translator/mapping.c translator/intent.c translator/nic.c translator/controller.c
+TRANSLATOR_SRCS := translator/mapping.c translator/kinds.c translator/ssa.c translator/intent.c translator/nic.c \
+	translator/schema.c translator/ownership.c translator/crds.c translator/writes.c \
+	translator/rec_common.c translator/rec_attachment.c translator/rec_interface.c translator/rec_claim.c \
+	translator/controller.c
 TRANSLATOR_LDLIBS := curl jansson mhd pthread m
 
 $(eval $(call lib,gtranslator,$(TRANSLATOR_SRCS)))
@@ -10,3 +13,4 @@ $(eval $(call unit_test,test_translator_intent,tests/unit/test_translator_intent
 $(eval $(call e2e_test,test_translator_vpcatt,tests/e2e/test_translator_vpcatt.c tests/lib/cp.c tests/lib/kreq.c tests/lib/daemon.c,,curl jansson pthread))
 $(eval $(call unit_test,test_translator_patch,tests/unit/test_translator_patch.c,gtranslator gcommon,$(TRANSLATOR_LDLIBS)))
 $(eval $(call e2e_test,test_translator_nic,tests/e2e/test_translator_nic.c tests/lib/cp.c tests/lib/kreq.c tests/lib/daemon.c,gtranslator gcommon,curl jansson pthread))
+$(eval $(call unit_test,test_translator_schema,tests/unit/test_translator_schema.c,gtranslator gcommon,$(TRANSLATOR_LDLIBS)))

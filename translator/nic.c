@@ -2,6 +2,7 @@
 
 #include "common/json.h"
 #include "translator/intent.h"
+#include "translator/ssa.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -167,51 +168,10 @@ json_t *nic_fields_intent(const json_t *iface, const json_t *att, char *err, siz
 	return o;
 }
 
-static const json_t *owned_apply_status(const json_t *obj, const char *manager)
-{
-	const json_t *e;
-	size_t i;
-
-	json_array_foreach(gj_get(obj, "metadata.managedFields"), i, e)
-		if (!strcmp(str_at(e, "manager") ?: "", manager) &&
-		    !strcmp(str_at(e, "operation") ?: "", "Apply") &&
-		    !strcmp(str_at(e, "subresource") ?: "", "status"))
-			return gj_get(e, "fieldsV1.f:status");
-	return NULL;
-}
-
 bool nic_fields_satisfied(const json_t *iface, const json_t *intent, const char *manager,
 			  char *why, size_t whylen)
 {
-	static const char *const F[] = { "attachmentRef", "vpc" };
-	const json_t *owned = owned_apply_status(iface, manager);
-	const json_t *want = json_object_get(intent, "status"), *have = json_object_get(iface, "status");
-	const char *k;
-	const json_t *v;
-
-	for (size_t i = 0; i < 2; i++) {
-		const json_t *w = json_object_get(want, F[i]), *h = json_object_get(have, F[i]);
-		char fk[32];
-		snprintf(fk, sizeof(fk), "f:%s", F[i]);
-		if (w && !json_equal(w, h)) {
-			snprintf(why, whylen, "status.%s differs", F[i]);
-			return false;
-		}
-		if (w && !json_object_get(owned, fk)) {
-			snprintf(why, whylen, "status.%s: not owned by %s", F[i], manager);
-			return false;
-		}
-	}
-	/* Nothing else under status owned through our Apply (withdrawn fields). */
-	json_object_foreach((json_t *)owned, k, v) {
-		if (!strcmp(k, "."))
-			continue;
-		if (strncmp(k, "f:", 2) || !json_object_get(want, k + 2)) {
-			snprintf(why, whylen, "status %s: owned by %s but not intended", k, manager);
-			return false;
-		}
-	}
-	return true;
+	return ssa_status_satisfied(iface, intent, manager, why, whylen);
 }
 
 /* ---- guarded JSON Patch on an atomic conditions list ---- */

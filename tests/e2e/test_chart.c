@@ -281,6 +281,14 @@ START_TEST(test_translator_writes_only_owned_status)
 			     "{\"spec\":{\"vpc\":{\"name\":\"other\"}}}", translator, NULL), 403);
 	ck_assert_int_eq(req("DELETE", "/apis/networking.datumapis.com/v1alpha/namespaces/default/networkinterfaces/nic1",
 			     NULL, NULL, translator, NULL), 403);
+	/* It reads the target CRDs' schemas and records Events; it never changes a CRD. */
+	ck_assert_int_eq(req("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", NULL, NULL, translator, NULL), 200);
+	ck_assert_int_eq(req("DELETE", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/vpcattachments.cloud.datumapis.com",
+			     NULL, NULL, translator, NULL), 403);
+	ck_assert_int_eq(req("POST", "/api/v1/namespaces/default/events", "application/json",
+			     "{\"apiVersion\":\"v1\",\"kind\":\"Event\",\"metadata\":{\"generateName\":\"att1.\"},"
+			     "\"involvedObject\":{\"kind\":\"VPCAttachment\",\"name\":\"att1\",\"namespace\":\"default\"},"
+			     "\"reason\":\"FieldWithheld\",\"message\":\"m\",\"type\":\"Warning\"}", translator, NULL), 201);
 	/* Reports belong to the agents. */
 	snprintf(path, sizeof(path), "%s/namespaces/%s/nodeattachments/node-b-2-2/status?fieldManager=galactic-translator", NET, NS);
 	ck_assert_int_eq(req("PATCH", path, "application/merge-patch+json",

@@ -299,7 +299,7 @@ START_TEST(test_satisfied)
 	att = applied(in);
 	json_object_del(json_object_get(in, "status"), "guestInterface");
 	ck_assert(!vpcatt_intent_satisfied(att, in, TRANSLATOR_MANAGER, why, sizeof(why)));
-	ck_assert_str_eq(why, "status.guestInterface: owned by galactic-translator but no longer intended");
+	ck_assert_str_eq(why, "status f:guestInterface: owned by galactic-translator but not intended");
 	json_decref(att);
 	json_decref(in);
 

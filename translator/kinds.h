@@ -1,0 +1,39 @@
+/*
+ * The three upstream kinds the translator writes, and its typed work-queue
+ * keys (kind + namespace/name). Pure.
+ */
+#ifndef GALACTIC_TRANSLATOR_KINDS_H
+#define GALACTIC_TRANSLATOR_KINDS_H
+
+#include "common/kube_client.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+enum tkind { TK_VPCATT, TK_NI, TK_NIC, TK_N };
+
+struct tkind_info {
+	const char *kind;        /* "VPCAttachment" */
+	const char *lower;       /* "vpcattachment" (contract row names) */
+	const char *api_version; /* "cloud.datumapis.com/v1alpha1" */
+	const char *crd;         /* "vpcattachments.cloud.datumapis.com" */
+	struct kube_resource res;
+};
+
+extern const struct tkind_info TKINDS[TK_N];
+
+/* A work-queue key: which reconciler, which object. */
+struct qkey {
+	enum tkind kind;
+	char ns[254];
+	char name[254];
+};
+
+/* "<Kind>/<ns>/<name>"; -1 when ns or name is not a name (empty, '/', > 253). */
+int qkey_format(enum tkind k, const char *ns, const char *name, char *buf, size_t n);
+/* Parses what qkey_format wrote; -1 otherwise. */
+int qkey_parse(const char *s, struct qkey *out);
+/* "ns/name" (the informer store key) of a parsed key. */
+void qkey_nskey(const struct qkey *k, char *buf, size_t n);
+
+#endif

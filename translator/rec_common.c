@@ -1,0 +1,145 @@
+#include "translator/reconcile.h"
+
+#include "common/json.h"
+#include "common/log.h"
+#include "translator/intent.h"
+#include "translator/nic.h"
+#include "translator/ssa.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAX_WITHHELD 16
+
+void rec_now(char *buf, size_t n)
+{
+	time_t t = time(NULL);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+json_t *rec_iface_attachment(const struct rec_ctx *c, const json_t *iface)
+{
+	char k[600];
+	json_t *a;
+
+	snprintf(k, sizeof(k), "%s/%s", gj_str(iface, "metadata.namespace") ?: "",
+		 gj_str(iface, "metadata.name") ?: "");
+	a = kube_store_get(c->att, k);
+	if (nic_attachment_links(iface, a))
+		return a;
+	json_decref(a);
+	return NULL;
+}
+
+json_t *rec_body(enum tkind k, const json_t *obj)
+{
+	const char *name = gj_str(obj, "metadata.name"), *ns = gj_str(obj, "metadata.namespace");
+	const char *uid = gj_str(obj, "metadata.uid"), *api = gj_str(obj, "apiVersion");
+
+	if (!name || !*name || !ns || !*ns || !uid || !*uid)
+		return NULL;
+	return json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:{}}", "apiVersion",
+			 api && *api ? api : TKINDS[k].api_version, "kind", TKINDS[k].kind,
+			 "metadata", "name", name, "namespace", ns, "uid", uid, "status");
+}
+
+/* Fingerprint of what is written, without lastTransitionTimes (cache-lag and refusal memo). */
+static char *fingerprint(const json_t *fields, const json_t *patched_conds)
+{
+	json_t *st = json_object_get(fields, "status");
+	json_t *cp = json_pack("{s:o*, s:o*}", "status", st ? json_deep_copy(st) : NULL,
+			       "patched", patched_conds ? json_deep_copy(patched_conds) : NULL);
+	json_t *e;
+	size_t i;
+	char *s;
+
+	if (!cp)
+		return NULL;
+	json_array_foreach(gj_get(cp, "status.conditions"), i, e)
+		json_object_del(e, "lastTransitionTime");
+	json_array_foreach(json_object_get(cp, "patched"), i, e)
+		json_object_del(e, "lastTransitionTime");
+	s = gj_dumps(cp);
+	json_decref(cp);
+	return s;
+}
+
+static int result(enum wres r) { return r == WR_STALE || r == WR_FAILED; }
+
+static void log_written(const char *what, const char *key, const json_t *conds, const char *why)
+{
+	char cs[200] = "";
+	const json_t *c;
+	size_t i, u = 0;
+
+	json_array_foreach(conds, i, c)
+		u += (size_t)snprintf(cs + u, u < sizeof(cs) ? sizeof(cs) - u : 0, "%s%s=%s",
+				      u ? " " : "", gj_str(c, "type") ?: "?", gj_str(c, "status") ?: "?");
+	glog_kv(GLOG_INFO, "translator", what, "object", key, "conditions", cs, "because", why, NULL);
+}
+
+int rec_write(const struct rec_ctx *c, enum tkind k, const char *key, const json_t *obj,
+	      json_t *full)
+{
+	struct withheld wh[MAX_WITHHELD];
+	json_t *st = json_object_get(full, "status"), *conds, *ops = NULL, *out = NULL, *out2 = NULL;
+	char why[512] = "", ebuf[256];
+	size_t n;
+	bool map, fields_ok;
+	char *fp = NULL;
+	enum wres r;
+	int ret = 0;
+
+	ownership_strip(c->own, k, full);
+	n = crds_withhold(c->crds, k, full, wh, MAX_WITHHELD);
+	writes_withheld(c->w, k, key, obj, wh, n < MAX_WITHHELD ? n : MAX_WITHHELD);
+	map = crds_conditions_map(c->crds, k);
+	conds = json_incref(json_object_get(st, "conditions"));
+	if (!json_array_size(conds) || !map)
+		json_object_del(st, "conditions"); /* atomic: the conditions go by guarded patch */
+	fields_ok = ssa_status_satisfied(obj, full, TRANSLATOR_MANAGER, why, sizeof(why));
+	if (!map && json_array_size(conds)) {
+		ops = cond_patch_build(obj, conds, ebuf, sizeof(ebuf));
+		if (!ops) /* someone else's bad status (wrong types): nothing we can patch safely */
+			glog_kv(GLOG_WARN, "translator", "cannot patch conditions", "object", key,
+				"error", ebuf, NULL);
+	}
+	if (fields_ok && !json_array_size(ops)) {
+		writes_skip(c->w, k);
+		goto out;
+	}
+	fp = fingerprint(full, map ? NULL : conds);
+	if (writes_already_sent(c->w, k, key, obj, fp))
+		goto out;
+	if (!fields_ok) {
+		writes_note_takeovers(c->w, key, obj, full);
+		r = writes_apply(c->w, k, key, obj, full, fp, &out);
+		if (r != WR_OK) {
+			ret = result(r);
+			goto out;
+		}
+		log_written("applied status", key, map ? conds : NULL, why);
+		if (ops) {
+			/* The answer is fresher than the cache: patch against it. */
+			json_decref(ops);
+			ops = cond_patch_build(out, conds, ebuf, sizeof(ebuf));
+		}
+	}
+	if (json_array_size(ops)) {
+		r = writes_patch(c->w, k, key, out ? out : obj, ops, fp, &out2);
+		if (r == WR_OK)
+			log_written("patched conditions", key, conds, "conditions differ");
+		ret = result(r);
+	}
+out:
+	free(fp);
+	json_decref(ops);
+	json_decref(out);
+	json_decref(out2);
+	json_decref(conds);
+	return ret;
+}

@@ -1,0 +1,452 @@
+#include "translator/writes.h"
+
+#include "common/gmap.h"
+#include "common/json.h"
+#include "common/log.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static const struct kube_resource EVENTS = { "", "v1", "events", true };
+
+/* What we last did to a key. */
+struct memo {
+	char uid[64];
+	uint64_t rv;      /* resourceVersion our last write returned */
+	char *intent;     /* its fingerprint */
+	char *refused;    /* fingerprint of an intent refused 422 for this uid */
+	json_t *reported; /* withheld fields already reported for this uid: {field: true} */
+};
+
+struct writes {
+	struct kube_client *kc;
+	struct writes_opts o;
+	char manager[64], instance[128];
+	char gate[512]; /* test hook directory, "" when off */
+	pthread_mutex_t mu;
+	struct gmap *memo;
+	struct metric *m_writes, *m_skips, *m_errors, *m_conflicts, *m_takeover, *m_rejects,
+		*m_stale, *m_withheld, *m_refused;
+};
+
+static void memo_free(void *p)
+{
+	struct memo *m = p;
+	if (!m)
+		return;
+	free(m->intent);
+	free(m->refused);
+	json_decref(m->reported);
+	free(m);
+}
+
+struct writes *writes_new(struct kube_client *kc, struct metrics *m, const struct writes_opts *o)
+{
+	struct writes *w = calloc(1, sizeof(*w));
+	const char *gate = getenv("GALACTIC_TRANSLATOR_TEST_WRITE_GATE");
+
+	if (!w)
+		return NULL;
+	w->kc = kc;
+	w->o = *o;
+	snprintf(w->manager, sizeof(w->manager), "%s", o->manager);
+	snprintf(w->instance, sizeof(w->instance), "%s", o->instance ? o->instance : "");
+	snprintf(w->gate, sizeof(w->gate), "%s", gate ? gate : "");
+	pthread_mutex_init(&w->mu, NULL);
+	w->memo = gmap_new();
+	w->m_writes = metrics_counter(m, "galactic_translator_status_writes_total",
+				      "Status writes (server-side applies and JSON Patches) that succeeded", "kind");
+	w->m_skips = metrics_counter(m, "galactic_translator_status_write_skips_total",
+				     "Reconciles that found the object already showing the intent", "kind");
+	w->m_errors = metrics_counter(m, "galactic_translator_status_write_errors_total",
+				      "Failed status writes by HTTP status (0: transport); guard refusals excluded",
+				      "code");
+	w->m_conflicts = metrics_counter(m, "galactic_translator_conflicts_total",
+					 "HTTP 409 responses on status writes other than guard refusals", NULL);
+	w->m_takeover = metrics_counter(m, "galactic_translator_field_takeovers_total",
+					"Translator-owned fields found owned by another manager", "field");
+	w->m_rejects = metrics_counter(m, "galactic_translator_guarded_patch_rejections_total",
+				       "Guarded condition patches refused (409/422): the list or object changed under us",
+				       "kind");
+	w->m_stale = metrics_counter(m, "galactic_translator_stale_apply_refusals_total",
+				     "Server-side applies refused by their resourceVersion precondition (409): the object changed or was re-created",
+				     "kind");
+	w->m_withheld = metrics_counter(m, "galactic_translator_fields_withheld_total",
+					"Values left out of a write because the target schema cannot hold them (once per object and field)",
+					"resource,field");
+	w->m_refused = metrics_counter(m, "galactic_translator_writes_refused_total",
+				       "Status writes the API server refused as invalid (422) or failed (5xx)",
+				       "kind,code");
+	if (!w->memo || !w->m_writes || !w->m_skips || !w->m_errors || !w->m_conflicts ||
+	    !w->m_takeover || !w->m_rejects || !w->m_stale || !w->m_withheld || !w->m_refused) {
+		writes_free(w);
+		return NULL;
+	}
+	/* Present from the start, so a scrape can tell 0 from "not exported". */
+	for (int k = 0; k < TK_N; k++) {
+		char l[64];
+		metric_add(w->m_writes, TKINDS[k].kind, 0);
+		metric_add(w->m_skips, TKINDS[k].kind, 0);
+		metric_add(w->m_rejects, TKINDS[k].kind, 0);
+		metric_add(w->m_stale, TKINDS[k].kind, 0);
+		snprintf(l, sizeof(l), "%s,422", TKINDS[k].kind);
+		metric_add(w->m_refused, l, 0);
+		snprintf(l, sizeof(l), "%s,500", TKINDS[k].kind);
+		metric_add(w->m_refused, l, 0);
+	}
+	metric_add(w->m_conflicts, NULL, 0);
+	if (*w->gate)
+		glog_kv(GLOG_WARN, "translator", "test write gate on", "dir", w->gate, NULL);
+	return w;
+}
+
+void writes_free(struct writes *w)
+{
+	if (!w)
+		return;
+	gmap_free(w->memo, memo_free);
+	pthread_mutex_destroy(&w->mu);
+	free(w);
+}
+
+void writes_skip(struct writes *w, enum tkind k) { metric_add(w->m_skips, TKINDS[k].kind, 1); }
+
+static bool parse_rv(const char *s, uint64_t *out)
+{
+	char *end;
+	if (!s || !*s)
+		return false;
+	errno = 0;
+	*out = strtoull(s, &end, 10);
+	return !errno && !*end;
+}
+
+/* The memo of key for obj's incarnation (created, or reset when the uid changed). Under mu. */
+static struct memo *memo_for(struct writes *w, const char *key, const json_t *obj)
+{
+	const char *uid = gj_str(obj, "metadata.uid") ?: "";
+	struct memo *m = gmap_get(w->memo, key);
+	int err = 0;
+
+	if (m && !strcmp(m->uid, uid))
+		return m;
+	if (!(m = calloc(1, sizeof(*m))) || !(m->reported = json_object())) {
+		memo_free(m);
+		return NULL;
+	}
+	snprintf(m->uid, sizeof(m->uid), "%s", uid);
+	memo_free(gmap_put(w->memo, key, m, &err));
+	if (err) {
+		memo_free(m);
+		return NULL;
+	}
+	return m;
+}
+
+bool writes_already_sent(struct writes *w, enum tkind k, const char *key, const json_t *obj,
+			 const char *fp)
+{
+	uint64_t rv;
+	bool r = false;
+	struct memo *m;
+
+	if (!fp)
+		return false;
+	pthread_mutex_lock(&w->mu);
+	m = gmap_get(w->memo, key);
+	if (m && !strcmp(m->uid, gj_str(obj, "metadata.uid") ?: "")) {
+		/* Resource versions are opaque in the API contract; they are etcd
+		 * revisions in practice, so they are compared only when both parse. */
+		if (m->intent && !strcmp(m->intent, fp) &&
+		    parse_rv(gj_str(obj, "metadata.resourceVersion"), &rv) && rv < m->rv)
+			r = true;
+		if (m->refused && !strcmp(m->refused, fp))
+			r = true;
+	}
+	pthread_mutex_unlock(&w->mu);
+	if (r)
+		writes_skip(w, k);
+	return r;
+}
+
+static void memo_written(struct writes *w, const char *key, const json_t *out, const char *fp)
+{
+	struct memo *m;
+	uint64_t rv;
+
+	pthread_mutex_lock(&w->mu);
+	if ((m = memo_for(w, key, out))) {
+		free(m->intent);
+		m->intent = NULL;
+		m->rv = 0;
+		if (fp && parse_rv(gj_str(out, "metadata.resourceVersion"), &rv)) {
+			m->intent = strdup(fp);
+			m->rv = rv;
+		}
+		free(m->refused);
+		m->refused = NULL;
+	}
+	pthread_mutex_unlock(&w->mu);
+}
+
+void writes_forget(struct writes *w, const char *key)
+{
+	bool found;
+	pthread_mutex_lock(&w->mu);
+	memo_free(gmap_del(w->memo, key, &found));
+	pthread_mutex_unlock(&w->mu);
+}
+
+void writes_note_takeovers(struct writes *w, const char *key, const json_t *obj,
+			   const json_t *intent)
+{
+	const json_t *want = json_object_get(intent, "status"), *e, *v;
+	const char *k;
+	size_t i, j;
+
+	json_array_foreach(gj_get(obj, "metadata.managedFields"), i, e) {
+		const char *mgr = gj_str(e, "manager"), *op = gj_str(e, "operation");
+		const json_t *st = gj_get(e, "fieldsV1.f:status");
+		if (!mgr || !st || (!strcmp(mgr, w->manager) && op && !strcmp(op, "Apply")))
+			continue;
+		json_object_foreach((json_t *)want, k, v) {
+			char fk[300];
+			if (!strcmp(k, "conditions")) {
+				const json_t *c;
+				json_array_foreach(v, j, c) {
+					const char *t = gj_str(c, "type") ?: "";
+					snprintf(fk, sizeof(fk), "k:{\"type\":\"%s\"}", t);
+					if (json_object_get(json_object_get(st, "f:conditions"), fk)) {
+						glog_kv(GLOG_WARN, "translator",
+							"condition owned by another manager; taking it back",
+							"object", key, "condition", t, "manager", mgr, NULL);
+						metric_add(w->m_takeover, t, 1);
+					}
+				}
+				continue;
+			}
+			snprintf(fk, sizeof(fk), "f:%s", k);
+			if (json_object_get(st, fk)) {
+				glog_kv(GLOG_WARN, "translator", "field owned by another manager; taking it back",
+					"object", key, "field", k, "manager", mgr, NULL);
+				metric_add(w->m_takeover, k, 1);
+			}
+		}
+	}
+}
+
+static void now_rfc3339(char *buf, size_t n)
+{
+	time_t t = time(NULL);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* A core v1 Event on obj; best effort (a failure is logged, never retried). */
+static void post_event(struct writes *w, enum tkind k, const json_t *obj, const char *msg)
+{
+	struct kube_error err;
+	char now[32], gen[300];
+	const char *ns = gj_str(obj, "metadata.namespace"), *name = gj_str(obj, "metadata.name");
+	json_t *ev, *out = NULL;
+
+	if (!ns || !name)
+		return;
+	now_rfc3339(now, sizeof(now));
+	snprintf(gen, sizeof(gen), "%.200s.", name);
+	ev = json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:s, s:s, s:s, s:s, s:s}, s:s, s:s, s:s,"
+		       " s:{s:s}, s:s, s:s, s:i, s:s, s:s}",
+		       "apiVersion", "v1", "kind", "Event", "metadata", "generateName", gen,
+		       "namespace", ns, "involvedObject", "apiVersion", TKINDS[k].api_version, "kind",
+		       TKINDS[k].kind, "name", name, "namespace", ns, "uid",
+		       gj_str(obj, "metadata.uid") ?: "", "reason", "FieldWithheld", "message", msg,
+		       "type", "Warning", "source", "component", w->manager, "firstTimestamp", now,
+		       "lastTimestamp", now, "count", 1, "reportingComponent", w->manager,
+		       "reportingInstance", w->instance);
+	if (!ev)
+		return;
+	if (kube_create(w->kc, &EVENTS, ns, ev, &out, &err))
+		glog_kv(GLOG_WARN, "translator", "cannot record event", "object", name, "error",
+			err.message, NULL);
+	json_decref(out);
+	json_decref(ev);
+}
+
+void writes_withheld(struct writes *w, enum tkind k, const char *key, const json_t *obj,
+		     const struct withheld *wh, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct memo *m;
+		bool first = false;
+		char msg[800], lab[300];
+
+		pthread_mutex_lock(&w->mu);
+		if ((m = memo_for(w, key, obj)) && !json_object_get(m->reported, wh[i].field)) {
+			json_object_set_new(m->reported, wh[i].field, json_true());
+			first = true;
+		}
+		pthread_mutex_unlock(&w->mu);
+		if (!first)
+			continue;
+		snprintf(msg, sizeof(msg),
+			 "%s withheld: the %s schema cannot hold the value (%s); the rest of the status is written",
+			 wh[i].field, TKINDS[k].crd, wh[i].why);
+		glog_kv(GLOG_WARN, "translator", "value withheld: the target schema cannot hold it",
+			"object", key, "field", wh[i].field, "constraint", wh[i].why, NULL);
+		snprintf(lab, sizeof(lab), "%s,%s", TKINDS[k].res.resource, wh[i].field);
+		metric_add(w->m_withheld, lab, 1);
+		post_event(w, k, obj, msg);
+	}
+}
+
+/*
+ * Test hook: with GALACTIC_TRANSLATOR_TEST_WRITE_GATE=DIR, a write to an
+ * object for which DIR/<Kind>.<ns>.<name> exists waits (after the cache
+ * was read, before the request) until that file is removed, after creating
+ * DIR/<Kind>.<ns>.<name>.held. Lets a test re-create the object in between.
+ */
+static void gate(struct writes *w, enum tkind k, const json_t *obj)
+{
+	char f[900], held[920];
+	struct stat sb;
+	FILE *h;
+
+	if (!*w->gate)
+		return;
+	snprintf(f, sizeof(f), "%s/%s.%s.%s", w->gate, TKINDS[k].kind,
+		 gj_str(obj, "metadata.namespace") ?: "", gj_str(obj, "metadata.name") ?: "");
+	if (stat(f, &sb))
+		return;
+	snprintf(held, sizeof(held), "%s.held", f);
+	if ((h = fopen(held, "w")))
+		fclose(h);
+	for (int i = 0; i < 3000 && !stat(f, &sb); i++)
+		usleep(10 * 1000);
+	unlink(held);
+}
+
+static bool is_schema_refusal(const struct kube_error *e)
+{
+	return e->http_status == 422 && strstr(e->message, " is invalid: ");
+}
+
+static enum wres failed(struct writes *w, enum tkind k, const char *key, const char *what,
+			const struct kube_error *err, const char *fp, bool guarded_patch)
+{
+	char code[16], lab[64];
+
+	if (err->code == KUBE_ERR_NOT_FOUND) {
+		glog_kv(GLOG_DEBUG, "translator", "object gone", "object", key, NULL);
+		writes_forget(w, key);
+		return WR_GONE;
+	}
+	if (guarded_patch && (err->http_status == 409 || err->http_status == 422) &&
+	    !is_schema_refusal(err)) {
+		/* Someone changed the list (or re-created the object) since our cache
+		 * saw it: the guards refused. Their event re-queues the key; the
+		 * rate-limited retry covers a lost event. */
+		metric_add(w->m_rejects, TKINDS[k].kind, 1);
+		glog_kv(GLOG_INFO, "translator", "guarded condition patch refused; will retry", "object",
+			key, "error", err->message, NULL);
+		return WR_STALE;
+	}
+	if (!guarded_patch && err->code == KUBE_ERR_CONFLICT) {
+		/* The resourceVersion precondition: the object changed, or is another incarnation. */
+		metric_add(w->m_stale, TKINDS[k].kind, 1);
+		glog_kv(GLOG_INFO, "translator", "status apply refused: the object changed since the cache; will retry",
+			"object", key, NULL);
+		return WR_STALE;
+	}
+	snprintf(code, sizeof(code), "%ld", err->http_status);
+	metric_add(w->m_errors, code, 1);
+	if (err->http_status == 409)
+		metric_add(w->m_conflicts, NULL, 1);
+	if (err->http_status == 422 || err->http_status >= 500) {
+		snprintf(lab, sizeof(lab), "%s,%ld", TKINDS[k].kind, err->http_status);
+		metric_add(w->m_refused, lab, 1);
+	}
+	if (err->http_status == 422 && fp) {
+		/* Invalid values anyway (a rule we cannot evaluate, e.g. CEL): log once per
+		 * intent and do not retry hot; a change of the object or intent retries. */
+		struct memo *m;
+		bool first = false;
+		pthread_mutex_lock(&w->mu);
+		/* The error names no uid; the memo of the key is for the incarnation we last saw. */
+		m = gmap_get(w->memo, key);
+		if (m && (!m->refused || strcmp(m->refused, fp))) {
+			free(m->refused);
+			m->refused = strdup(fp);
+			first = true;
+		}
+		pthread_mutex_unlock(&w->mu);
+		if (first)
+			glog_kv(GLOG_WARN, "translator", "status write refused as invalid; not retried until it changes",
+				"object", key, "write", what, "error", err->message, NULL);
+		return WR_REFUSED;
+	}
+	glog_kv(GLOG_WARN, "translator", what, "object", key, "error", err->message, NULL);
+	return WR_FAILED;
+}
+
+/* Makes sure a memo exists for obj's incarnation (so a 422 can be remembered). */
+static void memo_touch(struct writes *w, const char *key, const json_t *obj)
+{
+	pthread_mutex_lock(&w->mu);
+	memo_for(w, key, obj);
+	pthread_mutex_unlock(&w->mu);
+}
+
+enum wres writes_apply(struct writes *w, enum tkind k, const char *key, const json_t *obj,
+		       json_t *intent, const char *fp, json_t **out)
+{
+	struct kube_error err;
+	const char *rv = gj_str(obj, "metadata.resourceVersion");
+	json_t *md = json_object_get(intent, "metadata");
+
+	*out = NULL;
+	if (!rv || !*rv || !json_is_object(md) ||
+	    json_object_set_new(md, "resourceVersion", json_string(rv)))
+		return WR_FAILED;
+	memo_touch(w, key, obj);
+	gate(w, k, obj);
+	if (w->o.may_write && !w->o.may_write(w->o.ud))
+		return WR_NOOP; /* lost the lease while computing: the new leader writes */
+	/* force: the ownership table makes these fields ours alone (client-go
+	 * guidance for controllers); writes_note_takeovers logs any takeover. */
+	if (kube_apply(w->kc, &TKINDS[k].res, gj_str(obj, "metadata.namespace"),
+		       gj_str(obj, "metadata.name"), "status", intent, w->manager, true, out, &err))
+		return failed(w, k, key, "status apply failed", &err, fp, false);
+	metric_add(w->m_writes, TKINDS[k].kind, 1);
+	memo_written(w, key, *out, fp);
+	return WR_OK;
+}
+
+enum wres writes_patch(struct writes *w, enum tkind k, const char *key, const json_t *obj,
+		       json_t *ops, const char *fp, json_t **out)
+{
+	struct kube_error err;
+	/* The same incarnation only: a JSON Patch applies to the stored object, metadata too. */
+	json_t *guard = json_pack("{s:s, s:s, s:s}", "op", "test", "path", "/metadata/uid", "value",
+				  gj_str(obj, "metadata.uid") ?: "");
+
+	*out = NULL;
+	if (!guard || json_array_insert_new(ops, 0, guard))
+		return WR_FAILED;
+	memo_touch(w, key, obj);
+	gate(w, k, obj);
+	if (w->o.may_write && !w->o.may_write(w->o.ud))
+		return WR_NOOP;
+	if (kube_json_patch(w->kc, &TKINDS[k].res, gj_str(obj, "metadata.namespace"),
+			    gj_str(obj, "metadata.name"), "status", ops, w->manager, out, &err))
+		return failed(w, k, key, "guarded condition patch", &err, fp, true);
+	metric_add(w->m_writes, TKINDS[k].kind, 1);
+	memo_written(w, key, *out, fp);
+	return WR_OK;
+}
