@@ -395,8 +395,8 @@ static int parse_ipam(json_t *ipam, struct cni_conf *c, struct cni_err *e)
 			snprintf(e->details, sizeof(e->details), "field '%s.gateway': must be a string of at most 64 bytes", f);
 			return -1;
 		}
-		if (!s)
-			continue;
+		if (!s || !*s)
+			continue; /* "" as Go's zero value: no gateway */
 		if (cni_ip_parse(s, &a->gw))
 			return bad(e, f, "gateway \"%s\" is not an IP address", echo(s, b, sizeof(b)));
 		if (a->gw.family != a->ip.family)

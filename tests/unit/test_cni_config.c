@@ -391,7 +391,7 @@ START_TEST(test_operator_stanza_block96)
 	/* IPv6 only: the mtu floor is 1280 */
 	cni_conf_free(&c);
 	/* An address inside a block keeps its prefix (the block is still routed whole). */
-	j = UP(IPAM("{\"address\":\"fd00:b::5/64\"}"));
+	j = UP(IPAM("{\"address\":\"fd00:b::5/64\",\"gateway\":\"\"}"));
 	ck_assert_msg(cni_conf_parse(j, strlen(j), CNI_CMD_ADD, &c, &e) == 0, "%s: %s", e.msg, e.details);
 	ck_assert_int_eq(c.addrs[0].block, 1);
 	ck_assert_int_eq(c.addrs[0].has_gw, 0);
