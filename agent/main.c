@@ -4,13 +4,16 @@
  *   galactic-agent --state-dir DIR [--backend kernel|bpf|auto [--fallback]]
  *                  [--bpffs DIR] [--netns NAME]
  *                  [--interval SEC] [--once] [--rtproto N] [--tables MIN-MAX]
+ *                  [--cni-socket PATH] [--kubeconfig F --node N --report-namespace NS]
  *
- * Level-triggered: at start, on SIGHUP, when a file of the state directory
- * changes and every --interval seconds it loads the desired state and lets
- * the backend make the node match it (adopting what is already right).
- * SIGTERM/SIGINT stop the agent and leave the kernel state in place, so a
- * restart does not interrupt traffic. Every failed object is logged with the
- * object it concerns and written to DIR/status.json.
+ * Wiring only (docs/architecture.md, "The agent"): inputs (CNI verbs, the
+ * route learner, legacy drop-in files) write the record (agent/record.h);
+ * one apply pipeline (agent/pipeline.h) snapshots it, applies it through the
+ * backend and hands the results to the reports. This thread turns kernel
+ * notifications and signals into pipeline kicks. SIGHUP imports drop-in
+ * files (state.json, remotes.json) and reconciles; SIGTERM/SIGINT stop the
+ * agent and leave the kernel state in place, so a restart does not
+ * interrupt traffic.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -27,22 +30,17 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/cni/server.h"
+#include "agent/cni/listener.h"
+#include "agent/cni/verbs.h"
 #include "agent/dp/backend.h"
 #include "agent/dp/bpf/bpf_backend.h"
 #include "agent/nl/objects.h"
+#include "agent/pipeline.h"
+#include "agent/record.h"
 #include "agent/report/report.h"
-#include "agent/state.h"
+#include "common/log.h"
 
-struct agent {
-	const char *state_dir;
-	struct gdp_backend *be;
-	pthread_mutex_t mu;             /* one apply at a time (main loop, CNI committer) */
-	struct gdp_state cni_local;     /* last desired state handed in by the CNI server */
-	bool have_cni;
-	struct rpt *rpt;                /* reports + learned routes (--node), or NULL */
-	unsigned long reconciles;
-};
+#define COMP "agent"
 
 static volatile sig_atomic_t got_hup, got_term;
 
@@ -54,23 +52,6 @@ static void on_signal(int sig)
 		got_term = 1;
 }
 
-static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void logf_(const char *fmt, ...)
-{
-	struct timespec ts;
-	struct tm tm;
-	va_list ap;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	fprintf(stderr, "%02d:%02d:%02d.%03ld galactic-agent: ", tm.tm_hour, tm.tm_min, tm.tm_sec,
-		ts.tv_nsec / 1000000);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
 static double now_ms(void)
 {
 	struct timespec ts;
@@ -79,159 +60,63 @@ static double now_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* Objects of b not already in a (by identity) are appended to a. */
-static int merge(struct gdp_state *a, const struct gdp_state *b)
-{
-	size_t i;
+struct agent {
+	struct record *rec;
+	struct pipeline *pl;
+	struct rpt *rpt;               /* reports + learned routes (--node), or NULL */
+};
 
-	/* No node in the record (no state.json yet): the CNI server's is the node. */
-	if (!a->node.node_id)
-		a->node = b->node;
-	for (i = 0; i < b->n_vpcs; i++)
-		if (!gdp_state_find_vpc(a, b->vpcs[i].id) && gdp_state_add_vpc(a, &b->vpcs[i]))
-			return -ENOMEM;
-	for (i = 0; i < b->n_atts; i++)
-		if (!gdp_state_find_attachment(a, b->atts[i].vpc, b->atts[i].id) &&
-		    gdp_state_add_attachment(a, &b->atts[i]))
-			return -ENOMEM;
-	for (i = 0; i < b->n_remotes; i++)
-		if (gdp_state_add_remote(a, &b->remotes[i]))
-			return -ENOMEM;
-	return 0;
-}
-
-static void write_status(struct agent *ag, const struct gdp_results *res, int rc, double ms)
-{
-	json_t *j = json_object(), *errs = json_array();
-	char path[4096], *s;
-	size_t i, prog = 0;
-
-	for (i = 0; i < res->n; i++) {
-		const struct gdp_result *r = &res->v[i];
-
-		if (r->programmed) {
-			prog++;
-			continue;
-		}
-		json_array_append_new(errs, json_pack("{s:s, s:s, s:s, s:i, s:s}", "kind",
-						      gdp_obj_kind_str(r->kind), "vpc", r->vpc, "key",
-						      r->key, "errno", -r->err, "message", r->msg));
-	}
-	json_object_set_new(j, "reconciles", json_integer((json_int_t)ag->reconciles));
-	json_object_set_new(j, "rc", json_integer(rc));
-	json_object_set_new(j, "objects", json_integer((json_int_t)res->n));
-	json_object_set_new(j, "programmed", json_integer((json_int_t)prog));
-	json_object_set_new(j, "added", json_integer((json_int_t)res->added));
-	json_object_set_new(j, "removed", json_integer((json_int_t)res->removed));
-	json_object_set_new(j, "unchanged", json_integer((json_int_t)res->unchanged));
-	json_object_set_new(j, "retries", json_integer((json_int_t)res->retries));
-	json_object_set_new(j, "ms", json_real(ms));
-	json_object_set_new(j, "errors", errs);
-	s = json_dumps(j, JSON_INDENT(1));
-	json_decref(j);
-	snprintf(path, sizeof(path), "%s/status.json", ag->state_dir);
-	if (s && gst_write_atomic(path, s, strlen(s)))
-		logf_("write %s failed", path);
-	free(s);
-}
-
-/* Loads the record, adds the CNI server's state, applies. Caller holds ag->mu. */
-static int reconcile_locked(struct agent *ag, const struct gdp_state *extra, struct gdp_results *out)
-{
-	struct gdp_state st;
-	struct gdp_results bad, res;
-	char err[512];
-	double t0 = now_ms();
-	size_t i;
-	int rc;
-
-	gdp_results_init(&bad);
-	gdp_results_init(&res);
-	rc = gst_load(ag->state_dir, &st, &bad, err, sizeof(err));
-	if (rc) {
-		/* A broken record must not wipe the node: keep the kernel as it is. */
-		logf_("error: load state: %s (kernel left unchanged)", err);
-		gdp_results_free(&bad);
-		return rc;
-	}
-	if (extra)
-		rc = merge(&st, extra);
-	if (!rc)
-		rc = ag->be->ops->apply(ag->be, &st, &res);
-	ag->reconciles++;
-	for (i = 0; i < bad.n; i++)
-		logf_("error: %s", bad.v[i].msg);
-	for (i = 0; i < res.n; i++)
-		if (res.v[i].err)
-			logf_("error: %s %s%s%s: %s", gdp_obj_kind_str(res.v[i].kind), res.v[i].vpc,
-			      res.v[i].key[0] ? "/" : "", res.v[i].key, res.v[i].msg);
-	logf_("reconcile #%lu: %zu objects, added/replaced %lu, removed %lu, unchanged %lu, ENOMEM retries %lu, failed %lu (%.1f ms)",
-	      ag->reconciles, res.n, res.added, res.removed, res.unchanged, res.retries,
-	      res.failed + bad.n, now_ms() - t0);
-	/* Objects the loader rejected are failures too. */
-	for (i = 0; i < bad.n; i++) {
-		struct gdp_result *r = gdp_results_get(&res, bad.v[i].kind, bad.v[i].vpc, bad.v[i].key);
-
-		if (r)
-			*r = bad.v[i];
-	}
-	rpt_update(ag->rpt, &st, &res);
-	write_status(ag, &res, rc, now_ms() - t0);
-	if (out) {
-		gdp_results_free(out);
-		*out = res;
-	} else {
-		gdp_results_free(&res);
-	}
-	gdp_results_free(&bad);
-	gdp_state_free(&st);
-	return rc;
-}
-
-/*
- * For the CNI server (gcni_server_opts.apply): applies its local state plus
- * the agent's record and remotes, serialized with the main loop.
- */
-int agent_apply_cb(void *ctx, const struct gdp_state *local, struct gdp_results *res)
+/* The route learner's output goes into the record (in process). */
+static int learned_remotes(void *ctx, const struct gdp_remote *v, size_t n)
 {
 	struct agent *ag = ctx;
-	int rc;
+	int rc = record_set_remotes(ag->rec, v, n);
 
-	pthread_mutex_lock(&ag->mu);
-	gdp_state_free(&ag->cni_local);
-	rc = gdp_state_copy(&ag->cni_local, local);
-	ag->have_cni = !rc;
-	if (!rc)
-		rc = reconcile_locked(ag, &ag->cni_local, res);
-	pthread_mutex_unlock(&ag->mu);
+	if (!rc && ag->pl)
+		pipeline_kick(ag->pl);
 	return rc;
 }
 
-static int reconcile(struct agent *ag)
+/* After every pass: the reports get the snapshot and its results. */
+static void on_pass(void *ctx, const struct rec_snap *snap, const struct gdp_results *res)
 {
-	int rc;
+	struct agent *ag = ctx;
+	struct rpt_pod *pods;
 
-	pthread_mutex_lock(&ag->mu);
-	rc = reconcile_locked(ag, ag->have_cni ? &ag->cni_local : NULL, NULL);
-	pthread_mutex_unlock(&ag->mu);
-	return rc;
-}
-
-static time_t files_mtime(const char *dir)
-{
-	static const char *const names[] = { GST_STATE_FILE, GST_REMOTES_FILE };
-	char path[4096];
-	struct stat st;
-	time_t m = 0;
-	size_t i;
-
-	for (i = 0; i < 2; i++) {
-		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
-		/* nanoseconds matter: two writes in one second must both be seen */
-		if (stat(path, &st) == 0)
-			m ^= st.st_mtim.tv_sec * 1000000007L + st.st_mtim.tv_nsec + (time_t)st.st_ino;
+	if (!ag->rpt)
+		return;
+	pods = calloc(snap->st.n_atts + 1, sizeof(*pods));
+	if (!pods)
+		return;
+	for (size_t i = 0; i < snap->st.n_atts; i++) {
+		snprintf(pods[i].ns, sizeof(pods[i].ns), "%s", snap->pods[i].ns);
+		snprintf(pods[i].name, sizeof(pods[i].name), "%s", snap->pods[i].name);
+		snprintf(pods[i].guest_ifname, sizeof(pods[i].guest_ifname), "%s", snap->pods[i].guest_ifname);
 	}
-	return m;
+	rpt_update(ag->rpt, &snap->st, pods, res);
+	free(pods);
+}
+
+static int wait_applied(void *ctx, unsigned long gen)
+{
+	return pipeline_wait(((struct agent *)ctx)->pl, gen);
+}
+
+static int result_of(void *ctx, enum gdp_obj_kind kind, const char *vpc, const char *key,
+		     struct gdp_result *out)
+{
+	return pipeline_result(((struct agent *)ctx)->pl, kind, vpc, key, out);
+}
+
+/* SIGHUP: a damaged record is read again; drop-in files are imported. */
+static void on_hup(struct agent *ag)
+{
+	char err[512];
+
+	if (record_retry_load(ag->rec, err, sizeof(err)))
+		glogf(GLOG_ERROR, COMP, "record still damaged: %s", err);
+	if (record_import_legacy(ag->rec, err, sizeof(err)) < 0)
+		glogf(GLOG_ERROR, COMP, "drop-in files not imported: %s", err);
 }
 
 /* Which kernel events can mean drift of what we own (a resync is cheap). */
@@ -304,14 +189,16 @@ int main(int argc, char **argv)
 	struct gdp_backend_opts bo = { 0 };
 	struct rpt_opts ro = { 0 };
 	struct agent ag = { 0 };
-	const char *backend = "kernel";
+	struct gdp_backend *be = NULL;
+	const char *backend = "kernel", *state_dir = NULL;
 	const char *cni_socket = NULL;
-	struct gcni_server *cni = NULL;
+	struct gcni_verbs *verbs = NULL;
+	struct gcni_listener *cni = NULL;
+	char status_path[4200];
 	const struct gdp_backend_ops *ops;
 	struct sigaction sa = { .sa_handler = on_signal };
-	double interval = 30, last;
+	double interval = 30;
 	bool once = false, fallback = false;
-	time_t mt;
 	char err[512];
 	static const unsigned groups[] = { RTNLGRP_LINK, RTNLGRP_IPV4_ROUTE, RTNLGRP_IPV6_ROUTE,
 					   RTNLGRP_IPV4_RULE, RTNLGRP_IPV6_RULE, RTNLGRP_NEIGH,
@@ -323,7 +210,7 @@ int main(int argc, char **argv)
 
 	while ((c = getopt_long(argc, argv, "s:b:n:i:op:t:B:c:fh", lo, NULL)) != -1) {
 		switch (c) {
-		case 's': ag.state_dir = optarg; break;
+		case 's': state_dir = optarg; break;
 		case 'b': backend = optarg; break;
 		case 'n': bo.netns = optarg; break;
 		case 'i': interval = atof(optarg); break;
@@ -345,7 +232,7 @@ int main(int argc, char **argv)
 		default: usage(); return c == 'h' ? 0 : 2;
 		}
 	}
-	if (!ag.state_dir || interval <= 0) {
+	if (!state_dir || interval <= 0) {
 		usage();
 		return 2;
 	}
@@ -361,51 +248,58 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (strcmp(backend, ops->name))
-		logf_("backend %s unavailable (%s): using %s", backend, err, ops->name);
+		glogf(GLOG_WARN, COMP, "backend %s unavailable (%s): using %s", backend, err, ops->name);
 	backend = ops->name;
-	rc = ops->open(&ag.be, &bo, err, sizeof(err));
-	if (rc) {
-		fprintf(stderr, "galactic-agent: open %s backend: %s\n", backend, err);
+	/* The record first: it migrates the old files before anything applies. */
+	if (record_open(&ag.rec, &(struct record_opts){ .dir = state_dir, .table_min = bo.table_min }, err,
+			sizeof(err))) {
+		fprintf(stderr, "galactic-agent: %s\n", err);
 		return 1;
 	}
-	pthread_mutex_init(&ag.mu, NULL);
-	gdp_state_init(&ag.cni_local);
+	rc = ops->open(&be, &bo, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, "galactic-agent: open %s backend: %s\n", backend, err);
+		record_close(ag.rec);
+		return 1;
+	}
 	{
 		struct gdp_caps caps;
 
-		if (ops->caps(ag.be, &caps) == 0)
-			logf_("backend %s: %s", backend, caps.detail);
+		if (ops->caps(be, &caps) == 0)
+			glogf(GLOG_INFO, COMP, "backend %s: %s", backend, caps.detail);
 	}
 	sigaction(SIGHUP, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
+	snprintf(status_path, sizeof(status_path), "%s/status.json", state_dir);
+	if (pipeline_new(&ag.pl, &(struct pipeline_opts){ .rec = ag.rec, .be = be, .status_path = status_path,
+							  .interval_s = interval, .on_pass = on_pass, .ctx = &ag },
+			 err, sizeof(err))) {
+		fprintf(stderr, "galactic-agent: %s\n", err);
+		goto fail;
+	}
 
-	mt = files_mtime(ag.state_dir);
-	/* Before the CNI server's first apply, so that apply is reported too. */
-	ro.state_dir = ag.state_dir, ro.datapath = backend;
+	/* Before the first pass, so that pass is reported too. */
+	ro.datapath = backend, ro.set_remotes = learned_remotes, ro.ctx = &ag;
 	if ((ro.node || ro.ns || ro.kubeconfig) && rpt_start(&ag.rpt, &ro, err, sizeof(err))) {
 		fprintf(stderr, "galactic-agent: %s\n", err);
-		ops->close(ag.be);
-		return 1;
+		goto fail;
 	}
-	/* The CNI server starts before the first reconcile, so that reconcile
-	 * already includes the attachments of its record (no gap on restart). */
+	/* The socket answers at once: an ADD waits for the pass that includes it,
+	 * the first one adopts what the record says is in the kernel. */
 	if (cni_socket) {
-		struct gcni_server_opts co = {
-			.socket_path = cni_socket, .state_dir = ag.state_dir, .netns = bo.netns,
-			.backend = ag.be, .apply = agent_apply_cb, .apply_ctx = &ag,
-			.table_min = bo.table_min,
-		};
+		struct gcni_verbs_opts vo = { .rec = ag.rec, .netns = bo.netns, .wait_applied = wait_applied,
+					      .result = result_of, .ctx = &ag };
 
-		if (gcni_server_start(&cni, &co, err, sizeof(err))) {
+		if (gcni_verbs_new(&verbs, &vo, err, sizeof(err)) ||
+		    gcni_listener_start(&cni, &(struct gcni_listener_opts){ .socket_path = cni_socket, .verbs = verbs },
+					err, sizeof(err))) {
 			fprintf(stderr, "galactic-agent: %s\n", err);
-			ops->close(ag.be);
-			return 1;
+			goto fail;
 		}
-		logf_("CNI server listening on %s", cni_socket);
+		glogf(GLOG_INFO, COMP, "CNI server listening on %s", cni_socket);
 	}
-	rc = reconcile(&ag);
-	last = now_ms();
+	rc = pipeline_pass(ag.pl);
 	/* A node that ran the bpf backend before (its pins are there): once the
 	 * kernel backend's routes are in, the TC filters may go (not before:
 	 * they carry the traffic until then). */
@@ -413,7 +307,7 @@ int main(int argc, char **argv)
 		const char *pins = bo.bpffs_dir ? bo.bpffs_dir : GBPF_PIN_ROOT_DEFAULT;
 
 		if (access(pins, F_OK) == 0 && gdp_bpf_teardown(bo.netns, pins, err, sizeof(err)))
-			logf_("leaving the bpf backend: %s", err);
+			glogf(GLOG_WARN, COMP, "leaving the bpf backend: %s", err);
 	}
 	/* Kernel events wake the loop early; the periodic pass stays the safety net. */
 	w.proto = bo.rtproto ? bo.rtproto : GDP_RTPROT_DEFAULT;
@@ -421,10 +315,13 @@ int main(int argc, char **argv)
 	w.tmax = bo.table_max ? bo.table_max : GDP_TABLE_MAX_DEFAULT;
 	if (!once && gnl_open_monitor(&mon, bo.netns, groups, sizeof(groups) / sizeof(groups[0]), err,
 				      sizeof(err)))
-		logf_("netlink notifications unavailable (%s): periodic checks only", err);
+		glogf(GLOG_WARN, COMP, "netlink notifications unavailable (%s): periodic checks only", err);
+	if (!once && pipeline_start(ag.pl, err, sizeof(err))) {
+		fprintf(stderr, "galactic-agent: %s\n", err);
+		goto fail;
+	}
 	while (!once && !got_term) {
 		struct pollfd pfd = { .fd = mon ? gnl_fd(mon) : -1, .events = POLLIN };
-		time_t m;
 
 		poll(&pfd, 1, 200);
 		if (mon && (pfd.revents & POLLIN)) {
@@ -435,29 +332,36 @@ int main(int argc, char **argv)
 			if (w.dirty && !dirty_at)
 				dirty_at = now_ms();
 		}
-		m = files_mtime(ag.state_dir);
-		/* Debounced: one reconcile for a burst of events (including our own). */
-		bool changed = dirty_at && now_ms() - dirty_at >= 100;
-
-		if (changed)
-			logf_("kernel change seen: reconciling");
-		if (changed || got_hup || m != mt || now_ms() - last >= interval * 1000) {
-			if (got_hup)
-				logf_("SIGHUP: reconciling");
-			got_hup = 0;
+		/* Debounced: one pass for a burst of events (including our own). */
+		if (dirty_at && now_ms() - dirty_at >= 100) {
+			glogf(GLOG_INFO, COMP, "kernel change seen: reconciling");
 			w.dirty = false;
 			dirty_at = 0;
-			mt = m;
-			rc = reconcile(&ag);
-			last = now_ms();
+			pipeline_kick(ag.pl);
+		}
+		if (got_hup) {
+			got_hup = 0;
+			glogf(GLOG_INFO, COMP, "SIGHUP: reconciling");
+			on_hup(&ag);
+			pipeline_kick(ag.pl);
 		}
 	}
 	gnl_close(mon);
-	logf_("exiting; kernel state left in place");
-	gcni_server_stop(cni);
+	glogf(GLOG_INFO, COMP, "exiting; kernel state left in place");
+	/* Requests in progress finish (their passes still run), then the rest. */
+	gcni_listener_stop(cni);
+	pipeline_free(ag.pl);
+	gcni_verbs_free(verbs);
 	rpt_stop(ag.rpt);
-	ops->close(ag.be);
-	gdp_state_free(&ag.cni_local);
-	pthread_mutex_destroy(&ag.mu);
+	ops->close(be);
+	record_close(ag.rec);
 	return once && rc ? 1 : 0;
+fail:
+	gcni_listener_stop(cni);
+	pipeline_free(ag.pl);
+	gcni_verbs_free(verbs);
+	rpt_stop(ag.rpt);
+	ops->close(be);
+	record_close(ag.rec);
+	return 1;
 }

@@ -1,3 +1,8 @@
-# galactic-agent: the node daemon (state record + backend + reconcile loop).
-$(eval $(call lib,gagent,agent/state.c))
+# galactic-agent: the node daemon. libgagent: the record (and its legacy
+# import) and the apply pipeline; main.c wires inputs -> record -> pipeline
+# -> reports (docs/architecture.md, "The agent").
+$(eval $(call lib,gagent,agent/record.c agent/record_legacy.c agent/pipeline.c))
+LIBDEPS_gagent := jansson pthread
 $(eval $(call prog,galactic-agent,agent/main.c,gcniagent greport gcni gagent gdpbpf gdp gnl gcommon,jansson nl bpf curl mhd pthread m))
+$(eval $(call unit_test,test_record,tests/unit/test_record.c,gagent gdp gnl gcommon,jansson nl curl mhd yaml pthread m))
+$(eval $(call fuzzer,fuzz_record,tests/fuzz/fuzz_record.c,gagent gdp gnl gcommon,jansson nl curl mhd yaml pthread m))

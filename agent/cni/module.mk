@@ -15,8 +15,8 @@ $(foreach v,rel san,$(foreach n,$(CNI_ALIASES),$(eval $(call cni_alias,$(v),$(n)
 ALL_REL += $(CNI_ALIASES:%=build/rel/bin/%)
 ALL_SAN += $(CNI_ALIASES:%=build/san/bin/%)
 # The agent side (linked into galactic-agent): socket server + attach path.
-$(eval $(call lib,gcniagent,agent/cni/server.c agent/cni/pod.c))
-# (links with gagent gdp gnl: agent/state, the model/backend and libgnl)
+$(eval $(call lib,gcniagent,agent/cni/listener.c agent/cni/verbs.c agent/cni/pod.c))
+# (links with gagent gdp gnl: agent/record, the model/backend and libgnl)
 
 # Tests, benchmarks and fuzzers of the CNI path.
 $(eval $(call unit_test,test_cni_config,tests/unit/test_cni_config.c,gcni,jansson))

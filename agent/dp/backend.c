@@ -16,25 +16,108 @@ void gdp_results_reset(struct gdp_results *r)
 {
 	r->n = 0;
 	r->added = r->removed = r->unchanged = r->retries = r->failed = 0;
+	r->idx_done = 0;
+	if (r->idx)
+		memset(r->idx, 0, r->idx_cap * sizeof(*r->idx));
 }
 
 void gdp_results_free(struct gdp_results *r)
 {
 	free(r->v);
+	free(r->idx);
 	gdp_results_init(r);
+}
+
+static uint64_t res_hash(enum gdp_obj_kind kind, const char *vpc, const char *key)
+{
+	uint64_t h = 0xcbf29ce484222325ull ^ (uint64_t)kind;
+
+	for (const char *p = vpc; *p; p++)
+		h = (h ^ (uint8_t)*p) * 0x100000001b3ull;
+	h = (h ^ 0xff) * 0x100000001b3ull;
+	for (const char *p = key; *p; p++)
+		h = (h ^ (uint8_t)*p) * 0x100000001b3ull;
+	return h ^ (h >> 29);
+}
+
+static bool res_is(const struct gdp_result *x, enum gdp_obj_kind kind, const char *vpc, const char *key)
+{
+	return x->kind == kind && !strcmp(x->vpc, vpc) && !strcmp(x->key, key);
+}
+
+static void idx_put(struct gdp_results *r, size_t i)
+{
+	const struct gdp_result *x = &r->v[i];
+	size_t m = r->idx_cap - 1, s = (size_t)res_hash(x->kind, x->vpc, x->key) & m;
+
+	for (;; s = (s + 1) & m) {
+		if (!r->idx[s] || res_is(&r->v[r->idx[s] - 1], x->kind, x->vpc, x->key)) {
+			r->idx[s] = i + 1; /* a later duplicate wins, as the linear search did */
+			return;
+		}
+	}
+}
+
+/* Indexes v[idx_done..n); false on allocation failure (callers fall back to a scan). */
+static bool idx_sync(struct gdp_results *r)
+{
+	if (r->idx_done > r->n) { /* shrunk behind our back */
+		r->idx_done = 0;
+		if (r->idx)
+			memset(r->idx, 0, r->idx_cap * sizeof(*r->idx));
+	}
+	if (r->n * 2 >= r->idx_cap) {
+		size_t nc = r->idx_cap ? r->idx_cap : 256;
+		size_t *ni;
+
+		while (r->n * 2 >= nc)
+			nc *= 2;
+		ni = calloc(nc, sizeof(*ni));
+		if (!ni)
+			return false;
+		free(r->idx);
+		r->idx = ni;
+		r->idx_cap = nc;
+		r->idx_done = 0;
+	}
+	for (; r->idx_done < r->n; r->idx_done++)
+		idx_put(r, r->idx_done);
+	return true;
+}
+
+struct gdp_result *gdp_results_find(struct gdp_results *r, enum gdp_obj_kind kind, const char *vpc,
+				    const char *key)
+{
+	size_t m, s;
+
+	vpc = vpc ? vpc : "";
+	key = key ? key : "";
+	if (!idx_sync(r)) {
+		for (size_t i = r->n; i-- > 0;)
+			if (res_is(&r->v[i], kind, vpc, key))
+				return &r->v[i];
+		return NULL;
+	}
+	m = r->idx_cap - 1;
+	for (s = (size_t)res_hash(kind, vpc, key) & m; r->idx[s]; s = (s + 1) & m) {
+		struct gdp_result *x = &r->v[r->idx[s] - 1];
+
+		if (res_is(x, kind, vpc, key))
+			return x;
+	}
+	return NULL;
 }
 
 struct gdp_result *gdp_results_get(struct gdp_results *r, enum gdp_obj_kind kind,
 				   const char *vpc, const char *key)
 {
 	struct gdp_result *x;
-	size_t i;
 
 	vpc = vpc ? vpc : "";
 	key = key ? key : "";
-	for (i = r->n; i-- > 0;)
-		if (r->v[i].kind == kind && !strcmp(r->v[i].vpc, vpc) && !strcmp(r->v[i].key, key))
-			return &r->v[i];
+	x = gdp_results_find(r, kind, vpc, key);
+	if (x)
+		return x;
 	if (r->n == r->cap) {
 		size_t nc = r->cap ? r->cap * 2 : 64;
 		struct gdp_result *nv = realloc(r->v, nc * sizeof(*nv));

@@ -54,6 +54,11 @@ struct gdp_results {
 	size_t n, cap;
 	/* counters of the last apply */
 	unsigned long added, removed, unchanged, retries, failed;
+	/* Hash index by (kind, vpc, key), built lazily over v[0..n) by
+	 * gdp_results_get/_find, so lookups are O(1) at 100k remotes.
+	 * Entries appended directly to v are indexed at the next lookup. */
+	size_t *idx;            /* slot -> entry index + 1; 0 = empty */
+	size_t idx_cap, idx_done;
 };
 
 void gdp_results_init(struct gdp_results *r);
@@ -62,6 +67,10 @@ void gdp_results_free(struct gdp_results *r);
 /* Finds or adds the result of one object; NULL on allocation failure. */
 struct gdp_result *gdp_results_get(struct gdp_results *r, enum gdp_obj_kind kind,
 				   const char *vpc, const char *key);
+/* Finds the result of one object (the latest if it appears twice); NULL if none.
+ * Not const: it may extend the index. */
+struct gdp_result *gdp_results_find(struct gdp_results *r, enum gdp_obj_kind kind,
+				    const char *vpc, const char *key);
 /* Records the first error of an object (later ones are only counted). */
 void gdp_result_fail(struct gdp_result *res, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

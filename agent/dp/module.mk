@@ -2,8 +2,8 @@
 GDP_SRCS := agent/dp/model.c agent/dp/backend.c agent/dp/kernel.c
 $(eval $(call lib,gdp,$(GDP_SRCS)))
 # Kernel tests with real traffic between network-namespace nodes (tests/lib/topo.*).
-$(eval $(call netns_test,test_kernel_traffic,tests/netns/test_kernel_traffic.c tests/lib/topo.c,gagent gdp gnl,jansson nl))
+$(eval $(call netns_test,test_kernel_traffic,tests/netns/test_kernel_traffic.c tests/lib/topo.c,gagent gdp gnl gcommon,jansson nl pthread))
 # make bench: 10k encap routes vs ip -6 -batch, 50k with ENOMEM retries counted.
 $(eval $(call bench,bench_routes,tests/bench/bench_routes.c,gdp gnl,nl))
-$(eval $(call unit_test,test_nl_model,tests/unit/test_nl_model.c,gagent gdp gnl,jansson nl))
+$(eval $(call unit_test,test_nl_model,tests/unit/test_nl_model.c,gagent gdp gnl gcommon,jansson nl pthread))
 $(eval $(call netns_test,test_kernel_nl,tests/netns/test_kernel_nl.c tests/lib/topo.c,gdp gnl,nl jansson))

@@ -182,9 +182,9 @@ json_t *rpt_status(const struct rpt_cond *c, int64_t generation, const json_t *c
 	cond = json_pack("{s:s, s:s, s:s, s:s, s:I, s:s}", "type", "Programmed", "status", st,
 			 "reason", c->reason, "message", c->message, "observedGeneration",
 			 (json_int_t)generation, "lastTransitionTime", ltt);
-	return json_pack("{s:I, s:[o], s:{s:s, s:s, s:s, s:s}}", "observedGeneration",
+	return json_pack("{s:I, s:[o], s:{s:s, s:s, s:s}}", "observedGeneration",
 			 (json_int_t)generation, "conditions", cond, "reporter", "node", r->node,
-			 "agentInstance", r->instance, "version", r->version, "datapath", r->datapath);
+			 "version", r->version, "datapath", r->datapath);
 }
 
 bool rpt_status_equal(const json_t *cur, const json_t *intent)

@@ -1,6 +1,6 @@
 /*
  * The agent's report threads: the publisher (NodeAttachments of this node)
- * and the route learner (other nodes' routes -> remotes.json).
+ * and the route learner (other nodes' routes -> the record, in process).
  */
 #include "agent/report/report.h"
 
@@ -14,7 +14,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/state.h"
 #include "common/informer.h"
 #include "common/json.h"
 #include "common/kube_client.h"
@@ -29,7 +28,9 @@ static const struct kube_resource NATT = { "network.datumapis.com", "v1alpha1",
 					   "nodeattachments", true };
 
 struct rpt {
-	char node[254], manager[280], ns[64], state_dir[4096], datapath[16], instance[300], selector[320];
+	char node[254], manager[280], ns[64], datapath[16], selector[320];
+	int (*set_remotes)(void *ctx, const struct gdp_remote *v, size_t n);
+	void *ctx;
 	struct kube_config *cfg;
 	struct kube_client *kc;
 	struct informer *own, *all;
@@ -40,12 +41,13 @@ struct rpt {
 	pthread_mutex_t mu;          /* guards the fields below */
 	struct gdp_state snap;       /* last reconcile's desired state */
 	struct gdp_results snap_res; /* and its results */
+	struct rpt_pod *snap_pods;   /* parallel to snap.atts */
 	bool have_snap;
 	char *vpc_set;               /* hosted VPC ids, to wake the learner on a change */
 	json_t *desired;             /* name -> {"spec":..., "cond":{...}} */
 	json_t *last_intent;         /* same, as last queued (change detection) */
 
-	char *last_remotes;          /* learner thread only: what remotes.json holds */
+	char *last_remotes;          /* learner thread only: the set last handed over */
 	json_t *bad_seen;            /* learner thread only: name -> resourceVersion logged */
 };
 
@@ -64,10 +66,12 @@ static char *vpc_ids(const struct gdp_state *st)
 	return s;
 }
 
-void rpt_update(struct rpt *r, const struct gdp_state *st, const struct gdp_results *res)
+void rpt_update(struct rpt *r, const struct gdp_state *st, const struct rpt_pod *pods,
+		const struct gdp_results *res)
 {
 	struct gdp_state s;
 	struct gdp_results rr;
+	struct rpt_pod *pc;
 	char *vs;
 	bool vpcs_changed;
 	struct gdp_state view;
@@ -84,12 +88,22 @@ void rpt_update(struct rpt *r, const struct gdp_state *st, const struct gdp_resu
 		gdp_state_free(&s);
 		return;
 	}
+	pc = calloc(st->n_atts + 1, sizeof(*pc));
+	if (!pc) {
+		gdp_state_free(&s);
+		gdp_results_free(&rr);
+		return;
+	}
+	if (pods && st->n_atts)
+		memcpy(pc, pods, st->n_atts * sizeof(*pc));
 	vs = vpc_ids(st);
 	pthread_mutex_lock(&r->mu);
 	gdp_state_free(&r->snap);
 	gdp_results_free(&r->snap_res);
+	free(r->snap_pods);
 	r->snap = s;
 	r->snap_res = rr;
+	r->snap_pods = pc;
 	r->have_snap = true;
 	vpcs_changed = !r->vpc_set || !vs || strcmp(r->vpc_set, vs);
 	free(r->vpc_set);
@@ -111,49 +125,13 @@ static void now_rfc3339(char *buf, size_t n)
 	strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-/* Pod namespace/name and guest interface from the CNI server's record. */
-static void load_pods(const char *dir, json_t **out)
-{
-	char path[4200];
-	json_t *j, *a;
-	size_t i;
-
-	*out = json_object();
-	snprintf(path, sizeof(path), "%s/cni-attachments.json", dir);
-	j = json_load_file(path, 0, NULL);
-	json_array_foreach(json_object_get(j, "attachments"), i, a) {
-		const char *v = gj_str(a, "config.vpc"), *at = gj_str(a, "config.vpcattachment");
-		char key[200];
-
-		if (!v || !at)
-			continue;
-		snprintf(key, sizeof(key), "%s/%s", v, at);
-		json_object_set(*out, key, a);
-	}
-	json_decref(j);
-}
-
-static void pod_of(json_t *pods, const struct gdp_attachment *a, struct rpt_pod *p)
-{
-	char key[200];
-	json_t *o;
-
-	memset(p, 0, sizeof(*p));
-	snprintf(key, sizeof(key), "%s/%s", a->vpc, a->id);
-	o = json_object_get(pods, key);
-	if (!o)
-		return;
-	snprintf(p->ns, sizeof(p->ns), "%s", gj_str(o, "podNamespace") ? gj_str(o, "podNamespace") : "");
-	snprintf(p->name, sizeof(p->name), "%s", gj_str(o, "podName") ? gj_str(o, "podName") : "");
-	snprintf(p->guest_ifname, sizeof(p->guest_ifname), "%s", gj_str(o, "ifname") ? gj_str(o, "ifname") : "");
-}
-
 /* Rebuilds the desired reports from the snapshot; queues the names that changed or went. */
 static void sync_desired(struct rpt *r)
 {
-	json_t *desired = json_object(), *pods, *old, *v;
+	json_t *desired = json_object(), *old, *v;
 	struct gdp_state st;
 	struct gdp_results res;
+	struct rpt_pod *pods;
 	const char *name;
 	char nm[300], why[256];
 	size_t i;
@@ -166,11 +144,18 @@ static void sync_desired(struct rpt *r)
 		json_decref(desired);
 		return;
 	}
+	pods = calloc(st.n_atts + 1, sizeof(*pods));
+	if (pods && st.n_atts)
+		memcpy(pods, r->snap_pods, st.n_atts * sizeof(*pods));
 	pthread_mutex_unlock(&r->mu);
-	load_pods(r->state_dir, &pods);
+	if (!pods) {
+		gdp_state_free(&st);
+		gdp_results_free(&res);
+		json_decref(desired);
+		return;
+	}
 	for (i = 0; i < st.n_atts; i++) {
 		const struct gdp_attachment *a = &st.atts[i];
-		struct rpt_pod pod;
 		struct rpt_cond c;
 		json_t *spec;
 
@@ -178,8 +163,7 @@ static void sync_desired(struct rpt *r)
 			glogf(GLOG_WARN, COMP, "attachment %s/%s not reported: %s", a->vpc, a->id, why);
 			continue;
 		}
-		pod_of(pods, a, &pod);
-		spec = rpt_spec(r->node, &st, a, &pod);
+		spec = rpt_spec(r->node, &st, a, &pods[i]);
 		if (!spec)
 			continue;
 		rpt_programmed(&res, a, &c);
@@ -187,7 +171,7 @@ static void sync_desired(struct rpt *r)
 							   "cond", "programmed", c.programmed,
 							   "reason", c.reason, "message", c.message));
 	}
-	json_decref(pods);
+	free(pods);
 	gdp_state_free(&st);
 	gdp_results_free(&res);
 
@@ -252,7 +236,7 @@ static int publish_one(struct rpt *r, const char *name)
 {
 	json_t *d, *cur, *obj = NULL, *written = NULL, *status;
 	struct kube_error e = { 0 };
-	struct rpt_reporter rep = { r->node, r->instance, RPT_VERSION, r->datapath };
+	struct rpt_reporter rep = { r->node, RPT_VERSION, r->datapath };
 	struct rpt_cond c = { 0 };
 	char now[32];
 	const char *lbl;
@@ -367,7 +351,7 @@ static void learn(struct rpt *r)
 	struct kube_store *s = informer_store(r->all);
 	struct gdp_state local, out;
 	json_t *keys, *k, *a;
-	char why[300], err[300], pb[64];
+	char why[300], pb[64];
 	size_t i, n = 0, used = 0, bad = 0;
 	json_t *nbad;
 	char *text;
@@ -431,12 +415,12 @@ static void learn(struct rpt *r)
 	text = gj_dumps(a);
 	json_decref(a);
 	if (text && (!r->last_remotes || strcmp(text, r->last_remotes))) {
-		if (gst_save_remotes(r->state_dir, &out, err, sizeof(err))) {
-			glogf(GLOG_ERROR, COMP, "learned routes not saved: %s", err);
+		if (r->set_remotes(r->ctx, out.remotes, out.n_remotes)) {
+			glogf(GLOG_ERROR, COMP, "learned routes not recorded: out of memory");
 			free(text);
 			wq_add_rate_limited(r->lq, KEY_ROUTES);
 		} else {
-			glogf(GLOG_INFO, COMP, "remotes.json: %zu routes from %zu reports (%zu ignored as bad)",
+			glogf(GLOG_INFO, COMP, "learned %zu routes from %zu reports (%zu ignored as bad)",
 			      out.n_remotes, used, bad);
 			free(r->last_remotes);
 			r->last_remotes = text;
@@ -500,11 +484,11 @@ int rpt_start(struct rpt **out, const struct rpt_opts *o, char *err, size_t errl
 			      .qps = 50, .burst = 100 };
 	struct informer_opts io = { 0 };
 	struct rpt *r;
-	char why[256], host[200] = "";
+	char why[256];
 
 	*out = NULL;
-	if (!o->node || !o->ns || !o->state_dir) {
-		snprintf(err, errlen, "reports need --node, --report-namespace and --state-dir");
+	if (!o->node || !o->ns || !o->set_remotes) {
+		snprintf(err, errlen, "reports need --node, --report-namespace and a route sink");
 		return -EINVAL;
 	}
 	if (rpt_name(o->node, "1", "1", why, sizeof(why), why, sizeof(why)) || !label_value_ok(o->node)) {
@@ -521,10 +505,9 @@ int rpt_start(struct rpt **out, const struct rpt_opts *o, char *err, size_t errl
 	snprintf(r->node, sizeof(r->node), "%s", o->node);
 	snprintf(r->manager, sizeof(r->manager), RPT_FIELD_MANAGER_PREFIX "%s", o->node);
 	snprintf(r->ns, sizeof(r->ns), "%s", o->ns);
-	snprintf(r->state_dir, sizeof(r->state_dir), "%s", o->state_dir);
+	r->set_remotes = o->set_remotes;
+	r->ctx = o->ctx;
 	snprintf(r->datapath, sizeof(r->datapath), "%s", o->datapath ? o->datapath : "kernel");
-	gethostname(host, sizeof(host) - 1);
-	snprintf(r->instance, sizeof(r->instance), "%s/%d", host, (int)getpid());
 	snprintf(r->selector, sizeof(r->selector), RPT_NODE_LABEL "=%s", o->node);
 	r->bad_seen = json_object();
 	r->cfg = o->kubeconfig ? kube_config_from_kubeconfig(o->kubeconfig, NULL, err, errlen)
@@ -563,8 +546,7 @@ int rpt_start(struct rpt **out, const struct rpt_opts *o, char *err, size_t errl
 		snprintf(err, errlen, "reports: cannot start informers");
 		goto fail;
 	}
-	glogf(GLOG_INFO, COMP, "reporting node %s into namespace %s as %s (%s)", r->node, r->ns,
-	      r->instance, r->cfg->server);
+	glogf(GLOG_INFO, COMP, "reporting node %s into namespace %s (%s)", r->node, r->ns, r->cfg->server);
 	*out = r;
 	return 0;
 nomem:
@@ -598,6 +580,7 @@ void rpt_stop(struct rpt *r)
 	kube_config_free(r->cfg);
 	gdp_state_free(&r->snap);
 	gdp_results_free(&r->snap_res);
+	free(r->snap_pods);
 	free(r->vpc_set);
 	free(r->last_remotes);
 	json_decref(r->desired);

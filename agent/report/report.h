@@ -12,10 +12,10 @@
  * Route learning (DESIGN §3.5): an informer on every NodeAttachment of the
  * report namespace; the routes[] of other nodes' reports that are
  * Programmed=True, for VPCs this node hosts, become the node's remote
- * prefixes, written atomically to <state dir>/remotes.json (agent/state.h).
- * The agent's main loop reconciles when that file changes. Nothing is
- * written before the first full list, so a restart while the API server is
- * away keeps the routes of the durable file.
+ * prefixes, handed in process to rpt_opts.set_remotes (the agent writes
+ * them into its record, agent/record.h, which the apply pipeline programs).
+ * Nothing is handed over before the first full list, so a restart while the
+ * API server is away keeps the routes of the durable record.
  *
  * Nothing here ever blocks the data plane: rpt_update() only copies the
  * snapshot and queues a key; every API call runs on the report threads.
@@ -39,15 +39,17 @@
 
 /* ---- pure parts (tests/unit/test_report_*.c) ---------------------------- */
 
-/* What the CNI record knows about an attachment's pod (may be empty). */
+/* What the record knows about an attachment's pod (may be empty). */
 struct rpt_pod {
 	char ns[64];
 	char name[254];
 	char guest_ifname[16];
 };
 
+/* Who reports. No per-process identity here: a restart of a healthy node
+ * must rewrite nothing (the process is on the NodeDataplane status). */
 struct rpt_reporter {
-	const char *node, *instance, *version, *datapath;
+	const char *node, *version, *datapath;
 };
 
 /* The Programmed condition of one attachment, from the last reconcile. */
@@ -112,8 +114,11 @@ struct rpt_opts {
 	const char *kubeconfig;   /* NULL: in-cluster / $KUBECONFIG (kube_config_load) */
 	const char *node;         /* required: enables reports */
 	const char *ns;           /* report namespace (required) */
-	const char *state_dir;    /* remotes.json and the CNI record (pod names) */
 	const char *datapath;     /* "kernel" | "bpf" */
+	/* The learner's output: the whole remote set, sorted, each time it
+	 * changes (learner thread). Required. */
+	int (*set_remotes)(void *ctx, const struct gdp_remote *v, size_t n);
+	void *ctx;
 	double max_backoff_s;     /* per-key retry cap; 0: 5 s */
 };
 
@@ -122,12 +127,13 @@ struct rpt;
 /* Validates, connects (no request yet) and starts the threads. */
 int rpt_start(struct rpt **out, const struct rpt_opts *o, char *err, size_t errlen);
 /*
- * After every reconcile (any thread, caller's locks held): copies the
- * desired state and results (without remotes: they can be 100k) and wakes
- * the publisher. Never blocks on the
- * API. r may be NULL (reports disabled).
+ * After every apply pass (any thread): copies the desired state, the pods
+ * (parallel to st->atts, may be NULL) and the results (without remotes: they
+ * can be 100k) and wakes the publisher. Never blocks on the API. r may be
+ * NULL (reports disabled).
  */
-void rpt_update(struct rpt *r, const struct gdp_state *st, const struct gdp_results *res);
+void rpt_update(struct rpt *r, const struct gdp_state *st, const struct rpt_pod *pods,
+		const struct gdp_results *res);
 /* Stops the threads (pending writes are dropped; the API copy catches up at the next start). */
 void rpt_stop(struct rpt *r);
 

@@ -8,7 +8,7 @@
  * does); we report p50/p99/max ADD latency, the ratio to the reference p50,
  * the number of backend commits the agent needed, and the time from the
  * first ADD until the last of the 200 pods got an IPv6 echo reply from a
- * pod on node 2 (node 2 learns the 200 prefixes as one remotes.json write,
+ * pod on node 2 (node 2 learns the 200 prefixes as one remotes.json drop-in + SIGHUP,
  * standing in for the report watch).
  *
  *   build/rel/bench/bench_cni [N]      (N concurrent ADDs, default 200)
@@ -249,6 +249,7 @@ int main(int argc, char **argv)
 		fprintf(f, "]}\n");
 		fclose(f);
 		topo_sh("mv %s/n2/remotes.json.tmp %s/n2/remotes.json", T.dir, T.dir);
+		kill(topo_agent_pid(&T, 2), SIGHUP); /* drop-in files are imported on SIGHUP */
 		gdp_sid(&(struct gdp_node){ .block = { 0xfc, 0xbb, 0xbb, 0x00, 0x00, 0x01 }, .node_id = 2 },
 			GDP_FN_DECAP, 1, &a);
 		inet_ntop(AF_INET6, &a, sid, sizeof(sid));
@@ -258,6 +259,7 @@ int main(int argc, char **argv)
 			TOPO_VPC_A, sid);
 		fclose(f);
 		topo_sh("mv %s/n1/remotes.json.tmp %s/n1/remotes.json", T.dir, T.dir);
+		kill(topo_agent_pid(&T, 1), SIGHUP);
 	}
 	/* Until every pod has an answer from the target on node 2: one raw
 	 * ICMPv6 socket inside each pod, echo requests every 20 ms to the pods

@@ -97,8 +97,8 @@ done
 K get nodeattachments -n "$RNS" | sed 's/^/  /'
 echo "  field managers on the reports: $(K get nodeattachments -n "$RNS" --show-managed-fields -o json | jq -r '[.items[].metadata.managedFields[].manager] | unique | join(",")')"
 for i in 1 2 3; do
-  for _ in $(seq 100); do [ -s "$D/n$i/remotes.json" ] && [ "$(jq '.remotes | length' "$D/n$i/remotes.json")" -gt 0 ] && break; sleep 0.1; done
-  jq -r '.remotes[] | "  n'"$i"' learned: \(.vpc) \(.prefix) -> \(.sid)"' "$D/n$i/remotes.json"
+  for _ in $(seq 100); do [ -s "$D/n$i/record-remotes.json" ] && [ "$(jq '.remotes | length' "$D/n$i/record-remotes.json")" -gt 0 ] && break; sleep 0.1; done
+  jq -r '.remotes[] | "  n'"$i"' learned: \(.vpc) \(.prefix) -> \(.sid)"' "$D/n$i/record-remotes.json"
 done
 sleep 1
 

@@ -2,7 +2,7 @@
  * The kernel backend's traffic suite (tests/netns/test_kernel_traffic.c) on
  * the bpf backend: the same shared topology (tests/lib/topo.*: three nodes on
  * a bridged fabric, two VPCs with the same pod addresses), the same desired
- * state files the agent reads (topo_write_state -> gst_load), and the same
+ * state files the agent reads (topo_write_state -> legacy_load), and the same
  * per-pod packet counts for isolation.
  *
  *   n1: a1 (vpcA fd00:a::1 10.1.0.1)   b1 (vpcB fd00:a::1 10.1.0.1)
@@ -22,7 +22,7 @@
 
 #include "agent/dp/backend.h"
 #include "agent/dp/bpf/bpf_backend.h"
-#include "agent/state.h"
+#include "agent/record_legacy.h"
 #include "tests/lib/gtest.h"
 #include "tests/lib/topo.h"
 
@@ -104,7 +104,7 @@ static void setup(void)
 	for (int n = 1; n <= NODES; n++) {
 		gdp_results_init(&bad);
 		if (topo_write_state(&T, n, 0) ||
-		    gst_load(topo_state_dir(&T, n, d, sizeof(d)), &st[n], &bad, err, sizeof(err)) ||
+		    legacy_load(topo_state_dir(&T, n, d, sizeof(d)), &st[n], &bad, err, sizeof(err)) ||
 		    bad.n) {
 			printf("node %d: state: %s (%zu bad objects)\n", n, err, bad.n);
 			gdp_results_free(&bad);

@@ -246,7 +246,7 @@ static json_t *record(int node)
 {
 	char p[600];
 
-	snprintf(p, sizeof(p), "%s/n%d/cni-attachments.json", T.dir, node);
+	snprintf(p, sizeof(p), "%s/n%d/record.json", T.dir, node);
 	return json_load_file(p, 0, NULL);
 }
 
@@ -290,8 +290,9 @@ static const struct cpod pods[] = {
 #define NPODS (sizeof(pods) / sizeof(pods[0]))
 static json_t *add_results[NPODS];
 
-/* remotes.json of each node: the other node's CNI pods (IPv6 via the VPC's
- * decap SID, IPv4 via the attachment's End.DX4 SID from the agent's record). */
+/* remotes.json of each node, dropped in and imported on SIGHUP: the other
+ * node's CNI pods (IPv6 via the VPC's decap SID, IPv4 via the attachment's
+ * End.DX4 SID from the agent's record). */
 static int write_remotes(void)
 {
 	for (int node = 1; node <= 2; node++) {
@@ -321,7 +322,8 @@ static int write_remotes(void)
 		if (json_dump_file(doc, path, JSON_INDENT(1)))
 			return -1;
 		json_decref(doc);
-		if (topo_sh("mv %s/n%d/remotes.json.tmp %s/n%d/remotes.json", T.dir, node, T.dir, node))
+		if (topo_sh("mv %s/n%d/remotes.json.tmp %s/n%d/remotes.json", T.dir, node, T.dir, node) ||
+		    topo_agent_pid(&T, node) <= 0 || kill(topo_agent_pid(&T, node), SIGHUP))
 			return -1;
 	}
 	return 0;

@@ -24,7 +24,8 @@
 
 #include "agent/dp/backend.h"
 #include "agent/nl/objects.h"
-#include "agent/state.h"
+#include "agent/record.h"
+#include "agent/record_legacy.h"
 #include "tests/lib/gtest.h"
 #include "tests/lib/topo.h"
 
@@ -406,7 +407,8 @@ static int observe_node(int node, struct gdp_results *res)
 	char d[512], ns[64], err[512];
 	int rc;
 
-	if (gst_load(topo_state_dir(&T, node, d, sizeof(d)), &st, NULL, err, sizeof(err)))
+	/* The agent imported the node's state.json into its record. */
+	if (record_load_state(topo_state_dir(&T, node, d, sizeof(d)), &st, err, sizeof(err)))
 		return -1000;
 	if (gdp_kernel_backend.open(&be, &(struct gdp_backend_opts){ .netns = topo_node_ns(&T, node, ns, sizeof(ns)) },
 				    err, sizeof(err))) {
@@ -495,7 +497,7 @@ START_TEST(t_bad_input_fails_alone)
 	NEED_TOPO();
 	topo_node_ns(&T, 3, ns, sizeof(ns));
 	topo_agent_stop(&T, 3, SIGTERM);
-	ck_assert_int_eq(gst_load(topo_state_dir(&T, 3, d, sizeof(d)), &st, NULL, err, sizeof(err)), 0);
+	ck_assert_int_eq(record_load_state(topo_state_dir(&T, 3, d, sizeof(d)), &st, err, sizeof(err)), 0);
 	ck_assert_int_eq(gdp_kernel_backend.open(&be, &(struct gdp_backend_opts){ .netns = ns }, err, sizeof(err)), 0);
 	gdp_results_init(&res);
 	ck_assert_int_eq(gdp_kernel_backend.apply(be, &st, &res), 0);
@@ -570,7 +572,7 @@ START_TEST(t_bad_input_fails_alone)
 	fclose(f);
 	gdp_results_init(&lb);
 	gdp_state_free(&bad);
-	ck_assert_int_eq(gst_load(tmp, &bad, &lb, err, sizeof(err)), 0);
+	ck_assert_int_eq(legacy_load(tmp, &bad, &lb, err, sizeof(err)), 0);
 	ck_assert_int_eq(bad.n_remotes, 1);
 	ck_assert_int_eq(lb.n, 1);
 	printf("loader: %s\n", lb.v[0].msg);

@@ -206,11 +206,11 @@ static long rx(const char *pod)
 	return atol(out);
 }
 
-/* remotes.json of node has (vpc, prefix) -> a SID starting with sid_prefix. */
+/* The record of node (record-remotes.json) has (vpc, prefix) -> a SID starting with sid_prefix. */
 static bool learned(int node, const char *vpc, const char *prefix, const char *sid_prefix)
 {
 	return topo_sh("jq -e '[.remotes[] | select(.vpc==\"%s\" and .prefix==\"%s\" and (.sid|startswith(\"%s\")))] "
-		       "| length == 1' %s/n%d/remotes.json >/dev/null 2>&1",
+		       "| length == 1' %s/n%d/record-remotes.json >/dev/null 2>&1",
 		       vpc, prefix, sid_prefix, T.dir, node) == 0;
 }
 
@@ -347,7 +347,7 @@ static void bad_foreign_report_is_ignored(void)
 		ck_assert_msg(strstr(why, "ProgrammingFailed: ") && strstr(why, hif), "reason/message: %s", why);
 		/* Other nodes stop sending to an attachment that is not Programmed. */
 		ck_assert(topo_sh("for _ in $(seq 100); do jq -e '[.remotes[] | select(.prefix==\"fd00:a::19/128\")] "
-				  "| length == 0' %s/n2/remotes.json >/dev/null && exit 0; sleep 0.1; done; exit 1", T.dir) == 0);
+				  "| length == 0' %s/n2/record-remotes.json >/dev/null && exit 0; sleep 0.1; done; exit 1", T.dir) == 0);
 	}
 	ck_assert_int_eq(cni("DEL", "red-9", 1, "Red7", "R9", "fd00:a::19", "10.1.0.19"), 0);
 	ck_assert(wait_gone(1, "Red7", "R9", 15000));
@@ -401,8 +401,8 @@ START_TEST(test_reports_routes_and_api_outage)
 	ck_assert(wait_learned(1, "Blu9", "fd00:a::12/128", "fcbb:bb00:1:3:e", 10000));
 	ck_assert(wait_learned(2, "Red7", "fd00:a::11/128", "fcbb:bb00:1:1:e", 10000));
 	ck_assert(wait_learned(3, "Blu9", "10.1.0.11/32", "fcbb:bb00:1:1:d", 10000));
-	ck_assert_int_eq(topo_sh("jq -e '[.remotes[] | select(.vpc==\"Blu9\")] | length == 0' %s/n2/remotes.json >/dev/null", T.dir), 0);
-	ck_assert_int_eq(topo_sh("jq -e '[.remotes[] | select(.vpc==\"Red7\")] | length == 0' %s/n3/remotes.json >/dev/null", T.dir), 0);
+	ck_assert_int_eq(topo_sh("jq -e '[.remotes[] | select(.vpc==\"Blu9\")] | length == 0' %s/n2/record-remotes.json >/dev/null", T.dir), 0);
+	ck_assert_int_eq(topo_sh("jq -e '[.remotes[] | select(.vpc==\"Red7\")] | length == 0' %s/n3/record-remotes.json >/dev/null", T.dir), 0);
 	ck_assert_msg(ping_ok("red-1", "fd00:a::12", 25), "red-1 -> red-2 IPv6 over SRv6");
 	ck_assert_msg(ping_ok("red-1", "10.1.0.12", 25), "red-1 -> red-2 IPv4 (End.DX4)");
 	ck_assert_msg(ping_ok("blue-1", "fd00:a::12", 25), "blue-1 -> blue-2 IPv6");
@@ -456,7 +456,7 @@ START_TEST(test_reports_routes_and_api_outage)
 	ck_assert_msg(ping_ok("red-3", "10.1.0.12", 25), "red-3 -> red-2 IPv4 after catch-up");
 	/* blue-1 is gone: n3 stops routing Blu9 toward it. */
 	ck_assert(topo_sh("for _ in $(seq 100); do jq -e '[.remotes[] | select(.vpc==\"Blu9\" and .prefix==\"fd00:a::11/128\")] "
-			  "| length == 0' %s/n3/remotes.json >/dev/null && exit 0; sleep 0.1; done; exit 1", T.dir) == 0);
+			  "| length == 0' %s/n3/record-remotes.json >/dev/null && exit 0; sleep 0.1; done; exit 1", T.dir) == 0);
 	n = only_agent_manages();
 	ck_assert_int_eq(n, 4); /* red-1, red-2, blue-2, red-3 */
 

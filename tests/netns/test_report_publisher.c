@@ -3,11 +3,12 @@
  * kube-apiserver: what the publisher writes for a given desired state and
  * results, that it puts back a report someone deleted, deletes the report of
  * an attachment that went, does not retry a write the server refuses as
- * invalid, and that the learner turns another node's Programmed report into
- * remotes.json entries and drops them when the report stops being
- * Programmed. Needs no root; in the netns suite because it starts daemons'
+ * invalid, and that the learner hands another node's Programmed report to
+ * its route sink (rpt_opts.set_remotes: the agent's record; here a file the
+ * test reads) and drops the route when the report stops being Programmed. Needs no root; in the netns suite because it starts daemons'
  * threads against the control plane like the other report suite.
  */
+#include "agent/record_legacy.h"
 #include "tests/lib/cp.h"
 #include "tests/lib/gtest.h"
 #include "tests/lib/kreq.h"
@@ -97,6 +98,25 @@ static json_t *wait_for(const char *name, const char *want, double limit_s)
 	return NULL;
 }
 
+static unsigned sink_calls;
+
+/* The learner's route sink: written as a remotes.json for the jq checks. */
+static int sink(void *ctx, const struct gdp_remote *v, size_t n)
+{
+	struct gdp_state st;
+	char err[256];
+	int rc = 0;
+
+	gdp_state_init(&st);
+	for (size_t i = 0; i < n && !rc; i++)
+		rc = gdp_state_add_remote(&st, &v[i]);
+	if (!rc)
+		rc = legacy_save_remotes(ctx, &st, err, sizeof(err));
+	gdp_state_free(&st);
+	__atomic_add_fetch(&sink_calls, 1, __ATOMIC_RELAXED);
+	return rc;
+}
+
 static void mkstate(struct gdp_state *st)
 {
 	struct gdp_vpc v = { .id = "Red7", .arg = 1, .table = 16385 };
@@ -129,8 +149,8 @@ static void all_ok(struct gdp_results *res, const struct gdp_state *st)
 
 START_TEST(test_publisher_and_learner)
 {
-	struct rpt_opts o = { .kubeconfig = cp.kubeconfig, .node = "pn1", .ns = RNS, .state_dir = dir,
-			      .datapath = "kernel", .max_backoff_s = 1 };
+	struct rpt_opts o = { .kubeconfig = cp.kubeconfig, .node = "pn1", .ns = RNS, .set_remotes = sink,
+			      .ctx = dir, .datapath = "kernel", .max_backoff_s = 1 };
 	struct gdp_state st;
 	struct gdp_results res;
 	struct rpt *r = NULL;
@@ -147,7 +167,7 @@ START_TEST(test_publisher_and_learner)
 	gdp_results_init(&res);
 	all_ok(&res, &st);
 	ck_assert_int_eq(rpt_start(&r, &o, err, sizeof(err)), 0);
-	rpt_update(r, &st, &res);
+	rpt_update(r, &st, NULL, &res);
 
 	/* 1. The report: spec from the state, Programmed=True from the results, only our manager. */
 	rep = wait_for("pn1-649241-68b", "True", 15);
@@ -164,13 +184,13 @@ START_TEST(test_publisher_and_learner)
 	/* 2. Failed results: False with the backend's message. */
 	gdp_result_fail(gdp_results_get(&res, GDP_OBJ_ATTACHMENT, "Red7", "R1"), -EEXIST,
 			"add route fd00:a::11/128 table 16385: File exists");
-	rpt_update(r, &st, &res);
+	rpt_update(r, &st, NULL, &res);
 	rep = wait_for("pn1-649241-68b", "False", 10);
 	ck_assert_str_eq(gj_str(cond(rep), "reason"), "ProgrammingFailed");
 	ck_assert_str_eq(gj_str(cond(rep), "message"), "add route fd00:a::11/128 table 16385: File exists");
 	json_decref(rep);
 	all_ok(&res, &st);
-	rpt_update(r, &st, &res);
+	rpt_update(r, &st, NULL, &res);
 	json_decref(wait_for("pn1-649241-68b", "True", 10));
 
 	/* 3. Deleted by someone else: put back (a new incarnation). */
@@ -192,7 +212,7 @@ START_TEST(test_publisher_and_learner)
 		ck_assert_int_eq(gdp_state_add_vpc(&st, &v), 0);
 		ck_assert_int_eq(gdp_state_add_attachment(&st, &a), 0);
 		all_ok(&res, &st);
-		rpt_update(r, &st, &res);
+		rpt_update(r, &st, NULL, &res);
 		sleep(4); /* several backoff periods of 1 s */
 		ck_assert_ptr_null(get("pn1-2a26ab-7ff"));
 		snprintf(body, sizeof(body), "test $(grep -c 'nodeattachment " RNS "/pn1-2a26ab-7ff refused, not retried' %s) -eq 1", log);
@@ -205,7 +225,7 @@ START_TEST(test_publisher_and_learner)
 		st.n_vpcs--;
 	}
 
-	/* 5. Learning: another node's Programmed report of a VPC we host -> remotes.json. */
+	/* 5. Learning: another node's Programmed report of a VPC we host -> the sink. */
 	snprintf(body, sizeof(body),
 		 "{\"apiVersion\":\"network.datumapis.com/v1alpha1\",\"kind\":\"NodeAttachment\","
 		 "\"metadata\":{\"name\":\"pn2-649241-68c\"},\"spec\":{\"node\":\"pn2\",\"vpc\":\"Red7\","
@@ -228,7 +248,7 @@ START_TEST(test_publisher_and_learner)
 	/* 6. The attachment goes: its report is deleted. */
 	st.n_atts = 0;
 	all_ok(&res, &st);
-	rpt_update(r, &st, &res);
+	rpt_update(r, &st, NULL, &res);
 	wait_for("pn1-649241-68b", NULL, 10);
 	/* The other node's report is not ours to delete. */
 	o2 = get("pn2-649241-68c");

@@ -8,7 +8,8 @@
 #include <unistd.h>
 
 #include "agent/dp/backend.h"
-#include "agent/state.h"
+#include "agent/record_legacy.h"
+#include "common/fileio.h"
 #include "tests/lib/gtest.h"
 
 static struct gdp_node node1 = { .block = { 0xfc, 0xbb, 0xbb, 0x00, 0x00, 0x01 }, .node_id = 1, .uplink = "up0" };
@@ -271,11 +272,11 @@ START_TEST(t_state_roundtrip)
 	gdp_prefix_parse("fd00:a::2/128", &r.prefix);
 	inet_pton(AF_INET6, "fcbb:bb00:1:2:e001::", &r.sid);
 	gdp_state_add_remote(&s, &r);
-	ck_assert_int_eq(gst_save(dir, &s, err, sizeof(err)), 0);
-	ck_assert_int_eq(gst_save_remotes(dir, &s, err, sizeof(err)), 0);
+	ck_assert_int_eq(legacy_save_state(dir, &s, err, sizeof(err)), 0);
+	ck_assert_int_eq(legacy_save_remotes(dir, &s, err, sizeof(err)), 0);
 	ck_assert_int_eq(count_files(dir), 2); /* no temporary file left behind */
 	gdp_results_init(&bad);
-	ck_assert_int_eq(gst_load(dir, &back, &bad, err, sizeof(err)), 0);
+	ck_assert_int_eq(legacy_load(dir, &back, &bad, err, sizeof(err)), 0);
 	ck_assert_int_eq(bad.n, 0);
 	ck_assert_mem_eq(back.node.block, s.node.block, 6);
 	ck_assert_int_eq(back.node.node_id, 1);
@@ -304,7 +305,7 @@ START_TEST(t_state_roundtrip)
 		   "\"attachments\":[{\"vpc\":\"vpcA\",\"id\":\"x\",\"host_ifname\":\"h1\",\"arg\":1,\"addrs\":[\"nope\"]},"
 		   "{\"vpc\":\"vpcA\",\"id\":\"y\",\"host_ifname\":\"h2\",\"arg\":2,\"addrs\":[\"fd00:a::9\"],\"pod_mac\":\"02:00:00:00:00:01\"}]}");
 	fclose(f);
-	ck_assert_int_eq(gst_load(dir, &back, &bad, err, sizeof(err)), 0);
+	ck_assert_int_eq(legacy_load(dir, &back, &bad, err, sizeof(err)), 0);
 	ck_assert_int_eq(back.n_atts, 1);
 	ck_assert_str_eq(back.atts[0].id, "y");
 	ck_assert_int_eq(bad.n, 1);
@@ -315,13 +316,13 @@ START_TEST(t_state_roundtrip)
 	f = fopen(path, "w");
 	fprintf(f, "{ nope");
 	fclose(f);
-	ck_assert_int_eq(gst_load(dir, &back, NULL, err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(legacy_load(dir, &back, NULL, err, sizeof(err)), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err, "state.json"));
 	/* a node with a bad block refuses the whole record */
 	f = fopen(path, "w");
 	fprintf(f, "{\"node\":{\"block\":\"fcbb::/64\",\"node_id\":1}}");
 	fclose(f);
-	ck_assert_int_eq(gst_load(dir, &back, NULL, err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(legacy_load(dir, &back, NULL, err, sizeof(err)), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err, "/48"));
 
 	gdp_results_free(&bad);
@@ -338,8 +339,8 @@ START_TEST(t_atomic_write)
 
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/x.json", dir);
-	ck_assert_int_eq(gst_write_atomic(path, "one", 3), 0);
-	ck_assert_int_eq(gst_write_atomic(path, "second", 6), 0);
+	ck_assert_int_eq(gfile_write_atomic(path, "one", 3, NULL, 0), 0);
+	ck_assert_int_eq(gfile_write_atomic(path, "second", 6, NULL, 0), 0);
 	f = fopen(path, "r");
 	ck_assert_ptr_nonnull(f);
 	ck_assert_uint_eq(fread(buf, 1, sizeof(buf), f), 6);
@@ -347,7 +348,7 @@ START_TEST(t_atomic_write)
 	ck_assert_int_eq(memcmp(buf, "second", 6), 0);
 	ck_assert_int_eq(count_files(dir), 1);
 	snprintf(path, sizeof(path), "%s/missing-dir/x.json", dir);
-	ck_assert_int_eq(gst_write_atomic(path, "x", 1), -ENOENT);
+	ck_assert_int_eq(gfile_write_atomic(path, "x", 1, NULL, 0), -ENOENT);
 	snprintf(path, sizeof(path), "rm -rf %s", dir);
 	ck_assert_int_eq(system(path), 0);
 }

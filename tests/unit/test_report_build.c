@@ -184,14 +184,15 @@ END_TEST
 
 START_TEST(status_transition_time_moves_only_on_change)
 {
-	struct rpt_reporter rep = { "n2", "host/42", RPT_VERSION, "kernel" };
+	struct rpt_reporter rep = { "n2", RPT_VERSION, "kernel" };
 	struct rpt_cond c = { .programmed = true, .reason = "Programmed", .message = "ok" };
 	json_t *s1, *cur, *s2, *s3;
 
 	s1 = rpt_status(&c, 3, NULL, &rep, "2026-01-01T00:00:00Z");
 	ck_assert_int_eq(gj_int(s1, "observedGeneration", 0), 3);
 	ck_assert_str_eq(gj_str(s1, "reporter.node"), "n2");
-	ck_assert_str_eq(gj_str(s1, "reporter.agentInstance"), "host/42");
+	/* No per-process identity: a restart must not rewrite every report. */
+	ck_assert_ptr_null(gj_get(s1, "reporter.agentInstance"));
 	ck_assert_str_eq(gj_str(s1, "reporter.datapath"), "kernel");
 	ck_assert_str_eq(gj_str(json_array_get(gj_get(s1, "conditions"), 0), "status"), "True");
 	cur = json_pack("{s:O}", "status", s1);

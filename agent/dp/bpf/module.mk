@@ -26,12 +26,12 @@ GENERATED += build/gen/vmlinux.h build/gen/srv6.skel.h
 
 $(eval $(call lib,gdpbpf,agent/dp/bpf/bpf_dp.c agent/dp/bpf/bpf_sync.c agent/dp/bpf/bpf_backend.c))
 # galactic-bpf: preflight, apply/observe on the agent's state dir, counters from the pins.
-$(eval $(call prog,galactic-bpf,agent/dp/bpf/tool.c,gdpbpf gagent gdp gnl,bpf nl jansson))
+$(eval $(call prog,galactic-bpf,agent/dp/bpf/tool.c,gagent gdpbpf gdp gnl gcommon,bpf nl jansson pthread))
 
 $(eval $(call netns_test,test_bpf_golden,tests/netns/test_bpf_golden.c,gdpbpf gdp gnl,bpf nl))
 $(eval $(call bench,bench_bpf_maps,tests/bench/bench_bpf_maps.c,gdpbpf gdp gnl,bpf nl))
 $(eval $(call bench,bench_bpf_fwd,tests/bench/bench_bpf_fwd.c,gdpbpf gdp gnl,bpf nl check))
-$(eval $(call netns_test,test_bpf_topo,tests/netns/test_bpf_topo.c tests/lib/topo.c,gdpbpf gagent gdp gnl,bpf nl jansson))
+$(eval $(call netns_test,test_bpf_topo,tests/netns/test_bpf_topo.c tests/lib/topo.c,gagent gdpbpf gdp gnl gcommon,bpf nl jansson pthread))
 $(eval $(call netns_test,test_bpf_traffic,tests/netns/test_bpf_traffic.c,gdpbpf gdp gnl,bpf nl))
 
 endif

@@ -1,6 +1,8 @@
 /*
  * galactic-bpf: the bpf backend from the command line, on the agent's own
- * state directory (agent/state.h), for operators and tests.
+ * state directory (its record, agent/record.h; or, on a node the agent has
+ * not started on yet, the legacy state.json/remotes.json), read only, for
+ * operators and tests.
  *
  *   galactic-bpf preflight [--bpffs DIR]
  *   galactic-bpf apply     --state-dir DIR [--netns NAME] [--bpffs DIR] [--mode bpf|auto] [--fallback]
@@ -16,10 +18,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agent/dp/backend.h"
 #include "agent/dp/bpf/bpf_backend.h"
-#include "agent/state.h"
+#include "agent/record.h"
+#include "agent/record_legacy.h"
+
+/* The record when there is one, else the legacy files (never written). */
+static int load_state(const char *dir, struct gdp_state *st, struct gdp_results *bad, char *err,
+		      size_t errlen)
+{
+	char p[4200];
+
+	snprintf(p, sizeof(p), "%s/%s", dir, RECORD_FILE);
+	if (access(p, F_OK) == 0)
+		return record_load_state(dir, st, err, errlen);
+	return legacy_load(dir, st, bad, err, errlen);
+}
 
 static void usage(void)
 {
@@ -52,7 +68,7 @@ static int stats(const char *pin_root, const char *state_dir)
 	gdp_state_init(&st);
 	gdp_results_init(&bad);
 	/* With the state, name the VPCs; without it, every argument with traffic. */
-	if (state_dir && gst_load(state_dir, &st, &bad, err, sizeof(err))) {
+	if (state_dir && load_state(state_dir, &st, &bad, err, sizeof(err))) {
 		fprintf(stderr, "galactic-bpf: %s\n", err);
 		rc = 1;
 	}
@@ -144,7 +160,7 @@ int main(int argc, char **argv)
 	gdp_state_init(&st);
 	gdp_results_init(&bad);
 	gdp_results_init(&res);
-	if ((rc = gst_load(state_dir, &st, &bad, err, sizeof(err)))) {
+	if ((rc = load_state(state_dir, &st, &bad, err, sizeof(err)))) {
 		fprintf(stderr, "galactic-bpf: %s\n", err);
 		goto out;
 	}

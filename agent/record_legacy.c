@@ -1,59 +1,20 @@
-/* The agent's durable record: JSON files in the state directory, written atomically. */
-#include "agent/state.h"
+/*
+ * The files of agents before the record (state.json, remotes.json), read for
+ * the migration into agent/record.h and written by tests in that format.
+ */
+#include "agent/record_legacy.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-int gst_write_atomic(const char *path, const void *data, size_t len)
-{
-	char tmp[4096], dirbuf[4096];
-	const char *p = data;
-	int fd, dfd, rc = 0;
-
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof(tmp))
-		return -ENAMETOOLONG;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	while (len) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			rc = -errno;
-			break;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	/* Data must be on disk before the name points at it. */
-	if (!rc && fsync(fd) < 0)
-		rc = -errno;
-	if (close(fd) < 0 && !rc)
-		rc = -errno;
-	if (!rc && rename(tmp, path) < 0)
-		rc = -errno;
-	if (rc) {
-		unlink(tmp);
-		return rc;
-	}
-	snprintf(dirbuf, sizeof(dirbuf), "%s", path);
-	dfd = open(dirname(dirbuf), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
-		fsync(dfd);
-		close(dfd);
-	}
-	return 0;
-}
+#include "common/fileio.h"
 
 static const char *jstr(json_t *o, const char *k)
 {
@@ -211,7 +172,7 @@ static json_t *load_file(const char *dir, const char *name, char *err, size_t er
 	return j;
 }
 
-int gst_load(const char *dir, struct gdp_state *st, struct gdp_results *bad, char *err, size_t errlen)
+int legacy_load(const char *dir, struct gdp_state *st, struct gdp_results *bad, char *err, size_t errlen)
 {
 	json_t *j, *arr, *o;
 	char why[200];
@@ -219,7 +180,7 @@ int gst_load(const char *dir, struct gdp_state *st, struct gdp_results *bad, cha
 	int rc;
 
 	gdp_state_init(st);
-	j = load_file(dir, GST_STATE_FILE, err, errlen, &rc);
+	j = load_file(dir, LEGACY_STATE, err, errlen, &rc);
 	if (rc)
 		return rc;
 	if (j) {
@@ -247,7 +208,7 @@ int gst_load(const char *dir, struct gdp_state *st, struct gdp_results *bad, cha
 		}
 		json_decref(j);
 	}
-	j = load_file(dir, GST_REMOTES_FILE, err, errlen, &rc);
+	j = load_file(dir, LEGACY_REMOTES, err, errlen, &rc);
 	if (rc)
 		return rc;
 	arr = j ? json_object_get(j, "remotes") : NULL;
@@ -297,14 +258,12 @@ static int dump_save(const char *dir, const char *name, json_t *j, char *err, si
 		return -ENOMEM;
 	}
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	rc = gst_write_atomic(path, s, strlen(s));
+	rc = gfile_write_atomic(path, s, strlen(s), err, errlen);
 	free(s);
-	if (rc)
-		snprintf(err, errlen, "write %s: %s", path, strerror(-rc));
 	return rc;
 }
 
-int gst_save(const char *dir, const struct gdp_state *st, char *err, size_t errlen)
+int legacy_save_state(const char *dir, const struct gdp_state *st, char *err, size_t errlen)
 {
 	json_t *j = json_object(), *vpcs = json_array(), *atts = json_array(), *node;
 	char a[INET6_ADDRSTRLEN + 4], mac[18];
@@ -343,10 +302,10 @@ int gst_save(const char *dir, const struct gdp_state *st, char *err, size_t errl
 	}
 	json_object_set_new(j, "vpcs", vpcs);
 	json_object_set_new(j, "attachments", atts);
-	return dump_save(dir, GST_STATE_FILE, j, err, errlen);
+	return dump_save(dir, LEGACY_STATE, j, err, errlen);
 }
 
-int gst_save_remotes(const char *dir, const struct gdp_state *st, char *err, size_t errlen)
+int legacy_save_remotes(const char *dir, const struct gdp_state *st, char *err, size_t errlen)
 {
 	json_t *j = json_object(), *arr = json_array();
 	char s[INET6_ADDRSTRLEN];
@@ -360,5 +319,149 @@ int gst_save_remotes(const char *dir, const struct gdp_state *st, char *err, siz
 						     inet_ntop(AF_INET6, &r->sid, s, sizeof(s))));
 	}
 	json_object_set_new(j, "remotes", arr);
-	return dump_save(dir, GST_REMOTES_FILE, j, err, errlen);
+	return dump_save(dir, LEGACY_REMOTES, j, err, errlen);
+}
+
+/* ---- cni-attachments.json (the old CNI server's record) ------------------ */
+
+#include "agent/record.h"
+
+static int str_to(json_t *o, const char *k, char *dst, size_t cap, bool required)
+{
+	const char *v = jstr(o, k);
+
+	if (!v)
+		return required ? -1 : 0;
+	if (strlen(v) >= cap)
+		return -1;
+	memcpy(dst, v, strlen(v) + 1);
+	return 0;
+}
+
+static unsigned families_of(json_t *arr)
+{
+	unsigned f = 0;
+	size_t i;
+	json_t *x;
+
+	json_array_foreach(arr, i, x) {
+		if (json_is_string(x) && !strcmp(json_string_value(x), "IPv4"))
+			f |= REC_FAM_V4;
+		else if (json_is_string(x) && !strcmp(json_string_value(x), "IPv6"))
+			f |= REC_FAM_V6;
+	}
+	return f;
+}
+
+/* One entry; why says which field is wrong. */
+static int cni_att(json_t *v, struct rec_att *a, char *why, size_t n)
+{
+	json_t *cfg = json_object_get(v, "config"), *x;
+	char hm[20] = "", m[20] = "", netns[4096] = "";
+	size_t i;
+
+	memset(a, 0, sizeof(*a));
+	a->src = REC_SRC_CNI;
+	a->active = true;
+	if (str_to(v, "network", a->network, sizeof(a->network), true) ||
+	    str_to(v, "containerID", a->m.container_id, sizeof(a->m.container_id), true) ||
+	    str_to(v, "ifname", a->ifname, sizeof(a->ifname), true) ||
+	    str_to(v, "netns", netns, sizeof(netns), false) ||
+	    str_to(v, "podNamespace", a->pod_ns, sizeof(a->pod_ns), false) ||
+	    str_to(v, "podName", a->pod_name, sizeof(a->pod_name), false) ||
+	    str_to(v, "podUID", a->pod_uid, sizeof(a->pod_uid), false) ||
+	    str_to(v, "hostIfname", a->m.host_ifname, sizeof(a->m.host_ifname), true))
+		return snprintf(why, n, "a string field is missing or too long"), -EINVAL;
+	if (str_to(v, "hostMac", hm, sizeof(hm), false) || str_to(v, "mac", m, sizeof(m), false) ||
+	    (hm[0] && parse_mac(hm, a->host_mac)) || (m[0] && parse_mac(m, a->m.pod_mac)))
+		return snprintf(why, n, "\"hostMac\" / \"mac\" is not a MAC address"), -EINVAL;
+	x = json_object_get(v, "arg");
+	if (!json_is_integer(x) || json_integer_value(x) < 1 || json_integer_value(x) > GDP_ARG_MAX)
+		return snprintf(why, n, "\"arg\" must be 1-%d", GDP_ARG_MAX), -EINVAL;
+	a->m.arg = (uint16_t)json_integer_value(x);
+	x = json_object_get(v, "mtu");
+	if (x && (!json_is_integer(x) || json_integer_value(x) < 0 || json_integer_value(x) > 65535))
+		return snprintf(why, n, "\"mtu\" out of range"), -EINVAL;
+	a->m.mtu = x ? (uint32_t)json_integer_value(x) : 0;
+	if (!json_is_object(cfg) || str_to(cfg, "vpc", a->m.vpc, sizeof(a->m.vpc), true) ||
+	    str_to(cfg, "vpcattachment", a->m.id, sizeof(a->m.id), true))
+		return snprintf(why, n, "\"config\" has no \"vpc\" / \"vpcattachment\""), -EINVAL;
+	json_array_foreach(json_object_get(cfg, "addresses"), i, x) {
+		const char *s = jstr(x, "address");
+		struct gdp_prefix p;
+
+		if (a->m.n_addrs == GDP_ADDRS_MAX || !s || gdp_prefix_parse(s, &p))
+			return snprintf(why, n, "config.addresses[%zu] is not an address", i), -EINVAL;
+		/* The pod's address as a host prefix, as the old server derived it. */
+		p.len = p.family == AF_INET ? 32 : 128;
+		a->m.addrs[a->m.n_addrs++] = p;
+		if (p.family == AF_INET)
+			a->m.nh4 = gdp_default_nh4(a->m.arg);
+	}
+	a->egress = families_of(json_object_get(json_object_get(json_object_get(cfg, "egress"), "internet"),
+						"families"));
+	a->config = json_incref(cfg);
+	a->netns = netns[0] ? strdup(netns) : NULL;
+	return 0;
+}
+
+int legacy_load_cni(const char *dir, struct rec_att **atts, size_t *natts, struct rec_vpc **vpcs,
+		    size_t *nvpcs, char *err, size_t errlen)
+{
+	char path[4200], why[200];
+	json_error_t je;
+	json_t *o, *v;
+	size_t i;
+
+	*atts = NULL;
+	*vpcs = NULL;
+	*natts = *nvpcs = 0;
+	snprintf(path, sizeof(path), "%s/%s", dir, LEGACY_CNI);
+	if (access(path, F_OK) < 0)
+		return -ENOENT;
+	o = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+	if (!json_is_object(o) || json_integer_value(json_object_get(o, "version")) != 1) {
+		snprintf(err, errlen, "%s: %s", path, o ? "not a version 1 CNI record" : je.text);
+		json_decref(o);
+		return -EINVAL;
+	}
+	*vpcs = calloc(json_array_size(json_object_get(o, "vpcs")) + 1, sizeof(**vpcs));
+	*atts = calloc(json_array_size(json_object_get(o, "attachments")) + 1, sizeof(**atts));
+	if (!*vpcs || !*atts)
+		goto nomem;
+	json_array_foreach(json_object_get(o, "vpcs"), i, v) {
+		struct rec_vpc *rv = &(*vpcs)[*nvpcs];
+		json_t *a = json_object_get(v, "arg"), *t = json_object_get(v, "table");
+
+		if (str_to(v, "id", rv->m.id, sizeof(rv->m.id), true) || !json_is_integer(a) ||
+		    json_integer_value(a) < 1 || json_integer_value(a) > GDP_ARG_MAX || !json_is_integer(t) ||
+		    json_integer_value(t) < 1 || json_integer_value(t) > 0xFFFFFFFFLL) {
+			snprintf(err, errlen, "%s: vpcs[%zu] is malformed (id, arg 1-%d, table)", path, i,
+				 GDP_ARG_MAX);
+			goto bad;
+		}
+		rv->m.arg = (uint16_t)json_integer_value(a);
+		rv->m.table = (uint32_t)json_integer_value(t);
+		(*nvpcs)++;
+	}
+	json_array_foreach(json_object_get(o, "attachments"), i, v) {
+		if (cni_att(v, &(*atts)[*natts], why, sizeof(why))) {
+			rec_att_clear(&(*atts)[*natts]);
+			snprintf(err, errlen, "%s: attachments[%zu]: %s", path, i, why);
+			goto bad;
+		}
+		(*natts)++;
+	}
+	json_decref(o);
+	return 0;
+nomem:
+	snprintf(err, errlen, "%s: out of memory", path);
+bad:
+	json_decref(o);
+	record_atts_free(*atts, *natts);
+	free(*vpcs);
+	*atts = NULL;
+	*vpcs = NULL;
+	*natts = *nvpcs = 0;
+	return -EINVAL;
 }

@@ -1,0 +1,54 @@
+/*
+ * The agent's one apply loop: snapshot the record -> commit it to disk ->
+ * apply through the backend (which observes: a pass that wrote anything
+ * reads the kernel back) -> hand the results on (reports, status file,
+ * waiting CNI verbs). One pass at a time; every change of the record made
+ * while a pass runs is in the next one (group commit: 200 concurrent ADDs
+ * cost a handful of passes).
+ *
+ * Passes run when a writer asks (pipeline_wait, pipeline_kick: CNI verbs,
+ * learned routes, identity, kernel notifications, SIGHUP) and every
+ * interval seconds as a safety net.
+ */
+#ifndef GALACTIC_AGENT_PIPELINE_H
+#define GALACTIC_AGENT_PIPELINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "agent/dp/backend.h"
+#include "agent/record.h"
+
+struct pipeline;
+
+struct pipeline_opts {
+	struct record *rec;
+	struct gdp_backend *be;
+	const char *status_path;  /* status.json of the last pass (NULL: none) */
+	double interval_s;        /* periodic pass; 0: 30 s */
+	/* After every pass, on the pass's thread (reports: rpt_update). */
+	void (*on_pass)(void *ctx, const struct rec_snap *snap, const struct gdp_results *res);
+	void *ctx;
+};
+
+int pipeline_new(struct pipeline **out, const struct pipeline_opts *o, char *err, size_t errlen);
+/* Runs one pass now on the caller's thread (serialized with the loop). Returns its rc. */
+int pipeline_pass(struct pipeline *p);
+/* Starts the loop thread. */
+int pipeline_start(struct pipeline *p, char *err, size_t errlen);
+/* Asks for a pass soon (any thread, never blocks). */
+void pipeline_kick(struct pipeline *p);
+/*
+ * Waits until a pass that includes record generation gen has finished.
+ * 0, or -ESHUTDOWN when the pipeline stops first.
+ */
+int pipeline_wait(struct pipeline *p, unsigned long gen);
+/* A copy of one object's result from the last pass: 0, or -ENOENT. */
+int pipeline_result(struct pipeline *p, enum gdp_obj_kind kind, const char *vpc, const char *key,
+		    struct gdp_result *out);
+/* Passes run so far. */
+unsigned long pipeline_passes(struct pipeline *p);
+/* Stops the loop (a pass in progress finishes) and frees. */
+void pipeline_free(struct pipeline *p);
+
+#endif

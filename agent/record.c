@@ -1,0 +1,1248 @@
+/* The node's one durable record (agent/record.h). */
+#include "agent/record.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent/dp/backend.h"
+#include "agent/record_legacy.h"
+#include "common/fileio.h"
+#include "common/log.h"
+
+#define COMP "record"
+
+struct record {
+	char dir[4096];
+	uint32_t table_min;
+	pthread_mutex_t mu;
+	/* guarded by mu */
+	struct gdp_node node;
+	bool have_node;
+	int uplink_mtu;
+	struct rec_vpc *vpcs;
+	size_t nvpcs, capvpcs;
+	struct rec_att **atts;      /* pointers: a verb may hold one across an unlock */
+	size_t natts, capatts;
+	struct rec_remotes *remotes;
+	unsigned long gen;          /* any change */
+	unsigned long main_gen;     /* last change of record.json's content */
+	unsigned long remotes_gen;  /* last change of the remote set */
+	unsigned long saved_main, saved_remotes; /* pipeline thread only */
+	char held[512];             /* non-empty: damaged file, nothing applied or written */
+};
+
+/* ---- small helpers -------------------------------------------------------- */
+
+void rec_att_clear(struct rec_att *a)
+{
+	if (!a)
+		return;
+	free(a->netns);
+	json_decref(a->config);
+	a->netns = NULL;
+	a->config = NULL;
+}
+
+void record_atts_free(struct rec_att *v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++)
+		rec_att_clear(&v[i]);
+	free(v);
+}
+
+void record_data_free(struct rec_data *d)
+{
+	record_atts_free(d->atts, d->natts);
+	free(d->vpcs);
+	memset(d, 0, sizeof(*d));
+}
+
+static struct rec_remotes *remotes_new(size_t n)
+{
+	struct rec_remotes *x = malloc(sizeof(*x) + (n ? n : 1) * sizeof(x->v[0]));
+
+	if (x) {
+		x->refs = 1;
+		x->n = n;
+	}
+	return x;
+}
+
+static struct rec_remotes *remotes_ref(struct rec_remotes *x)
+{
+	if (x)
+		__atomic_add_fetch(&x->refs, 1, __ATOMIC_RELAXED);
+	return x;
+}
+
+static void remotes_unref(struct rec_remotes *x)
+{
+	if (x && __atomic_sub_fetch(&x->refs, 1, __ATOMIC_ACQ_REL) == 0)
+		free(x);
+}
+
+static const char *jstr(json_t *o, const char *k)
+{
+	json_t *v = json_object_get(o, k);
+
+	return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+/* Optional string field into dst; -1 if present but not a string or too long. */
+static int jcopy(json_t *o, const char *k, char *dst, size_t cap, bool required)
+{
+	json_t *v = json_object_get(o, k);
+
+	if (!v)
+		return required ? -1 : 0;
+	if (!json_is_string(v) || strlen(json_string_value(v)) >= cap)
+		return -1;
+	memcpy(dst, json_string_value(v), strlen(json_string_value(v)) + 1);
+	return 0;
+}
+
+/* Integer field in [lo, hi]; absent gives def when def >= 0 (else an error). */
+static int jint(json_t *o, const char *k, long long lo, long long hi, long long def, long long *out)
+{
+	json_t *v = json_object_get(o, k);
+
+	if (!v) {
+		*out = def;
+		return def >= 0 ? 0 : -1;
+	}
+	if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi)
+		return -1;
+	*out = json_integer_value(v);
+	return 0;
+}
+
+static int mac_parse(const char *s, uint8_t m[6])
+{
+	unsigned v[6];
+	char extra;
+
+	if (strlen(s) != 17 || sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x%c", &v[0], &v[1], &v[2], &v[3], &v[4],
+				      &v[5], &extra) != 6)
+		return -1;
+	for (int i = 0; i < 6; i++)
+		m[i] = (uint8_t)v[i];
+	return 0;
+}
+
+static const char *mac_str(const uint8_t m[6], char b[18])
+{
+	snprintf(b, 18, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
+	return b;
+}
+
+static json_t *prefix_json(const struct gdp_prefix *p)
+{
+	char b[64];
+
+	return json_string(gdp_prefix_str(p, b, sizeof(b)));
+}
+
+static json_t *families_json(unsigned f)
+{
+	json_t *a = json_array();
+
+	if (f & REC_FAM_V6)
+		json_array_append_new(a, json_string("IPv6"));
+	if (f & REC_FAM_V4)
+		json_array_append_new(a, json_string("IPv4"));
+	return a;
+}
+
+/* ---- record.json: encode -------------------------------------------------- */
+
+static bool vpc_has_att(const struct record *r, const char *id, bool active_only)
+{
+	for (size_t i = 0; i < r->natts; i++)
+		if ((!active_only || r->atts[i]->active) && !strcmp(r->atts[i]->m.vpc, id))
+			return true;
+	return false;
+}
+
+/* Under mu. What is desired or declared; reservations of ADDs in flight are
+ * not (a number reserved by an ADD that never completed must not outlive a
+ * restart). */
+static char *encode_main(const struct record *r)
+{
+	json_t *o = json_object(), *vs = json_array(), *as = json_array();
+	char b[INET6_ADDRSTRLEN + 8], m1[18], m2[18];
+	char *text;
+
+	json_object_set_new(o, "version", json_integer(RECORD_VERSION));
+	if (r->have_node) {
+		struct gdp_prefix blk = { .family = AF_INET6, .len = 48 };
+
+		memcpy(blk.addr.raw, r->node.block, 6);
+		json_object_set_new(o, "node", json_pack("{s:o, s:i, s:s, s:i}", "block", prefix_json(&blk),
+							 "nodeID", (int)r->node.node_id, "uplink",
+							 r->node.uplink, "uplinkMTU", r->uplink_mtu));
+	}
+	for (size_t i = 0; i < r->nvpcs; i++) {
+		const struct rec_vpc *v = &r->vpcs[i];
+		json_t *pf;
+
+		if (!v->declared && !vpc_has_att(r, v->m.id, true))
+			continue;
+		pf = json_array();
+		for (size_t k = 0; k < v->m.n_prefixes; k++)
+			json_array_append_new(pf, prefix_json(&v->m.prefixes[k]));
+		json_array_append_new(vs, json_pack("{s:s, s:i, s:I, s:o, s:b}", "id", v->m.id, "arg",
+						    (int)v->m.arg, "table", (json_int_t)v->m.table,
+						    "prefixes", pf, "declared", v->declared));
+	}
+	for (size_t i = 0; i < r->natts; i++) {
+		const struct rec_att *a = r->atts[i];
+		json_t *ad, *x;
+
+		if (!a->active)
+			continue;
+		ad = json_array();
+		for (size_t k = 0; k < a->m.n_addrs; k++)
+			json_array_append_new(ad, prefix_json(&a->m.addrs[k]));
+		x = json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:o, s:s, s:s, s:i}", "vpc", a->m.vpc, "id",
+			      a->m.id, "source", a->src == REC_SRC_CNI ? "cni" : "declared",
+			      "containerID", a->m.container_id, "hostIfname", a->m.host_ifname, "arg",
+			      (int)a->m.arg, "addrs", ad, "podMac", mac_str(a->m.pod_mac, m1), "hostMac",
+			      mac_str(a->host_mac, m2), "mtu", (int)a->m.mtu);
+		if (a->m.nh4.s_addr)
+			json_object_set_new(x, "nh4", json_string(inet_ntop(AF_INET, &a->m.nh4, b, sizeof(b))));
+		json_object_set_new(x, "network", json_string(a->network));
+		json_object_set_new(x, "ifname", json_string(a->ifname));
+		if (a->src == REC_SRC_CNI) {
+			json_object_set_new(x, "netns", json_string(a->netns ? a->netns : ""));
+			json_object_set_new(x, "podNamespace", json_string(a->pod_ns));
+			json_object_set_new(x, "podName", json_string(a->pod_name));
+			json_object_set_new(x, "podUID", json_string(a->pod_uid));
+			json_object_set_new(x, "egress", families_json(a->egress));
+			if (a->config)
+				json_object_set(x, "config", a->config);
+		}
+		json_array_append_new(as, x);
+	}
+	json_object_set_new(o, "vpcs", vs);
+	json_object_set_new(o, "attachments", as);
+	text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(o);
+	return text;
+}
+
+static char *encode_remotes(const struct rec_remotes *x)
+{
+	/* Written by hand: 100k entries through a jansson tree cost 10x more. */
+	size_t cap = 64 + (x ? x->n : 0) * 200, off;
+	char *s = malloc(cap), sid[INET6_ADDRSTRLEN], pb[64];
+
+	if (!s)
+		return NULL;
+	off = (size_t)snprintf(s, cap, "{\"version\":%d,\"remotes\":[", RECORD_VERSION);
+	for (size_t i = 0; x && i < x->n; i++) {
+		const struct gdp_remote *m = &x->v[i];
+		json_t *id = json_string(m->vpc);
+		char *q = json_dumps(id, JSON_ENCODE_ANY);
+
+		json_decref(id);
+		if (!q) {
+			free(s);
+			return NULL;
+		}
+		inet_ntop(AF_INET6, &m->sid, sid, sizeof(sid));
+		off += (size_t)snprintf(s + off, cap - off, "%s{\"vpc\":%s,\"prefix\":\"%s\",\"sid\":\"%s\"}",
+					i ? "," : "", q, gdp_prefix_str(&m->prefix, pb, sizeof(pb)), sid);
+		free(q);
+		if (off >= cap - 200) {
+			char *ns = realloc(s, cap * 2);
+
+			if (!ns) {
+				free(s);
+				return NULL;
+			}
+			s = ns;
+			cap *= 2;
+		}
+	}
+	snprintf(s + off, cap - off, "]}\n");
+	return s;
+}
+
+/* ---- record.json: parse (pure) -------------------------------------------- */
+
+#define BAD(...) do { snprintf(err, errlen, __VA_ARGS__); goto bad; } while (0)
+
+static int parse_node(json_t *n, struct rec_data *d, char *err, size_t errlen)
+{
+	struct gdp_prefix blk;
+	const char *b = jstr(n, "block");
+	long long id, mtu;
+
+	if (!json_is_object(n) || !b || gdp_prefix_parse(b, &blk) || blk.family != AF_INET6 || blk.len != 48)
+		return snprintf(err, errlen, "node: \"block\" must be an IPv6 /48"), -EINVAL;
+	if (jint(n, "nodeID", 1, 0xDFFF, -1, &id))
+		return snprintf(err, errlen, "node: \"nodeID\" must be 1-0xDFFF"), -EINVAL;
+	if (jint(n, "uplinkMTU", 0, 65535, 0, &mtu))
+		return snprintf(err, errlen, "node: \"uplinkMTU\" must be 0-65535"), -EINVAL;
+	if (jcopy(n, "uplink", d->node.uplink, sizeof(d->node.uplink), false))
+		return snprintf(err, errlen, "node: \"uplink\" must be an interface name"), -EINVAL;
+	memcpy(d->node.block, blk.addr.raw, 6);
+	d->node.node_id = (uint16_t)id;
+	d->uplink_mtu = (int)mtu;
+	d->have_node = true;
+	return 0;
+}
+
+static int parse_prefixes(json_t *arr, struct gdp_prefix *out, size_t max, size_t *n, bool host)
+{
+	size_t i;
+	json_t *x;
+
+	*n = 0;
+	if (arr && !json_is_array(arr))
+		return -1;
+	json_array_foreach(arr, i, x) {
+		if (*n == max || !json_is_string(x) || gdp_prefix_parse(json_string_value(x), &out[*n]))
+			return -1;
+		if (host && out[*n].len != (out[*n].family == AF_INET ? 32 : 128))
+			return -1;
+		(*n)++;
+	}
+	return 0;
+}
+
+static unsigned parse_families(json_t *arr, int *bad)
+{
+	unsigned f = 0;
+	size_t i;
+	json_t *x;
+
+	*bad = arr && !json_is_array(arr);
+	json_array_foreach(arr, i, x) {
+		const char *s = json_is_string(x) ? json_string_value(x) : "";
+
+		if (!strcmp(s, "IPv4"))
+			f |= REC_FAM_V4;
+		else if (!strcmp(s, "IPv6"))
+			f |= REC_FAM_V6;
+		else
+			*bad = 1;
+	}
+	return f;
+}
+
+static int parse_att(json_t *o, struct rec_att *a, char *why, size_t n)
+{
+	const char *src = jstr(o, "source"), *s;
+	char netns[4096] = "", m[20] = "";
+	json_t *cfg = json_object_get(o, "config");
+	long long arg, mtu;
+	int badf;
+
+	memset(a, 0, sizeof(*a));
+	a->active = true;
+	if (!json_is_object(o))
+		return snprintf(why, n, "not an object"), -1;
+	if (jcopy(o, "vpc", a->m.vpc, sizeof(a->m.vpc), true) || jcopy(o, "id", a->m.id, sizeof(a->m.id), true) ||
+	    !a->m.vpc[0] || !a->m.id[0])
+		return snprintf(why, n, "\"vpc\" and \"id\" must be non-empty strings"), -1;
+	if (!src || (strcmp(src, "cni") && strcmp(src, "declared")))
+		return snprintf(why, n, "\"source\" must be \"cni\" or \"declared\""), -1;
+	a->src = !strcmp(src, "cni") ? REC_SRC_CNI : REC_SRC_DECLARED;
+	if (jcopy(o, "containerID", a->m.container_id, sizeof(a->m.container_id), false) ||
+	    jcopy(o, "hostIfname", a->m.host_ifname, sizeof(a->m.host_ifname), true) || !a->m.host_ifname[0])
+		return snprintf(why, n, "\"hostIfname\" / \"containerID\" missing or too long"), -1;
+	if (jint(o, "arg", 1, GDP_ARG_MAX, -1, &arg))
+		return snprintf(why, n, "\"arg\" must be 1-%d", GDP_ARG_MAX), -1;
+	a->m.arg = (uint16_t)arg;
+	if (jint(o, "mtu", 0, 65535, 0, &mtu))
+		return snprintf(why, n, "\"mtu\" must be 0-65535"), -1;
+	a->m.mtu = (uint32_t)mtu;
+	/* host addresses, or an IPv6 block delegated to the pod */
+	if (parse_prefixes(json_object_get(o, "addrs"), a->m.addrs, GDP_ADDRS_MAX, &a->m.n_addrs, false))
+		return snprintf(why, n, "\"addrs\" must be at most %d prefixes", GDP_ADDRS_MAX), -1;
+	if ((s = jstr(o, "nh4")) && inet_pton(AF_INET, s, &a->m.nh4) != 1)
+		return snprintf(why, n, "\"nh4\" is not an IPv4 address"), -1;
+	if (jcopy(o, "podMac", m, sizeof(m), false) || (m[0] && mac_parse(m, a->m.pod_mac)))
+		return snprintf(why, n, "\"podMac\" is not a MAC address"), -1;
+	m[0] = 0;
+	if (jcopy(o, "hostMac", m, sizeof(m), false) || (m[0] && mac_parse(m, a->host_mac)))
+		return snprintf(why, n, "\"hostMac\" is not a MAC address"), -1;
+	if (jcopy(o, "network", a->network, sizeof(a->network), a->src == REC_SRC_CNI) ||
+	    jcopy(o, "ifname", a->ifname, sizeof(a->ifname), a->src == REC_SRC_CNI) ||
+	    jcopy(o, "netns", netns, sizeof(netns), false) ||
+	    jcopy(o, "podNamespace", a->pod_ns, sizeof(a->pod_ns), false) ||
+	    jcopy(o, "podName", a->pod_name, sizeof(a->pod_name), false) ||
+	    jcopy(o, "podUID", a->pod_uid, sizeof(a->pod_uid), false))
+		return snprintf(why, n, "a CNI field (network, ifname, netns, pod) is missing or too long"), -1;
+	a->egress = parse_families(json_object_get(o, "egress"), &badf);
+	if (badf)
+		return snprintf(why, n, "\"egress\" must list \"IPv4\" / \"IPv6\""), -1;
+	if (cfg && !json_is_object(cfg))
+		return snprintf(why, n, "\"config\" must be an object"), -1;
+	a->config = json_incref(cfg);
+	a->netns = netns[0] ? strdup(netns) : NULL;
+	return 0;
+}
+
+int record_parse(const char *text, size_t len, struct rec_data *d, char *err, size_t errlen)
+{
+	json_error_t je;
+	json_t *o, *x, *arr;
+	char why[200];
+	size_t i;
+
+	memset(d, 0, sizeof(*d));
+	o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+	if (!o)
+		return snprintf(err, errlen, "not JSON (line %d: %s)", je.line, je.text), -EINVAL;
+	if (!json_is_object(o))
+		BAD("not a JSON object");
+	x = json_object_get(o, "version");
+	if (!json_is_integer(x) || json_integer_value(x) != RECORD_VERSION)
+		BAD("\"version\" must be %d (a newer agent wrote this record?)", RECORD_VERSION);
+	if ((x = json_object_get(o, "node")) && parse_node(x, d, err, errlen))
+		goto bad;
+	arr = json_object_get(o, "vpcs");
+	if (!json_is_array(arr) || !json_is_array(json_object_get(o, "attachments")))
+		BAD("\"vpcs\" and \"attachments\" must be arrays");
+	d->vpcs = calloc(json_array_size(arr) + 1, sizeof(*d->vpcs));
+	d->atts = calloc(json_array_size(json_object_get(o, "attachments")) + 1, sizeof(*d->atts));
+	if (!d->vpcs || !d->atts)
+		BAD("out of memory");
+	json_array_foreach(arr, i, x) {
+		struct rec_vpc *v = &d->vpcs[d->nvpcs];
+		long long a, t;
+		json_t *dc = json_object_get(x, "declared");
+
+		if (!json_is_object(x) || jcopy(x, "id", v->m.id, sizeof(v->m.id), true) || !v->m.id[0])
+			BAD("vpcs[%zu]: \"id\" must be a non-empty string", i);
+		if (jint(x, "arg", 1, GDP_ARG_MAX, -1, &a) || jint(x, "table", 1, 0xFFFFFFFFLL, -1, &t))
+			BAD("vpcs[%zu] (%s): \"arg\" must be 1-%d and \"table\" a table number", i, v->m.id, GDP_ARG_MAX);
+		if (parse_prefixes(json_object_get(x, "prefixes"), v->m.prefixes, GDP_VPC_PREFIXES_MAX,
+				   &v->m.n_prefixes, false))
+			BAD("vpcs[%zu] (%s): \"prefixes\" must be at most %d prefixes", i, v->m.id, GDP_VPC_PREFIXES_MAX);
+		if (dc && !json_is_boolean(dc))
+			BAD("vpcs[%zu] (%s): \"declared\" must be a boolean", i, v->m.id);
+		v->m.arg = (uint16_t)a;
+		v->m.table = (uint32_t)t;
+		v->declared = json_is_true(dc);
+		for (size_t k = 0; k < d->nvpcs; k++)
+			if (!strcmp(d->vpcs[k].m.id, v->m.id) || d->vpcs[k].m.arg == v->m.arg ||
+			    d->vpcs[k].m.table == v->m.table)
+				BAD("vpcs[%zu] (%s): id, number or table already used by vpc %s", i, v->m.id,
+				    d->vpcs[k].m.id);
+		d->nvpcs++;
+	}
+	json_array_foreach(json_object_get(o, "attachments"), i, x) {
+		struct rec_att *a = &d->atts[d->natts];
+		bool vpc_known = false;
+
+		if (parse_att(x, a, why, sizeof(why))) {
+			char lbl[140] = "";
+
+			rec_att_clear(a);
+			if (jstr(x, "vpc"))
+				snprintf(lbl, sizeof(lbl), " (%.60s/%.60s)", jstr(x, "vpc"), jstr(x, "id") ? jstr(x, "id") : "?");
+			BAD("attachments[%zu]%s: %s", i, lbl, why);
+		}
+		d->natts++;
+		for (size_t k = 0; k < d->nvpcs; k++)
+			vpc_known |= !strcmp(d->vpcs[k].m.id, a->m.vpc);
+		if (!vpc_known)
+			BAD("attachments[%zu] (%s/%s): vpc %s is not in \"vpcs\"", i, a->m.vpc, a->m.id, a->m.vpc);
+		for (size_t k = 0; k + 1 < d->natts; k++)
+			if ((!strcmp(d->atts[k].m.vpc, a->m.vpc) && !strcmp(d->atts[k].m.id, a->m.id)) ||
+			    d->atts[k].m.arg == a->m.arg)
+				BAD("attachments[%zu] (%s/%s): attachment or number already used by %s/%s", i,
+				    a->m.vpc, a->m.id, d->atts[k].m.vpc, d->atts[k].m.id);
+	}
+	json_decref(o);
+	return 0;
+bad:
+	json_decref(o);
+	record_data_free(d);
+	return -EINVAL;
+}
+
+int record_parse_remotes(const char *text, size_t len, struct gdp_state *st, char *err, size_t errlen)
+{
+	json_error_t je;
+	json_t *o, *x;
+	size_t i;
+
+	o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+	if (!o)
+		return snprintf(err, errlen, "not JSON (line %d: %s)", je.line, je.text), -EINVAL;
+	if (!json_is_object(o) || !json_is_integer(json_object_get(o, "version")) ||
+	    json_integer_value(json_object_get(o, "version")) != RECORD_VERSION ||
+	    !json_is_array(json_object_get(o, "remotes")))
+		BAD("must be {\"version\": %d, \"remotes\": [...]}", RECORD_VERSION);
+	json_array_foreach(json_object_get(o, "remotes"), i, x) {
+		struct gdp_remote m;
+		const char *pf = jstr(x, "prefix"), *sid = jstr(x, "sid");
+
+		memset(&m, 0, sizeof(m));
+		if (!json_is_object(x) || jcopy(x, "vpc", m.vpc, sizeof(m.vpc), true) || !m.vpc[0] || !pf ||
+		    gdp_prefix_parse(pf, &m.prefix) || !sid || inet_pton(AF_INET6, sid, &m.sid) != 1)
+			BAD("remotes[%zu]: needs \"vpc\", a \"prefix\" and an IPv6 \"sid\"", i);
+		if (gdp_state_add_remote(st, &m))
+			BAD("out of memory");
+	}
+	json_decref(o);
+	return 0;
+bad:
+	json_decref(o);
+	return -EINVAL;
+}
+
+#undef BAD
+
+/* ---- loading a directory ---------------------------------------------------- */
+
+static void path_of(const struct record *r, const char *name, char *buf, size_t n)
+{
+	snprintf(buf, n, "%s/%s", r->dir, name);
+}
+
+/* Under mu (or before the record is shared): drops everything in memory. */
+static void clear_locked(struct record *r)
+{
+	for (size_t i = 0; i < r->natts; i++) {
+		rec_att_clear(r->atts[i]);
+		free(r->atts[i]);
+	}
+	r->natts = 0;
+	r->nvpcs = 0;
+	r->have_node = false;
+	remotes_unref(r->remotes);
+	r->remotes = NULL;
+}
+
+static int add_vpc_locked(struct record *r, const struct rec_vpc *v)
+{
+	if (r->nvpcs == r->capvpcs) {
+		size_t nc = r->capvpcs ? r->capvpcs * 2 : 16;
+		struct rec_vpc *nv = realloc(r->vpcs, nc * sizeof(*nv));
+
+		if (!nv)
+			return -ENOMEM;
+		r->vpcs = nv;
+		r->capvpcs = nc;
+	}
+	r->vpcs[r->nvpcs++] = *v;
+	return 0;
+}
+
+/* Takes ownership of a's members; returns the record's copy. */
+static struct rec_att *add_att_locked(struct record *r, struct rec_att *a)
+{
+	struct rec_att *x;
+
+	if (r->natts == r->capatts) {
+		size_t nc = r->capatts ? r->capatts * 2 : 64;
+		struct rec_att **nv = realloc(r->atts, nc * sizeof(*nv));
+
+		if (!nv)
+			return NULL;
+		r->atts = nv;
+		r->capatts = nc;
+	}
+	x = malloc(sizeof(*x));
+	if (!x)
+		return NULL;
+	*x = *a;
+	a->netns = NULL;
+	a->config = NULL;
+	r->atts[r->natts++] = x;
+	return x;
+}
+
+static struct rec_vpc *find_vpc_locked(struct record *r, const char *id)
+{
+	for (size_t i = 0; i < r->nvpcs; i++)
+		if (!strcmp(r->vpcs[i].m.id, id))
+			return &r->vpcs[i];
+	return NULL;
+}
+
+static void drop_vpc_if_unused(struct record *r, const char *id)
+{
+	struct rec_vpc *v = find_vpc_locked(r, id);
+
+	if (v && !v->declared && !vpc_has_att(r, id, false))
+		*v = r->vpcs[--r->nvpcs];
+}
+
+/* Loads both files into r (under mu or unshared). 0, -ENOENT (no record), or
+ * -EINVAL with err (damaged: r then holds nothing). */
+static int load_dir_locked(struct record *r, char *err, size_t errlen)
+{
+	char path[4200], *text = NULL, why[400];
+	struct rec_data d;
+	struct gdp_state rs;
+	size_t len;
+	int rc;
+
+	path_of(r, RECORD_FILE, path, sizeof(path));
+	rc = gfile_read(path, RECORD_MAX_BYTES, &text, &len);
+	if (rc == -ENOENT)
+		return -ENOENT;
+	if (rc)
+		return snprintf(err, errlen, "%s: %s", path, strerror(-rc)), rc;
+	rc = record_parse(text, len, &d, why, sizeof(why));
+	free(text);
+	if (rc)
+		return snprintf(err, errlen, "%s: %s", path, why), -EINVAL;
+	clear_locked(r);
+	r->node = d.node;
+	r->have_node = d.have_node;
+	r->uplink_mtu = d.uplink_mtu;
+	for (size_t i = 0; i < d.nvpcs; i++)
+		if (add_vpc_locked(r, &d.vpcs[i]))
+			goto nomem;
+	for (size_t i = 0; i < d.natts; i++)
+		if (!add_att_locked(r, &d.atts[i]))
+			goto nomem;
+	record_data_free(&d);
+
+	path_of(r, RECORD_REMOTES_FILE, path, sizeof(path));
+	rc = gfile_read(path, RECORD_MAX_BYTES, &text, &len);
+	if (rc == -ENOENT)
+		return 0;
+	if (rc)
+		return snprintf(err, errlen, "%s: %s", path, strerror(-rc)), rc;
+	gdp_state_init(&rs);
+	rc = record_parse_remotes(text, len, &rs, why, sizeof(why));
+	free(text);
+	if (!rc) {
+		r->remotes = remotes_new(rs.n_remotes);
+		if (!r->remotes)
+			rc = -ENOMEM, snprintf(why, sizeof(why), "out of memory");
+		else if (rs.n_remotes)
+			memcpy(r->remotes->v, rs.remotes, rs.n_remotes * sizeof(rs.remotes[0]));
+	}
+	gdp_state_free(&rs);
+	if (rc) {
+		clear_locked(r);
+		return snprintf(err, errlen, "%s: %s", path, why), -EINVAL;
+	}
+	return 0;
+nomem:
+	record_data_free(&d);
+	clear_locked(r);
+	return snprintf(err, errlen, "%s: out of memory", path), -ENOMEM;
+}
+
+/* ---- allocator ------------------------------------------------------------ */
+
+/* Under mu. The lowest VPC number free in both numbers and tables. */
+static int alloc_vpc_arg(struct record *r, uint16_t *out)
+{
+	for (uint16_t a = 1; a <= GDP_ARG_MAX; a++) {
+		bool used = false;
+
+		for (size_t i = 0; i < r->nvpcs && !used; i++)
+			used = r->vpcs[i].m.arg == a || r->vpcs[i].m.table == r->table_min + a;
+		if (!used) {
+			*out = a;
+			return 0;
+		}
+	}
+	return -ENOSPC;
+}
+
+/* Under mu. The lowest attachment number no attachment (reserved or not) has. */
+static int alloc_att_arg(struct record *r, uint16_t *out)
+{
+	uint64_t used[(GDP_ARG_MAX + 64) / 64] = { 0 };
+
+	for (size_t i = 0; i < r->natts; i++)
+		used[r->atts[i]->m.arg / 64] |= 1ull << (r->atts[i]->m.arg % 64);
+	for (uint16_t a = 1; a <= GDP_ARG_MAX; a++)
+		if (!(used[a / 64] & (1ull << (a % 64)))) {
+			*out = a;
+			return 0;
+		}
+	return -ENOSPC;
+}
+
+/* ---- legacy import ----------------------------------------------------------- */
+
+static bool file_exists(const struct record *r, const char *name)
+{
+	char p[4200];
+
+	path_of(r, name, p, sizeof(p));
+	return access(p, F_OK) == 0;
+}
+
+static void aside(const struct record *r, const char *name)
+{
+	char a[4200], b[4300];
+
+	path_of(r, name, a, sizeof(a));
+	snprintf(b, sizeof(b), "%s%s", a, LEGACY_ASIDE_SUFFIX);
+	if (rename(a, b) < 0)
+		glogf(GLOG_WARN, COMP, "rename %s aside: %s", a, strerror(errno));
+}
+
+/* Under mu: state.json's node, VPCs and attachments replace the declared ones. */
+static int import_state_locked(struct record *r, const struct gdp_state *st)
+{
+	if (st->node.node_id) {
+		r->node = st->node;
+		r->have_node = true;
+	}
+	for (size_t i = 0; i < r->nvpcs; i++)
+		r->vpcs[i].declared = false;
+	for (size_t i = 0; i < r->natts;) {
+		if (r->atts[i]->src == REC_SRC_DECLARED) {
+			rec_att_clear(r->atts[i]);
+			free(r->atts[i]);
+			r->atts[i] = r->atts[--r->natts];
+		} else {
+			i++;
+		}
+	}
+	for (size_t i = 0; i < st->n_vpcs; i++) {
+		struct rec_vpc *v = find_vpc_locked(r, st->vpcs[i].id), nv = { .m = st->vpcs[i], .declared = true };
+
+		if (v)
+			*v = nv;
+		else if (add_vpc_locked(r, &nv))
+			return -ENOMEM;
+	}
+	for (size_t i = 0; i < st->n_atts; i++) {
+		struct rec_att a = { .m = st->atts[i], .src = REC_SRC_DECLARED, .active = true };
+		struct rec_att *o = NULL;
+
+		for (size_t k = 0; k < r->natts && !o; k++)
+			if (!strcmp(r->atts[k]->m.vpc, a.m.vpc) && !strcmp(r->atts[k]->m.id, a.m.id))
+				o = r->atts[k];
+		if (o) {
+			glogf(GLOG_WARN, COMP, "state.json: attachment %s/%s is already attached through CNI; kept that one",
+			      a.m.vpc, a.m.id);
+			continue;
+		}
+		if (!add_att_locked(r, &a))
+			return -ENOMEM;
+	}
+	/* CNI VPCs that lost their declaration keep their numbers while used. */
+	for (size_t i = r->nvpcs; i-- > 0;)
+		drop_vpc_if_unused(r, r->vpcs[i].m.id);
+	return 0;
+}
+
+static int set_remotes_locked(struct record *r, const struct gdp_remote *v, size_t n)
+{
+	struct rec_remotes *x = remotes_new(n);
+
+	if (!x)
+		return -ENOMEM;
+	if (n)
+		memcpy(x->v, v, n * sizeof(*v));
+	remotes_unref(r->remotes);
+	r->remotes = x;
+	r->remotes_gen = ++r->gen;
+	return 0;
+}
+
+int record_import_legacy(struct record *r, char *err, size_t errlen)
+{
+	bool has_state = file_exists(r, LEGACY_STATE), has_rem = file_exists(r, LEGACY_REMOTES);
+	bool has_cni = file_exists(r, LEGACY_CNI);
+	struct gdp_results bad;
+	struct gdp_state st;
+	struct rec_att *ca = NULL;
+	struct rec_vpc *cv = NULL;
+	size_t nca = 0, ncv = 0;
+	int rc = 0, n = 0;
+
+	if (!has_state && !has_rem && !has_cni)
+		return 0;
+	gdp_results_init(&bad);
+	/* Parse everything first: a file that does not parse changes nothing. */
+	rc = legacy_load(r->dir, &st, &bad, err, errlen);
+	if (rc) {
+		gdp_results_free(&bad);
+		return rc;
+	}
+	for (size_t i = 0; i < bad.n; i++)
+		glogf(GLOG_ERROR, COMP, "import: %s (skipped)", bad.v[i].msg);
+	gdp_results_free(&bad);
+	if (has_cni && (rc = legacy_load_cni(r->dir, &ca, &nca, &cv, &ncv, err, errlen))) {
+		gdp_state_free(&st);
+		return rc;
+	}
+	pthread_mutex_lock(&r->mu);
+	if (r->held[0]) {
+		pthread_mutex_unlock(&r->mu);
+		snprintf(err, errlen, "record held (%s): nothing imported", r->held);
+		gdp_state_free(&st);
+		record_atts_free(ca, nca);
+		free(cv);
+		return -EBUSY;
+	}
+	if (has_state && !rc) {
+		rc = import_state_locked(r, &st);
+		n++;
+	}
+	if (has_rem && !rc) {
+		rc = set_remotes_locked(r, st.remotes, st.n_remotes);
+		n++;
+	}
+	for (size_t i = 0; has_cni && !rc && i < nca; i++) {
+		struct rec_att *a = &ca[i];
+
+		if (record_find_att(r, a->m.vpc, a->m.id))
+			continue; /* the record knows it better */
+		if (!find_vpc_locked(r, a->m.vpc)) {
+			struct rec_vpc nv = { 0 };
+
+			for (size_t k = 0; k < ncv; k++)
+				if (!strcmp(cv[k].m.id, a->m.vpc))
+					nv = cv[k];
+			if (!nv.m.arg) {
+				glogf(GLOG_ERROR, COMP, "%s: attachment %s/%s names a VPC without a number; skipped",
+				      LEGACY_CNI, a->m.vpc, a->m.id);
+				continue;
+			}
+			if (add_vpc_locked(r, &nv)) {
+				rc = -ENOMEM;
+				break;
+			}
+		}
+		if (!add_att_locked(r, a))
+			rc = -ENOMEM;
+	}
+	n += has_cni;
+	r->main_gen = ++r->gen;
+	pthread_mutex_unlock(&r->mu);
+	gdp_state_free(&st);
+	record_atts_free(ca, nca);
+	free(cv);
+	if (rc) {
+		snprintf(err, errlen, "import: out of memory");
+		return rc;
+	}
+	/* The record first (durable), then the old files go aside: a crash in
+	 * between imports them again, which changes nothing. */
+	{
+		struct rec_snap s;
+
+		if ((rc = record_snapshot(r, &s)))
+			return snprintf(err, errlen, "import: out of memory"), rc;
+		rc = record_commit(r, &s, err, errlen);
+		record_snap_free(&s);
+		if (rc)
+			return rc;
+	}
+	if (has_state)
+		aside(r, LEGACY_STATE);
+	if (has_rem)
+		aside(r, LEGACY_REMOTES);
+	if (has_cni)
+		aside(r, LEGACY_CNI);
+	glogf(GLOG_INFO, COMP, "imported%s%s%s into %s/%s (old files renamed *%s)",
+	      has_state ? " " LEGACY_STATE : "", has_rem ? " " LEGACY_REMOTES : "",
+	      has_cni ? " " LEGACY_CNI : "", r->dir, RECORD_FILE, LEGACY_ASIDE_SUFFIX);
+	return n;
+}
+
+/* ---- lifecycle ------------------------------------------------------------- */
+
+int record_open(struct record **out, const struct record_opts *o, char *err, size_t errlen)
+{
+	struct record *r;
+	int rc;
+
+	*out = NULL;
+	if (!o->dir || !*o->dir)
+		return snprintf(err, errlen, "record: needs a state directory"), -EINVAL;
+	rc = gfile_mkdir_p(o->dir, 0700);
+	if (rc)
+		return snprintf(err, errlen, "record: create %s: %s", o->dir, strerror(-rc)), rc;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return snprintf(err, errlen, "record: out of memory"), -ENOMEM;
+	snprintf(r->dir, sizeof(r->dir), "%s", o->dir);
+	r->table_min = o->table_min ? o->table_min : GDP_TABLE_MIN_DEFAULT;
+	pthread_mutex_init(&r->mu, NULL);
+	rc = load_dir_locked(r, r->held, sizeof(r->held));
+	if (rc == -ENOENT) {
+		r->held[0] = 0;
+		r->main_gen = r->gen = 1; /* a new record: written at the first commit */
+	} else if (rc) {
+		glogf(GLOG_ERROR, COMP, "record damaged: %s; the kernel is left as it is and nothing is written until the file is repaired or removed (then SIGHUP)",
+		      r->held);
+	} else {
+		glogf(GLOG_INFO, COMP, "loaded %s/%s: %zu VPCs, %zu attachments, %zu remotes", r->dir,
+		      RECORD_FILE, r->nvpcs, r->natts, r->remotes ? r->remotes->n : 0);
+	}
+	*out = r;
+	if (!r->held[0]) {
+		char ierr[512];
+		int n = record_import_legacy(r, ierr, sizeof(ierr));
+
+		if (n < 0)
+			glogf(GLOG_ERROR, COMP, "legacy files not imported: %s", ierr);
+	}
+	return 0;
+}
+
+int record_retry_load(struct record *r, char *err, size_t errlen)
+{
+	int rc;
+
+	pthread_mutex_lock(&r->mu);
+	if (!r->held[0]) {
+		pthread_mutex_unlock(&r->mu);
+		return 0;
+	}
+	rc = load_dir_locked(r, err, errlen);
+	if (rc == -ENOENT || rc == 0) {
+		r->held[0] = 0;
+		r->main_gen = ++r->gen;
+		rc = 0;
+	} else {
+		snprintf(r->held, sizeof(r->held), "%s", err);
+	}
+	pthread_mutex_unlock(&r->mu);
+	return rc;
+}
+
+void record_close(struct record *r)
+{
+	if (!r)
+		return;
+	clear_locked(r);
+	free(r->atts);
+	free(r->vpcs);
+	pthread_mutex_destroy(&r->mu);
+	free(r);
+}
+
+const char *record_held(struct record *r, char *buf, size_t n)
+{
+	bool h;
+
+	pthread_mutex_lock(&r->mu);
+	h = r->held[0] != 0;
+	snprintf(buf, n, "%s", r->held);
+	pthread_mutex_unlock(&r->mu);
+	return h ? buf : NULL;
+}
+
+/* ---- writers ----------------------------------------------------------------- */
+
+int record_set_node_identity(struct record *r, const struct gdp_node *n, int uplink_mtu)
+{
+	pthread_mutex_lock(&r->mu);
+	if (!r->have_node || memcmp(&r->node, n, sizeof(*n)) || r->uplink_mtu != uplink_mtu) {
+		r->node = *n;
+		r->have_node = true;
+		r->uplink_mtu = uplink_mtu;
+		r->main_gen = ++r->gen;
+	}
+	pthread_mutex_unlock(&r->mu);
+	return 0;
+}
+
+bool record_node_identity(struct record *r, struct gdp_node *n, int *uplink_mtu)
+{
+	bool h;
+
+	pthread_mutex_lock(&r->mu);
+	h = r->have_node;
+	if (n)
+		*n = r->node;
+	if (uplink_mtu)
+		*uplink_mtu = r->uplink_mtu;
+	pthread_mutex_unlock(&r->mu);
+	return h;
+}
+
+int record_set_remotes(struct record *r, const struct gdp_remote *v, size_t n)
+{
+	int rc;
+
+	pthread_mutex_lock(&r->mu);
+	rc = set_remotes_locked(r, v, n);
+	pthread_mutex_unlock(&r->mu);
+	return rc;
+}
+
+void record_lock(struct record *r) { pthread_mutex_lock(&r->mu); }
+void record_unlock(struct record *r) { pthread_mutex_unlock(&r->mu); }
+size_t record_n_atts(struct record *r) { return r->natts; }
+struct rec_att *record_att(struct record *r, size_t i) { return i < r->natts ? r->atts[i] : NULL; }
+bool record_is_held(struct record *r) { return r->held[0] != 0; }
+unsigned long record_gen_locked(struct record *r) { return r->gen; }
+
+struct rec_att *record_find_key(struct record *r, const char *network, const char *cid, const char *ifname)
+{
+	for (size_t i = 0; i < r->natts; i++) {
+		struct rec_att *a = r->atts[i];
+
+		if (a->src == REC_SRC_CNI && !strcmp(a->network, network) && !strcmp(a->m.container_id, cid) &&
+		    !strcmp(a->ifname, ifname))
+			return a;
+	}
+	return NULL;
+}
+
+struct rec_att *record_find_att(struct record *r, const char *vpc, const char *att)
+{
+	for (size_t i = 0; i < r->natts; i++)
+		if (!strcmp(r->atts[i]->m.vpc, vpc) && !strcmp(r->atts[i]->m.id, att))
+			return r->atts[i];
+	return NULL;
+}
+
+const struct rec_vpc *record_find_vpc(struct record *r, const char *id)
+{
+	return find_vpc_locked(r, id);
+}
+
+struct rec_att *record_reserve(struct record *r, struct rec_att *a, char *err, size_t errlen)
+{
+	struct rec_vpc *v = find_vpc_locked(r, a->m.vpc);
+	bool new_vpc = false;
+	struct rec_att *x;
+
+	if (!v) {
+		struct rec_vpc nv = { 0 };
+
+		if (alloc_vpc_arg(r, &nv.m.arg)) {
+			snprintf(err, errlen, "vpc %s: all %d VPC numbers of this node are in use", a->m.vpc, GDP_ARG_MAX);
+			return NULL;
+		}
+		snprintf(nv.m.id, sizeof(nv.m.id), "%s", a->m.vpc);
+		nv.m.table = r->table_min + nv.m.arg;
+		if (add_vpc_locked(r, &nv)) {
+			snprintf(err, errlen, "vpc %s: out of memory", a->m.vpc);
+			return NULL;
+		}
+		new_vpc = true;
+	}
+	if (alloc_att_arg(r, &a->m.arg)) {
+		snprintf(err, errlen, "vpc %s attachment %s: all %d attachment numbers are in use", a->m.vpc,
+			 a->m.id, GDP_ARG_MAX);
+		goto undo;
+	}
+	a->m.nh4.s_addr = 0;
+	for (size_t k = 0; k < a->m.n_addrs; k++)
+		if (a->m.addrs[k].family == AF_INET)
+			a->m.nh4 = gdp_default_nh4(a->m.arg);
+	a->active = false;
+	x = add_att_locked(r, a);
+	if (x)
+		return x;
+	snprintf(err, errlen, "vpc %s attachment %s: out of memory", a->m.vpc, a->m.id);
+undo:
+	if (new_vpc)
+		drop_vpc_if_unused(r, a->m.vpc);
+	return NULL;
+}
+
+unsigned long record_activate(struct record *r, struct rec_att *a)
+{
+	a->active = true;
+	return r->main_gen = ++r->gen;
+}
+
+unsigned long record_deactivate(struct record *r, struct rec_att *a)
+{
+	a->active = false;
+	return r->main_gen = ++r->gen;
+}
+
+unsigned long record_remove(struct record *r, struct rec_att *a)
+{
+	char vpc[GDP_ID_MAX + 1];
+	bool was_active = a->active;
+
+	for (size_t i = 0; i < r->natts; i++)
+		if (r->atts[i] == a) {
+			r->atts[i] = r->atts[--r->natts];
+			break;
+		}
+	snprintf(vpc, sizeof(vpc), "%s", a->m.vpc);
+	rec_att_clear(a);
+	free(a);
+	/* The VPC's table, rules and SID go with its last attachment. */
+	drop_vpc_if_unused(r, vpc);
+	if (was_active)
+		r->main_gen = ++r->gen;
+	return r->gen;
+}
+
+/* ---- the pipeline's side -------------------------------------------------------- */
+
+unsigned long record_gen(struct record *r)
+{
+	unsigned long g;
+
+	pthread_mutex_lock(&r->mu);
+	g = r->gen;
+	pthread_mutex_unlock(&r->mu);
+	return g;
+}
+
+void record_snap_free(struct rec_snap *s)
+{
+	if (!s)
+		return;
+	if (s->remotes && s->st.remotes == s->remotes->v) {
+		s->st.remotes = NULL;
+		s->st.n_remotes = s->st.cap_remotes = 0;
+	}
+	gdp_state_free(&s->st);
+	remotes_unref(s->remotes);
+	free(s->pods);
+	memset(s, 0, sizeof(*s));
+}
+
+int record_snapshot(struct record *r, struct rec_snap *s)
+{
+	size_t nact = 0;
+	bool filter = false;
+
+	memset(s, 0, sizeof(*s));
+	gdp_state_init(&s->st);
+	pthread_mutex_lock(&r->mu);
+	s->gen = r->gen;
+	s->have_node = r->have_node;
+	s->st.node = r->node;
+	for (size_t i = 0; i < r->natts; i++)
+		nact += r->atts[i]->active;
+	s->pods = calloc(nact + 1, sizeof(*s->pods));
+	if (!s->pods)
+		goto nomem;
+	for (size_t i = 0; i < r->nvpcs; i++)
+		/* A CNI VPC's SID and table come with its first desired attachment. */
+		if ((r->vpcs[i].declared || vpc_has_att(r, r->vpcs[i].m.id, true)) &&
+		    gdp_state_add_vpc(&s->st, &r->vpcs[i].m))
+			goto nomem;
+	for (size_t i = 0; i < r->natts; i++) {
+		const struct rec_att *a = r->atts[i];
+		struct rec_pod *p = &s->pods[s->st.n_atts];
+
+		if (!a->active)
+			continue;
+		snprintf(p->ns, sizeof(p->ns), "%s", a->pod_ns);
+		snprintf(p->name, sizeof(p->name), "%s", a->pod_name);
+		snprintf(p->guest_ifname, sizeof(p->guest_ifname), "%s", a->ifname);
+		if (gdp_state_add_attachment(&s->st, &a->m))
+			goto nomem;
+	}
+	s->remotes = remotes_ref(r->remotes);
+	pthread_mutex_unlock(&r->mu);
+	if (!s->remotes)
+		return 0;
+	/* Shared as they are unless some name a VPC this node does not host
+	 * (then a filtered copy: the learner's set always matches). */
+	for (size_t i = 0; i < s->remotes->n && !filter; i++)
+		filter = !gdp_state_find_vpc(&s->st, s->remotes->v[i].vpc);
+	if (!filter) {
+		s->st.remotes = s->remotes->v;
+		s->st.n_remotes = s->st.cap_remotes = s->remotes->n;
+		return 0;
+	}
+	for (size_t i = 0; i < s->remotes->n; i++)
+		if (gdp_state_find_vpc(&s->st, s->remotes->v[i].vpc) &&
+		    gdp_state_add_remote(&s->st, &s->remotes->v[i])) {
+			record_snap_free(s);
+			return -ENOMEM;
+		}
+	return 0;
+nomem:
+	pthread_mutex_unlock(&r->mu);
+	record_snap_free(s);
+	return -ENOMEM;
+}
+
+int record_commit(struct record *r, const struct rec_snap *s, char *err, size_t errlen)
+{
+	char path[4200], *main_text = NULL, *rem_text = NULL;
+	unsigned long mg = 0, rg = 0;
+	struct rec_remotes *rem = NULL;
+	int rc = 0;
+
+	(void)s;
+	pthread_mutex_lock(&r->mu);
+	if (r->held[0]) {
+		snprintf(err, errlen, "record held: %s", r->held);
+		pthread_mutex_unlock(&r->mu);
+		return -EBUSY;
+	}
+	if (r->main_gen > r->saved_main) {
+		mg = r->main_gen;
+		main_text = encode_main(r);
+		if (!main_text)
+			rc = -ENOMEM;
+	}
+	if (r->remotes_gen > r->saved_remotes) {
+		rg = r->remotes_gen;
+		rem = remotes_ref(r->remotes);
+	}
+	pthread_mutex_unlock(&r->mu);
+	if (rem || rg) {
+		rem_text = encode_remotes(rem);
+		remotes_unref(rem);
+		if (!rem_text)
+			rc = -ENOMEM;
+	}
+	if (rc) {
+		snprintf(err, errlen, "record: out of memory");
+		goto out;
+	}
+	/* The remotes first: record.json is what a restart trusts most. */
+	if (rem_text) {
+		path_of(r, RECORD_REMOTES_FILE, path, sizeof(path));
+		if ((rc = gfile_write_atomic(path, rem_text, strlen(rem_text), err, errlen)))
+			goto out;
+		r->saved_remotes = rg;
+	}
+	if (main_text) {
+		path_of(r, RECORD_FILE, path, sizeof(path));
+		if ((rc = gfile_write_atomic(path, main_text, strlen(main_text), err, errlen)))
+			goto out;
+		r->saved_main = mg;
+	}
+out:
+	free(main_text);
+	free(rem_text);
+	return rc;
+}
+
+int record_load_state(const char *dir, struct gdp_state *st, char *err, size_t errlen)
+{
+	struct record r = { 0 };
+	struct rec_snap s;
+	int rc;
+
+	snprintf(r.dir, sizeof(r.dir), "%s", dir);
+	r.table_min = GDP_TABLE_MIN_DEFAULT;
+	pthread_mutex_init(&r.mu, NULL);
+	gdp_state_init(st);
+	rc = load_dir_locked(&r, err, errlen);
+	if (rc == -ENOENT)
+		rc = 0;
+	if (!rc && !(rc = record_snapshot(&r, &s))) {
+		rc = gdp_state_copy(st, &s.st);
+		record_snap_free(&s);
+	}
+	clear_locked(&r);
+	free(r.atts);
+	free(r.vpcs);
+	pthread_mutex_destroy(&r.mu);
+	return rc;
+}

@@ -1,0 +1,202 @@
+/*
+ * The node's one durable record (docs/architecture.md, "The agent").
+ *
+ * Everything the agent knows about its node lives here and only here: the
+ * node identity (SID block, node ID, uplink and its MTU), the VPCs (number,
+ * table, address ranges), the attachments (model fields together with the
+ * CNI and pod facts: container, interface, namespace path, pod namespace and
+ * name, guest interface, host and pod MACs, egress declaration, normalized
+ * CNI configuration), and the remote prefixes learned from other nodes.
+ *
+ * One owner (this module), one lock, one number allocator for VPC arguments
+ * and attachment numbers. Writers (the CNI verbs, the route learner, the
+ * identity loader, the legacy import) change the record in memory through
+ * the functions below; each change bumps the generation. The apply pipeline
+ * (agent/pipeline.h) is the only reader that acts: it takes a snapshot,
+ * commits it to disk (record_commit) and applies it.
+ *
+ * On disk (a state directory, docs/dataplane-kernel.md):
+ *   record.json          version 1: node, VPCs, attachments (small; rewritten
+ *                        when they change)
+ *   record-remotes.json  version 1: learned remotes (rewritten only when the
+ *                        remote set changes, so an ADD does not rewrite 100k
+ *                        routes)
+ * both through gfile_write_atomic (tmp + fsync + rename + directory fsync).
+ *
+ * A damaged file (not JSON, unknown version, a malformed object) is never
+ * half-used: the record is "held" (record_held says why), nothing is applied
+ * or written until it is repaired or removed (SIGHUP retries), so a damaged
+ * disk can never flush a running node.
+ */
+#ifndef GALACTIC_AGENT_RECORD_H
+#define GALACTIC_AGENT_RECORD_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agent/dp/model.h"
+
+#define RECORD_FILE         "record.json"
+#define RECORD_REMOTES_FILE "record-remotes.json"
+#define RECORD_VERSION      1
+#define RECORD_MAX_BYTES    (256u << 20)
+
+enum rec_src {
+	REC_SRC_CNI,       /* attached through galactic-cni */
+	REC_SRC_DECLARED,  /* declared by the operator (state.json import) */
+};
+
+/* Families of an egress declaration (bit values as CNI_FAM_*). */
+enum { REC_FAM_V4 = 1u << 0, REC_FAM_V6 = 1u << 1 };
+
+struct rec_vpc {
+	struct gdp_vpc m;       /* id, arg, table, prefixes */
+	bool declared;          /* kept without attachments (operator declared it) */
+};
+
+struct rec_att {
+	struct gdp_attachment m; /* vpc, id, container id, host ifname, arg, addrs, nh4, pod MAC, MTU */
+	enum rec_src src;
+	bool active;             /* false: reserved by an ADD in progress (not applied, not saved) */
+	/* CNI and pod facts (empty for declared attachments) */
+	char network[254];
+	char ifname[GDP_IFNAME_MAX + 1];   /* guest interface (CNI_IFNAME) */
+	char *netns;                       /* CNI_NETNS path (owned, may be NULL) */
+	char pod_ns[64], pod_name[254], pod_uid[64];
+	uint8_t host_mac[6];
+	unsigned egress;                   /* REC_FAM_*: declared internet egress (kept, unused yet) */
+	json_t *config;                    /* normalized CNI configuration (owned ref, may be NULL) */
+};
+
+/* A shared, immutable set of remotes (snapshots hold a reference). */
+struct rec_remotes {
+	int refs;
+	size_t n;
+	struct gdp_remote v[];
+};
+
+/* What the pipeline applies and reports: a consistent copy at generation gen. */
+struct rec_snap {
+	unsigned long gen;
+	struct gdp_state st;       /* node, VPCs and active attachments (owned); remotes borrowed */
+	struct rec_remotes *remotes; /* reference (st.remotes points into it) */
+	struct rec_pod {           /* parallel to st.atts */
+		char ns[64], name[254], guest_ifname[GDP_IFNAME_MAX + 1];
+	} *pods;
+	bool have_node;            /* a node identity is known */
+};
+
+struct record;
+
+struct record_opts {
+	const char *dir;           /* state directory (created 0700 if missing) */
+	uint32_t table_min;        /* VPC table = table_min + arg; 0: GDP_TABLE_MIN_DEFAULT */
+};
+
+/*
+ * Opens the record of dir: loads record.json (+ record-remotes.json), or,
+ * when there is none, migrates the legacy files into it (committed before
+ * this returns, the legacy files then renamed to *.imported). A damaged
+ * file does not fail this call: the record is held (record_held). Returns
+ * 0, or -errno when the directory cannot be used (err says why).
+ */
+int record_open(struct record **out, const struct record_opts *o, char *err, size_t errlen);
+void record_close(struct record *r);
+
+/* NULL, or why the record is held (damaged file). Thread-safe copy into buf. */
+const char *record_held(struct record *r, char *buf, size_t n);
+/* Reloads after a hold (SIGHUP): 0 when the record is usable now. */
+int record_retry_load(struct record *r, char *err, size_t errlen);
+
+/*
+ * Imports legacy drop-in files present in the directory (state.json:
+ * node identity, declared VPCs and attachments, replacing the declared
+ * ones; remotes.json: the remote set; cni-attachments.json: CNI
+ * attachments not yet in the record), then renames each to *.imported.
+ * Returns the number of files imported (0: none), or -errno with err
+ * (a file that does not parse is left in place and changes nothing).
+ */
+int record_import_legacy(struct record *r, char *err, size_t errlen);
+
+/* ---- writers (each takes the lock and bumps the generation) --------------- */
+
+/* Node identity (the identity loader, the legacy import). mtu 0: unknown. */
+int record_set_node_identity(struct record *r, const struct gdp_node *n, int uplink_mtu);
+/* The node identity; false when none is known yet. */
+bool record_node_identity(struct record *r, struct gdp_node *n, int *uplink_mtu);
+/* Replaces the remote set (the route learner). Copies v. */
+int record_set_remotes(struct record *r, const struct gdp_remote *v, size_t n);
+
+/* ---- the CNI verbs' view: call with the lock held ---------------------------- */
+
+void record_lock(struct record *r);
+void record_unlock(struct record *r);
+/* Under the lock. */
+size_t record_n_atts(struct record *r);
+struct rec_att *record_att(struct record *r, size_t i);
+struct rec_att *record_find_key(struct record *r, const char *network, const char *cid,
+				const char *ifname);
+struct rec_att *record_find_att(struct record *r, const char *vpc, const char *att);
+const struct rec_vpc *record_find_vpc(struct record *r, const char *id);
+bool record_is_held(struct record *r);
+/*
+ * Under the lock: adds an attachment reserved (inactive) from a, allocating
+ * its VPC (number and table, on its first attachment) and its own number;
+ * a->m.arg and a->m.nh4 are set here. Takes ownership of a->netns and
+ * a->config. Returns the record's copy, or NULL with err.
+ */
+struct rec_att *record_reserve(struct record *r, struct rec_att *a, char *err, size_t errlen);
+/* Under the lock: the reserved attachment becomes desired (next apply). */
+unsigned long record_activate(struct record *r, struct rec_att *a);
+/* Under the lock: back to reserved (taken out of the next apply). */
+unsigned long record_deactivate(struct record *r, struct rec_att *a);
+/* Under the lock: removes it (its VPC's number goes with the VPC's last one). */
+unsigned long record_remove(struct record *r, struct rec_att *a);
+/* Under the lock: the current generation. */
+unsigned long record_gen_locked(struct record *r);
+
+/* ---- the pipeline -------------------------------------------------------- */
+
+unsigned long record_gen(struct record *r);
+/* A consistent copy (lock held only for the copy; remotes are shared). */
+int record_snapshot(struct record *r, struct rec_snap *out);
+void record_snap_free(struct rec_snap *s);
+/*
+ * Writes what changed since the last commit up to the snapshot's generation
+ * (record.json and/or record-remotes.json). 0, or -errno with err; a held
+ * record writes nothing and fails.
+ */
+int record_commit(struct record *r, const struct rec_snap *s, char *err, size_t errlen);
+
+/* ---- pure parsers (tests, fuzz_record, galactic-bpf) --------------------- */
+
+/* The contents of record.json. */
+struct rec_data {
+	struct gdp_node node;
+	bool have_node;
+	int uplink_mtu;
+	struct rec_vpc *vpcs;
+	size_t nvpcs;
+	struct rec_att *atts;
+	size_t natts;
+};
+
+/*
+ * Parses record.json text (strict: version, every field's type and range,
+ * every attachment's VPC listed, no number used twice). 0, or -EINVAL with
+ * err naming the object and the field (out then holds nothing).
+ */
+int record_parse(const char *text, size_t len, struct rec_data *out, char *err, size_t errlen);
+void record_data_free(struct rec_data *d);
+/* Parses record-remotes.json text, appending to st->remotes. 0 or -EINVAL with err. */
+int record_parse_remotes(const char *text, size_t len, struct gdp_state *st, char *err, size_t errlen);
+/* Frees what an attachment owns (netns, config); not a itself. */
+void rec_att_clear(struct rec_att *a);
+/* rec_att_clear on each, then free(v). */
+void record_atts_free(struct rec_att *v, size_t n);
+/* Loads dir's record (both files) as a desired state, read-only (galactic-bpf, tests). */
+int record_load_state(const char *dir, struct gdp_state *st, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,21 @@
+/*
+ * Durable file writes, one helper for the whole tree: a file is replaced
+ * atomically (temporary file in the same directory, write, fsync, rename,
+ * fsync of the directory), so a reader or a crash sees the old content or
+ * the new one, never half of it, and the new name survives a power cut.
+ */
+#ifndef GALACTIC_COMMON_FILEIO_H
+#define GALACTIC_COMMON_FILEIO_H
+
+#include <stddef.h>
+
+/* Writes len bytes to path atomically. 0, or -errno (err says which step, may be NULL). */
+int gfile_write_atomic(const char *path, const void *data, size_t len, char *err, size_t errlen);
+
+/* Reads a whole file (NUL-terminated, *len without it). 0, -ENOENT, -EFBIG past max, -errno. */
+int gfile_read(const char *path, size_t max, char **out, size_t *len);
+
+/* mkdir -p with mode for the missing parts; 0 or -errno. */
+int gfile_mkdir_p(const char *dir, unsigned mode);
+
+#endif

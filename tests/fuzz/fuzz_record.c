@@ -1,0 +1,42 @@
+/* libFuzzer: the parsers of the agent's record (record.json and
+ * record-remotes.json, agent/record.h). What is accepted must be consistent:
+ * every attachment's VPC is listed, numbers are in range and unique. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/record.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct rec_data d;
+	struct gdp_state st;
+	char err[512];
+
+	if (!size)
+		return 0;
+	if (data[0] & 1) {
+		if (record_parse((const char *)data + 1, size - 1, &d, err, sizeof(err)) == 0) {
+			for (size_t i = 0; i < d.natts; i++) {
+				bool known = false;
+
+				for (size_t k = 0; k < d.nvpcs; k++)
+					known |= !strcmp(d.vpcs[k].m.id, d.atts[i].m.vpc);
+				if (!known || !d.atts[i].m.arg || d.atts[i].m.arg > GDP_ARG_MAX)
+					abort();
+				for (size_t k = 0; k < i; k++)
+					if (d.atts[k].m.arg == d.atts[i].m.arg)
+						abort();
+			}
+			record_data_free(&d);
+		} else if (!err[0]) {
+			abort(); /* a refusal always says why */
+		}
+	} else {
+		gdp_state_init(&st);
+		if (record_parse_remotes((const char *)data + 1, size - 1, &st, err, sizeof(err)) && !err[0])
+			abort();
+		gdp_state_free(&st);
+	}
+	return 0;
+}

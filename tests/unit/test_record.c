@@ -1,0 +1,304 @@
+/*
+ * The node's record (agent/record.h): one allocator, commit and reload,
+ * migration of the three legacy files (renamed aside, nothing lost), a
+ * damaged file held with a reason (never half-used, never overwritten), the
+ * strict parser's refusals, snapshots sharing the remote set.
+ */
+#include "tests/lib/gtest.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent/record.h"
+#include "agent/record_legacy.h"
+#include "common/fileio.h"
+
+static char dir[64];
+
+static void mkdir_tmp(void)
+{
+	snprintf(dir, sizeof(dir), "/tmp/grec.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+static void rm_tmp(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+static bool exists(const char *name)
+{
+	char p[200];
+
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	return access(p, F_OK) == 0;
+}
+
+static void put(const char *name, const char *text)
+{
+	char p[200];
+
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	ck_assert_int_eq(gfile_write_atomic(p, text, strlen(text), NULL, 0), 0);
+}
+
+static struct record *open_rec(void)
+{
+	struct record *r;
+	char err[512];
+
+	ck_assert_int_eq(record_open(&r, &(struct record_opts){ .dir = dir }, err, sizeof(err)), 0);
+	return r;
+}
+
+static void commit(struct record *r)
+{
+	struct rec_snap s;
+	char err[512];
+
+	ck_assert_int_eq(record_snapshot(r, &s), 0);
+	ck_assert_msg(record_commit(r, &s, err, sizeof(err)) == 0, "%s", err);
+	record_snap_free(&s);
+}
+
+static struct rec_att *reserve(struct record *r, const char *vpc, const char *id, const char *addr)
+{
+	struct rec_att t = { .src = REC_SRC_CNI };
+	struct rec_att *a;
+	char err[256];
+
+	snprintf(t.m.vpc, sizeof(t.m.vpc), "%s", vpc);
+	snprintf(t.m.id, sizeof(t.m.id), "%s", id);
+	snprintf(t.m.host_ifname, sizeof(t.m.host_ifname), "gc%s", id);
+	snprintf(t.network, sizeof(t.network), "net");
+	snprintf(t.m.container_id, sizeof(t.m.container_id), "c-%s", id);
+	snprintf(t.ifname, sizeof(t.ifname), "eth0");
+	ck_assert_int_eq(gdp_prefix_parse(addr, &t.m.addrs[0]), 0);
+	t.m.n_addrs = 1;
+	t.config = json_pack("{s:s, s:s}", "vpc", vpc, "vpcattachment", id);
+	t.netns = strdup("/var/run/netns/x");
+	record_lock(r);
+	a = record_reserve(r, &t, err, sizeof(err));
+	ck_assert_msg(a != NULL, "%s", err);
+	record_unlock(r);
+	return a;
+}
+
+START_TEST(t_allocate_commit_reload)
+{
+	struct gdp_node n = { .block = { 0xfc, 0xbb, 0xbb, 0, 0, 1 }, .node_id = 7 };
+	struct record *r;
+	struct rec_att *a1, *a2, *b1;
+	struct rec_snap s;
+
+	mkdir_tmp();
+	r = open_rec();
+	ck_assert(!record_node_identity(r, NULL, NULL));
+	record_set_node_identity(r, &n, 1500);
+	a1 = reserve(r, "vpcA", "a1", "10.1.0.1");
+	a2 = reserve(r, "vpcA", "a2", "fd00:a::2");
+	b1 = reserve(r, "vpcB", "b1", "fd00:a::2");
+	ck_assert_uint_ne(a1->m.arg, a2->m.arg);
+	ck_assert_uint_ne(a2->m.arg, b1->m.arg);
+	ck_assert_uint_eq(a1->m.nh4.s_addr, gdp_default_nh4(a1->m.arg).s_addr); /* IPv4: a DX4 next hop */
+	ck_assert_uint_eq(a2->m.nh4.s_addr, 0);
+	record_lock(r);
+	ck_assert_uint_ne(record_find_vpc(r, "vpcA")->m.arg, record_find_vpc(r, "vpcB")->m.arg);
+	ck_assert_uint_eq(record_find_vpc(r, "vpcA")->m.table, GDP_TABLE_MIN_DEFAULT + record_find_vpc(r, "vpcA")->m.arg);
+	record_activate(r, a1);
+	record_activate(r, a2);
+	/* b1 stays reserved: neither applied nor written */
+	record_unlock(r);
+	ck_assert_int_eq(record_snapshot(r, &s), 0);
+	ck_assert_uint_eq(s.st.n_atts, 2);
+	ck_assert_uint_eq(s.st.n_vpcs, 1); /* vpcB has no desired attachment yet */
+	ck_assert_str_eq(s.pods[0].guest_ifname, "eth0");
+	record_snap_free(&s);
+	commit(r);
+	record_close(r);
+
+	r = open_rec();
+	ck_assert(record_node_identity(r, &n, NULL));
+	ck_assert_uint_eq(n.node_id, 7);
+	record_lock(r);
+	ck_assert_uint_eq(record_n_atts(r), 2);
+	ck_assert_ptr_null(record_find_vpc(r, "vpcB")); /* the reservation did not outlive the restart */
+	a1 = record_find_key(r, "net", "c-a1", "eth0");
+	ck_assert_ptr_nonnull(a1);
+	ck_assert_str_eq(a1->netns, "/var/run/netns/x");
+	ck_assert_str_eq(json_string_value(json_object_get(a1->config, "vpcattachment")), "a1");
+	/* the last attachment of a VPC takes its number with it */
+	record_remove(r, record_find_att(r, "vpcA", "a1"));
+	record_remove(r, record_find_att(r, "vpcA", "a2"));
+	ck_assert_ptr_null(record_find_vpc(r, "vpcA"));
+	record_unlock(r);
+	record_close(r);
+	rm_tmp();
+}
+END_TEST
+
+START_TEST(t_migrates_legacy_files)
+{
+	struct record *r;
+	struct rec_snap s;
+	struct rec_att *c;
+
+	mkdir_tmp();
+	put(LEGACY_STATE, "{\"node\":{\"block\":\"fcbb:bb00:1::/48\",\"node_id\":3,\"uplink\":\"up0\"},"
+			  "\"vpcs\":[{\"id\":\"vpcA\",\"arg\":1,\"table\":16385,\"prefixes\":[\"fd00:a::/64\"]}],"
+			  "\"attachments\":[{\"vpc\":\"vpcA\",\"id\":\"s1\",\"host_ifname\":\"hs1\",\"arg\":1,"
+			  "\"addrs\":[\"fd00:a::1\"],\"pod_mac\":\"02:00:00:00:00:01\",\"mtu\":1400}]}");
+	put(LEGACY_REMOTES, "{\"remotes\":[{\"vpc\":\"vpcA\",\"prefix\":\"fd00:a::9/128\",\"sid\":\"fcbb:bb00:1:2:e001::\"}]}");
+	put(LEGACY_CNI, "{\"version\":1,\"vpcs\":[{\"id\":\"vpcC\",\"arg\":2,\"table\":16386}],"
+			"\"attachments\":[{\"network\":\"net-c\",\"containerID\":\"ctr\",\"ifname\":\"eth0\","
+			"\"netns\":\"/run/netns/p\",\"podNamespace\":\"default\",\"podName\":\"web-0\",\"podUID\":\"u\","
+			"\"hostIfname\":\"gc0000000000001\",\"hostMac\":\"6a:ae:8b:5a:02:b5\",\"mac\":\"c6:8a:e1:51:59:a6\","
+			"\"mtu\":1400,\"arg\":7,\"config\":{\"vpc\":\"vpcC\",\"vpcattachment\":\"C1\",\"ipFamilies\":[\"IPv6\",\"IPv4\"],"
+			"\"addresses\":[{\"address\":\"fd00:c::5/128\"},{\"address\":\"10.3.0.5/32\"}],"
+			"\"egress\":{\"internet\":{\"families\":[\"IPv4\"]}}}}]}");
+	r = open_rec();
+	ck_assert(exists(RECORD_FILE));
+	ck_assert(exists(RECORD_REMOTES_FILE));
+	ck_assert(!exists(LEGACY_STATE) && !exists(LEGACY_REMOTES) && !exists(LEGACY_CNI));
+	ck_assert(exists(LEGACY_STATE LEGACY_ASIDE_SUFFIX) && exists(LEGACY_CNI LEGACY_ASIDE_SUFFIX));
+	ck_assert_int_eq(record_snapshot(r, &s), 0);
+	ck_assert_uint_eq(s.st.node.node_id, 3);
+	ck_assert_uint_eq(s.st.n_vpcs, 2);
+	ck_assert_uint_eq(s.st.n_atts, 2);
+	ck_assert_uint_eq(s.st.n_remotes, 1);
+	ck_assert_ptr_eq(s.st.remotes, s.remotes->v); /* shared, not copied */
+	record_snap_free(&s);
+	record_lock(r);
+	c = record_find_att(r, "vpcC", "C1");
+	ck_assert_ptr_nonnull(c);
+	ck_assert_uint_eq(c->m.arg, 7);              /* numbers kept: the kernel has them */
+	ck_assert_uint_eq(record_find_vpc(r, "vpcC")->m.table, 16386);
+	ck_assert_uint_eq(c->m.nh4.s_addr, gdp_default_nh4(7).s_addr);
+	ck_assert_str_eq(c->pod_name, "web-0");
+	ck_assert_uint_eq(c->egress, REC_FAM_V4);
+	ck_assert_uint_eq(c->m.pod_mac[0], 0xc6);
+	record_unlock(r);
+	record_close(r);
+	/* Reopened from the record alone: the same. */
+	r = open_rec();
+	ck_assert_int_eq(record_snapshot(r, &s), 0);
+	ck_assert_uint_eq(s.st.n_atts, 2);
+	ck_assert_uint_eq(s.st.n_remotes, 1);
+	record_snap_free(&s);
+	record_close(r);
+	rm_tmp();
+}
+END_TEST
+
+START_TEST(t_damaged_record_is_held)
+{
+	struct record *r;
+	char why[512], err[512];
+	static const char *const bad[] = {
+		"{ nope",
+		"{\"version\":2,\"vpcs\":[],\"attachments\":[]}",
+		"{\"version\":1,\"vpcs\":[{\"id\":\"v\",\"arg\":1,\"table\":1},{\"id\":\"w\",\"arg\":1,\"table\":2}],\"attachments\":[]}",
+		"{\"version\":1,\"vpcs\":[],\"attachments\":[{\"vpc\":\"v\",\"id\":\"a\",\"source\":\"declared\",\"hostIfname\":\"h\",\"arg\":1}]}",
+		"{\"version\":1,\"vpcs\":[{\"id\":\"v\",\"arg\":1,\"table\":1}],\"attachments\":[{\"vpc\":\"v\",\"id\":\"a\",\"source\":\"x\",\"hostIfname\":\"h\",\"arg\":1}]}",
+		"{\"version\":1,\"node\":{\"block\":\"fcbb::/64\",\"nodeID\":1},\"vpcs\":[],\"attachments\":[]}",
+	};
+	static const char *const says[] = { "not JSON", "\"version\" must be 1", "already used by vpc v",
+					    "vpc v is not in \"vpcs\"", "\"source\"", "/48" };
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct rec_snap s;
+
+		mkdir_tmp();
+		put(RECORD_FILE, bad[i]);
+		put(LEGACY_STATE, "{\"node\":{\"block\":\"fcbb:bb00:1::/48\",\"node_id\":3}}");
+		r = open_rec();
+		ck_assert_msg(record_held(r, why, sizeof(why)) != NULL, "case %zu not held", i);
+		ck_assert_msg(strstr(why, says[i]) && strstr(why, RECORD_FILE), "case %zu: %s", i, why);
+		/* nothing written, nothing imported */
+		ck_assert_int_eq(record_snapshot(r, &s), 0);
+		ck_assert_int_eq(record_commit(r, &s, err, sizeof(err)), -EBUSY);
+		record_snap_free(&s);
+		ck_assert(exists(LEGACY_STATE));
+		{
+			char p[200], *text;
+			size_t len;
+
+			snprintf(p, sizeof(p), "%s/%s", dir, RECORD_FILE);
+			ck_assert_int_eq(gfile_read(p, 1 << 20, &text, &len), 0);
+			ck_assert_str_eq(text, bad[i]);
+			free(text);
+		}
+		/* repaired (removed): SIGHUP's retry makes it usable */
+		snprintf(why, sizeof(why), "%s/%s", dir, RECORD_FILE);
+		unlink(why);
+		ck_assert_int_eq(record_retry_load(r, err, sizeof(err)), 0);
+		ck_assert_ptr_null(record_held(r, why, sizeof(why)));
+		ck_assert_int_eq(record_import_legacy(r, err, sizeof(err)), 1);
+		ck_assert(record_node_identity(r, NULL, NULL));
+		record_close(r);
+		rm_tmp();
+	}
+}
+END_TEST
+
+START_TEST(t_remotes_replaced_and_filtered)
+{
+	struct gdp_node n = { .block = { 0xfc, 0xbb, 0xbb, 0, 0, 1 }, .node_id = 1 };
+	struct gdp_remote v[2] = { { .vpc = "vpcA" }, { .vpc = "gone" } };
+	struct record *r;
+	struct rec_snap s;
+
+	mkdir_tmp();
+	r = open_rec();
+	record_set_node_identity(r, &n, 0);
+	{
+		struct rec_att *a = reserve(r, "vpcA", "a1", "fd00:a::1");
+
+		record_lock(r);
+		record_activate(r, a);
+		record_unlock(r);
+	}
+	gdp_prefix_parse("fd00:a::9/128", &v[0].prefix);
+	gdp_prefix_parse("fd00:b::9/128", &v[1].prefix);
+	inet_pton(AF_INET6, "fcbb:bb00:1:2:e001::", &v[0].sid);
+	v[1].sid = v[0].sid;
+	ck_assert_int_eq(record_set_remotes(r, v, 2), 0);
+	ck_assert_int_eq(record_snapshot(r, &s), 0);
+	ck_assert_uint_eq(s.st.n_remotes, 1); /* a VPC this node does not host is left out */
+	ck_assert_str_eq(s.st.remotes[0].vpc, "vpcA");
+	record_snap_free(&s);
+	commit(r);
+	record_close(r);
+	r = open_rec();
+	ck_assert_int_eq(record_snapshot(r, &s), 0);
+	ck_assert_uint_eq(s.remotes->n, 2); /* the durable set is the learner's, whole */
+	record_snap_free(&s);
+	record_close(r);
+	rm_tmp();
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("record");
+	TCase *tc = tcase_create("record");
+
+	tcase_add_test(tc, t_allocate_commit_reload);
+	tcase_add_test(tc, t_migrates_legacy_files);
+	tcase_add_test(tc, t_damaged_record_is_held);
+	tcase_add_test(tc, t_remotes_replaced_and_filtered);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return gt_run(suite());
+}
