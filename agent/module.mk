@@ -5,4 +5,3 @@ $(eval $(call lib,gagent,agent/record.c agent/record_legacy.c agent/pipeline.c))
 LIBDEPS_gagent := jansson pthread
 $(eval $(call prog,galactic-agent,agent/main.c,gcniagent greport gcni gagent gdpbpf gdp gnl gcommon,jansson nl bpf curl mhd pthread m))
 $(eval $(call unit_test,test_record,tests/unit/test_record.c,gagent gdp gnl gcommon,jansson nl curl mhd yaml pthread m))
-$(eval $(call fuzzer,fuzz_record,tests/fuzz/fuzz_record.c,gagent gdp gnl gcommon,jansson nl curl mhd yaml pthread m))

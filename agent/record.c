@@ -673,6 +673,129 @@ static int alloc_att_arg(struct record *r, uint16_t *out)
 	return -ENOSPC;
 }
 
+/* ---- cni-attachments.json (the old CNI server's record) ------------------ */
+
+/* Its format: docs/cni.md ("Upgrading"); model fields as the old server
+ * derived them from the stored configuration. */
+
+
+/* One entry; why says which field is wrong. */
+static int legacy_cni_att(json_t *v, struct rec_att *a, char *why, size_t n)
+{
+	json_t *cfg = json_object_get(v, "config"), *x;
+	char hm[20] = "", m[20] = "", netns[4096] = "";
+	size_t i;
+
+	memset(a, 0, sizeof(*a));
+	a->src = REC_SRC_CNI;
+	a->active = true;
+	if (jcopy(v, "network", a->network, sizeof(a->network), true) ||
+	    jcopy(v, "containerID", a->m.container_id, sizeof(a->m.container_id), true) ||
+	    jcopy(v, "ifname", a->ifname, sizeof(a->ifname), true) ||
+	    jcopy(v, "netns", netns, sizeof(netns), false) ||
+	    jcopy(v, "podNamespace", a->pod_ns, sizeof(a->pod_ns), false) ||
+	    jcopy(v, "podName", a->pod_name, sizeof(a->pod_name), false) ||
+	    jcopy(v, "podUID", a->pod_uid, sizeof(a->pod_uid), false) ||
+	    jcopy(v, "hostIfname", a->m.host_ifname, sizeof(a->m.host_ifname), true))
+		return snprintf(why, n, "a string field is missing or too long"), -EINVAL;
+	if (jcopy(v, "hostMac", hm, sizeof(hm), false) || jcopy(v, "mac", m, sizeof(m), false) ||
+	    (hm[0] && mac_parse(hm, a->host_mac)) || (m[0] && mac_parse(m, a->m.pod_mac)))
+		return snprintf(why, n, "\"hostMac\" / \"mac\" is not a MAC address"), -EINVAL;
+	x = json_object_get(v, "arg");
+	if (!json_is_integer(x) || json_integer_value(x) < 1 || json_integer_value(x) > GDP_ARG_MAX)
+		return snprintf(why, n, "\"arg\" must be 1-%d", GDP_ARG_MAX), -EINVAL;
+	a->m.arg = (uint16_t)json_integer_value(x);
+	x = json_object_get(v, "mtu");
+	if (x && (!json_is_integer(x) || json_integer_value(x) < 0 || json_integer_value(x) > 65535))
+		return snprintf(why, n, "\"mtu\" out of range"), -EINVAL;
+	a->m.mtu = x ? (uint32_t)json_integer_value(x) : 0;
+	if (!json_is_object(cfg) || jcopy(cfg, "vpc", a->m.vpc, sizeof(a->m.vpc), true) ||
+	    jcopy(cfg, "vpcattachment", a->m.id, sizeof(a->m.id), true))
+		return snprintf(why, n, "\"config\" has no \"vpc\" / \"vpcattachment\""), -EINVAL;
+	json_array_foreach(json_object_get(cfg, "addresses"), i, x) {
+		const char *s = jstr(x, "address");
+		struct gdp_prefix p;
+
+		if (a->m.n_addrs == GDP_ADDRS_MAX || !s || gdp_prefix_parse(s, &p))
+			return snprintf(why, n, "config.addresses[%zu] is not an address", i), -EINVAL;
+		/* The pod's address as a host prefix, as the old server derived it. */
+		p.len = p.family == AF_INET ? 32 : 128;
+		a->m.addrs[a->m.n_addrs++] = p;
+		if (p.family == AF_INET)
+			a->m.nh4 = gdp_default_nh4(a->m.arg);
+	}
+	{
+		int badf;
+
+		a->egress = parse_families(json_object_get(json_object_get(json_object_get(cfg, "egress"), "internet"),
+							   "families"), &badf);
+	}
+	a->config = json_incref(cfg);
+	a->netns = netns[0] ? strdup(netns) : NULL;
+	return 0;
+}
+
+static int legacy_load_cni(const char *dir, struct rec_att **atts, size_t *natts, struct rec_vpc **vpcs,
+		    size_t *nvpcs, char *err, size_t errlen)
+{
+	char path[4200], why[200];
+	json_error_t je;
+	json_t *o, *v;
+	size_t i;
+
+	*atts = NULL;
+	*vpcs = NULL;
+	*natts = *nvpcs = 0;
+	snprintf(path, sizeof(path), "%s/%s", dir, LEGACY_CNI);
+	if (access(path, F_OK) < 0)
+		return -ENOENT;
+	o = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+	if (!json_is_object(o) || json_integer_value(json_object_get(o, "version")) != 1) {
+		snprintf(err, errlen, "%s: %s", path, o ? "not a version 1 CNI record" : je.text);
+		json_decref(o);
+		return -EINVAL;
+	}
+	*vpcs = calloc(json_array_size(json_object_get(o, "vpcs")) + 1, sizeof(**vpcs));
+	*atts = calloc(json_array_size(json_object_get(o, "attachments")) + 1, sizeof(**atts));
+	if (!*vpcs || !*atts)
+		goto nomem;
+	json_array_foreach(json_object_get(o, "vpcs"), i, v) {
+		struct rec_vpc *rv = &(*vpcs)[*nvpcs];
+		json_t *a = json_object_get(v, "arg"), *t = json_object_get(v, "table");
+
+		if (jcopy(v, "id", rv->m.id, sizeof(rv->m.id), true) || !json_is_integer(a) ||
+		    json_integer_value(a) < 1 || json_integer_value(a) > GDP_ARG_MAX || !json_is_integer(t) ||
+		    json_integer_value(t) < 1 || json_integer_value(t) > 0xFFFFFFFFLL) {
+			snprintf(err, errlen, "%s: vpcs[%zu] is malformed (id, arg 1-%d, table)", path, i,
+				 GDP_ARG_MAX);
+			goto bad;
+		}
+		rv->m.arg = (uint16_t)json_integer_value(a);
+		rv->m.table = (uint32_t)json_integer_value(t);
+		(*nvpcs)++;
+	}
+	json_array_foreach(json_object_get(o, "attachments"), i, v) {
+		if (legacy_cni_att(v, &(*atts)[*natts], why, sizeof(why))) {
+			rec_att_clear(&(*atts)[*natts]);
+			snprintf(err, errlen, "%s: attachments[%zu]: %s", path, i, why);
+			goto bad;
+		}
+		(*natts)++;
+	}
+	json_decref(o);
+	return 0;
+nomem:
+	snprintf(err, errlen, "%s: out of memory", path);
+bad:
+	json_decref(o);
+	record_atts_free(*atts, *natts);
+	free(*vpcs);
+	*atts = NULL;
+	*vpcs = NULL;
+	*natts = *nvpcs = 0;
+	return -EINVAL;
+}
+
 /* ---- legacy import ----------------------------------------------------------- */
 
 static bool file_exists(const struct record *r, const char *name)

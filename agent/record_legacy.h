@@ -3,7 +3,7 @@
  * module), kept to migrate them and for tests that write a node that way:
  *   state.json            node, VPCs, attachments (hand-written or by tooling)
  *   remotes.json          remote prefixes -> SIDs (the old route learner)
- *   cni-attachments.json  the old CNI server's record
+ *   cni-attachments.json  the old CNI server's record (parsed in record.c)
  * Format: docs/dataplane-kernel.md ("Upgrading from the three files").
  */
 #ifndef GALACTIC_AGENT_RECORD_LEGACY_H
@@ -18,9 +18,6 @@
 #define LEGACY_CNI     "cni-attachments.json"
 #define LEGACY_ASIDE_SUFFIX ".imported"
 
-struct rec_att;
-struct rec_vpc;
-
 /*
  * Loads dir/state.json and dir/remotes.json (each optional) into st.
  * An object that cannot be parsed is skipped and reported in bad (one result
@@ -33,14 +30,5 @@ int legacy_load(const char *dir, struct gdp_state *st, struct gdp_results *bad, 
 int legacy_save_state(const char *dir, const struct gdp_state *st, char *err, size_t errlen);
 /* Writes remotes.json as the old route learner did. */
 int legacy_save_remotes(const char *dir, const struct gdp_state *st, char *err, size_t errlen);
-
-/*
- * Loads dir/cni-attachments.json (the old CNI server's record) as record
- * attachments (CNI facts, model fields derived from the stored config) and
- * the VPC numbers it lists. -ENOENT when absent; -EINVAL with err naming the
- * entry when malformed (nothing is returned then).
- */
-int legacy_load_cni(const char *dir, struct rec_att **atts, size_t *natts, struct rec_vpc **vpcs,
-		    size_t *nvpcs, char *err, size_t errlen);
 
 #endif

@@ -25,8 +25,6 @@ build/gen/srv6.skel.h: build/gen/srv6.bpf.o
 GENERATED += build/gen/vmlinux.h build/gen/srv6.skel.h
 
 $(eval $(call lib,gdpbpf,agent/dp/bpf/bpf_dp.c agent/dp/bpf/bpf_sync.c agent/dp/bpf/bpf_backend.c))
-# galactic-bpf: preflight, apply/observe on the agent's state dir, counters from the pins.
-$(eval $(call prog,galactic-bpf,agent/dp/bpf/tool.c,gagent gdpbpf gdp gnl gcommon,bpf nl jansson pthread))
 
 $(eval $(call netns_test,test_bpf_golden,tests/netns/test_bpf_golden.c,gdpbpf gdp gnl,bpf nl))
 $(eval $(call bench,bench_bpf_maps,tests/bench/bench_bpf_maps.c,gdpbpf gdp gnl,bpf nl))
