@@ -206,6 +206,13 @@ int pod_setup(const char *host_netns, int nsfd, const struct cni_conf *c, struct
 		goto undo;
 	}
 	memcpy(l->host_mac, gl.addr, 6);
+	/* clsact now, before the first packet, whatever the backend: attaching
+	 * TC programs later (bpf) must never create a qdisc under live traffic. */
+	rc = gnl_clsact_add(hs, gl.ifindex, ext, sizeof(ext));
+	if (rc) {
+		snprintf(err, errlen, "add clsact on %s: %s %s", l->host_ifname, strerror(-rc), ext);
+		goto undo;
+	}
 	{
 		uint32_t idx = gl.ifindex;
 

@@ -52,6 +52,7 @@ struct kb {
 	uint32_t tmin, tmax, rule_prio;
 	unsigned batch, max_retries;
 	struct gdp_caps caps;
+	char clsact_on[GDP_IFNAME_MAX + 1]; /* uplink that has its clsact */
 };
 
 #define VEC(T) struct { T *v; size_t n, cap; }
@@ -1015,6 +1016,12 @@ thdone:;
 			goto nomem;
 
 	if (dry) {
+		/* Objects that already failed (invalid, refused, host interface
+		 * missing) are differences too: a dry run must not say "in sync"
+		 * while one of them cannot be programmed. */
+		for (i = 0; i < res->n; i++)
+			if (res->v[i].err)
+				res->failed++;
 		for (i = 0; i < p.ops.n; i++)
 			if (p.ops.v[i].res)
 				p.ops.v[i].res->programmed = false, p.ops.v[i].res->err = p.ops.v[i].res->err ? p.ops.v[i].res->err : -ENOENT;
@@ -1036,7 +1043,7 @@ thdone:;
 			rc = res->v[i].err;
 	}
 	if (dry && !rc)
-		rc = pending;
+		rc = pending + (int)res->failed;
 	goto out;
 nomem:
 	rc = -ENOMEM;
@@ -1181,11 +1188,30 @@ static int kb_caps(struct gdp_backend *b, struct gdp_caps *caps)
 	return 0;
 }
 
+/*
+ * The uplink gets its clsact qdisc at the first apply, whatever the backend:
+ * a later switch to the bpf backend then attaches to it without creating a
+ * qdisc under live traffic. Best effort (the kernel datapath does not use it).
+ */
+static void uplink_clsact(struct kb *k, const char *uplink)
+{
+	struct gnl_link l;
+	char ext[256];
+
+	if (!uplink[0] || !strcmp(k->clsact_on, uplink) || gnl_link_get(k->nl, uplink, &l))
+		return;
+	if (gnl_clsact_add(k->nl, l.ifindex, ext, sizeof(ext)) == 0)
+		snprintf(k->clsact_on, sizeof(k->clsact_on), "%s", uplink);
+}
+
 static int kb_apply(struct gdp_backend *b, const struct gdp_state *d, struct gdp_results *res)
 {
 	struct gdp_results v;
 	size_t i;
-	int rc = reconcile((struct kb *)b, d, res, false), vr;
+	int rc, vr;
+
+	uplink_clsact((struct kb *)b, d->node.uplink);
+	rc = reconcile((struct kb *)b, d, res, false);
 
 	if (rc < 0 || (!res->added && !res->removed))
 		return rc; /* nothing written: the diff itself was the verification */

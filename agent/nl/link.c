@@ -5,6 +5,8 @@
 
 #include <linux/if_link.h>
 #include <linux/veth.h>
+#include <linux/pkt_sched.h>
+#include <linux/rtnetlink.h>
 #include <netlink/attr.h>
 
 #include "agent/nl/objects.h"
@@ -242,4 +244,22 @@ int gnl_link_del(struct gnl_sock *s, const char *name, char *ext, size_t extlen)
 	strcpy(l.name, name);
 	rc = gnl_link_msg(&m, RTM_DELLINK, 0, &l);
 	return rc ? rc : talk_free(s, m, ext, extlen);
+}
+
+int gnl_clsact_add(struct gnl_sock *s, uint32_t ifindex, char *ext, size_t extlen)
+{
+	struct tcmsg tc = { .tcm_family = AF_UNSPEC, .tcm_ifindex = (int)ifindex,
+			    .tcm_handle = TC_H_MAKE(TC_H_CLSACT, 0), .tcm_parent = TC_H_CLSACT };
+	struct nl_msg *m = nlmsg_alloc_simple(RTM_NEWQDISC, NLM_F_CREATE | NLM_F_EXCL);
+	int rc;
+
+	if (!m)
+		return -ENOMEM;
+	if (nlmsg_append(m, &tc, sizeof(tc), NLMSG_ALIGNTO) < 0 || nla_put_string(m, TCA_KIND, "clsact") < 0) {
+		nlmsg_free(m);
+		return -ENOMEM;
+	}
+	rc = gnl_talk(s, m, ext, extlen);
+	nlmsg_free(m);
+	return rc == -EEXIST ? 0 : rc;
 }

@@ -145,5 +145,11 @@ int gnl_veth_add(struct gnl_sock *s, const char *name, const char *peer, int pee
 int gnl_link_set(struct gnl_sock *s, const struct gnl_link *l, char *ext, size_t extlen);
 int gnl_link_del(struct gnl_sock *s, const char *name, char *ext, size_t extlen);
 int gnl_vrf_add(struct gnl_sock *s, const char *name, uint32_t table, char *ext, size_t extlen);
+/*
+ * Ensures a clsact qdisc on ifindex (0 when it is there already). Created
+ * with the interface, before traffic, so attaching TC programs later (the
+ * bpf backend) never replaces a qdisc under live packets.
+ */
+int gnl_clsact_add(struct gnl_sock *s, uint32_t ifindex, char *ext, size_t extlen);
 
 #endif

@@ -22,7 +22,7 @@
  *    without valid attachments (a GC naming no attachments removes none),
  *    DEL twice.
  *
- * Cross-node routes are fed to each agent through remotes.json, as the
+ * Cross-node routes are fed to each agent through a remotes.json drop-in (SIGHUP), as the
  * other netns suites do (in a cell they come from the other nodes' reports).
  */
 #include <arpa/inet.h>
@@ -206,7 +206,7 @@ static json_t *record(int node)
 {
 	char p[600];
 
-	snprintf(p, sizeof(p), "%s/n%d/cni-attachments.json", T.dir, node);
+	snprintf(p, sizeof(p), "%s/n%d/record.json", T.dir, node);
 	return json_load_file(p, 0, NULL);
 }
 
@@ -287,7 +287,9 @@ static int write_remotes(void)
 		if (json_dump_file(doc, path, JSON_INDENT(1)))
 			return -1;
 		json_decref(doc);
-		if (topo_sh("mv %s/n%d/remotes.json.tmp %s/n%d/remotes.json", T.dir, node, T.dir, node))
+		/* a drop-in file, imported into the agent's record on SIGHUP */
+		if (topo_sh("mv %s/n%d/remotes.json.tmp %s/n%d/remotes.json", T.dir, node, T.dir, node) ||
+		    topo_agent_pid(&T, node) <= 0 || kill(topo_agent_pid(&T, node), SIGHUP))
 			return -1;
 	}
 	return 0;

@@ -589,6 +589,58 @@ START_TEST(t_bad_input_fails_alone)
 }
 END_TEST
 
+/*
+ * A dry run (observe) must count an object that cannot be programmed: an
+ * attachment whose host interface is missing is a difference, both through
+ * the backend and through `galactic-bpf observe --mode kernel`.
+ */
+START_TEST(t_observe_counts_failed_objects)
+{
+	struct gdp_backend *be;
+	struct gdp_state st;
+	struct gdp_results res;
+	struct gdp_attachment ghost;
+	const struct gdp_result *x;
+	char d[512], ns[64], err[512], out[4096], tmp[] = "/tmp/galactic-ghost.XXXXXX";
+	int rc;
+
+	NEED_TOPO();
+	topo_node_ns(&T, 3, ns, sizeof(ns));
+	ck_assert_int_eq(record_load_state(topo_state_dir(&T, 3, d, sizeof(d)), &st, err, sizeof(err)), 0);
+	ck_assert_int_gt(st.n_atts, 0);
+	ghost = st.atts[0];
+	snprintf(ghost.id, sizeof(ghost.id), "ghost");
+	snprintf(ghost.host_ifname, sizeof(ghost.host_ifname), "hghost");
+	ghost.arg = 77;
+	ghost.nh4 = gdp_default_nh4(77);
+	gdp_prefix_parse("fd00:a::77", &ghost.addrs[0]);
+	gdp_prefix_parse("10.1.0.77", &ghost.addrs[1]);
+	ck_assert_int_eq(gdp_state_add_attachment(&st, &ghost), 0);
+	ck_assert_int_eq(gdp_kernel_backend.open(&be, &(struct gdp_backend_opts){ .netns = ns }, err, sizeof(err)), 0);
+	gdp_results_init(&res);
+	rc = gdp_kernel_backend.observe(be, &st, &res);
+	x = find_res(&res, GDP_OBJ_ATTACHMENT, st.atts[0].vpc, "ghost");
+	ck_assert_ptr_nonnull(x);
+	printf("observe with a missing host interface: rc %d, failed %lu: %s\n", rc, res.failed, x->msg);
+	ck_assert_int_ne(x->err, 0);
+	ck_assert_int_gt(rc, 0);
+	ck_assert_uint_eq(res.failed, 1);
+	gdp_results_free(&res);
+	gdp_kernel_backend.close(be);
+	/* The same through the tool, from a state directory in the old format. */
+	ck_assert_ptr_nonnull(mkdtemp(tmp));
+	ck_assert_int_eq(legacy_save_state(tmp, &st, err, sizeof(err)), 0);
+	rc = topo_out(out, sizeof(out), "%s/build/rel/bin/galactic-bpf observe --mode kernel --state-dir %s --netns %s 2>&1",
+		      getenv("GT_TOP") ? getenv("GT_TOP") : ".", tmp, ns);
+	printf("galactic-bpf observe --mode kernel: exit %d: %s\n", rc, out);
+	ck_assert_int_ne(rc, 0);
+	ck_assert_ptr_nonnull(strstr(out, "failed 1"));
+	ck_assert_ptr_null(strstr(out, ": ok"));
+	topo_sh("rm -rf %s", tmp);
+	gdp_state_free(&st);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("kernel_traffic");
@@ -600,6 +652,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, t_v6_tcp_stream_isolated);
 	tcase_add_test(tc, t_v4_dx4_ping_isolated);
 	tcase_add_test(tc, t_vrf_dt46);
+	tcase_add_test(tc, t_observe_counts_failed_objects);
 	tcase_add_test(tc, t_restart_agent_during_ping_loses_nothing);
 	tcase_add_test(tc, t_drift_repaired_leftovers_removed);
 	tcase_add_test(tc, t_kill9_during_10k_then_restart_exact);
