@@ -5,11 +5,14 @@
  *                  [--bpffs DIR] [--netns NAME]
  *                  [--interval SEC] [--once] [--rtproto N] [--tables MIN-MAX]
  *                  [--cni-socket PATH] [--kubeconfig F --node N --report-namespace NS]
+ *                  [--metrics-addr HOST:PORT] [--verify-interval SEC]
  *
  * Wiring only (docs/architecture.md, "The agent"): inputs (CNI verbs, the
  * route learner, legacy drop-in files) write the record (agent/record.h);
  * one apply pipeline (agent/pipeline.h) snapshots it, applies it through the
- * backend and hands the results to the reports. This thread turns kernel
+ * backend and hands the results to the reports, the health endpoints and the
+ * identity thread (agent/identity/identity.h), which writes the node identity
+ * it gets from the API into the record. This thread turns kernel
  * notifications and signals into pipeline kicks. SIGHUP imports drop-in
  * files (state.json, remotes.json) and reconciles; SIGTERM/SIGINT stop the
  * agent and leave the kernel state in place, so a restart does not
@@ -34,6 +37,8 @@
 #include "agent/cni/verbs.h"
 #include "agent/dp/backend.h"
 #include "agent/dp/bpf/bpf_backend.h"
+#include "agent/health/health.h"
+#include "agent/identity/identity.h"
 #include "agent/nl/objects.h"
 #include "agent/pipeline.h"
 #include "agent/record.h"
@@ -64,7 +69,77 @@ struct agent {
 	struct record *rec;
 	struct pipeline *pl;
 	struct rpt *rpt;               /* reports + learned routes (--node), or NULL */
+	struct ghealth *health;        /* --metrics-addr, or NULL */
+	struct gid_daemon *ident;      /* node identity from the API (--node), or NULL */
+	int drift;                     /* consecutive verify ticks that found drift */
 };
+
+/* The identity the API decided goes into the record (in process); a pass applies it. */
+static void on_identity(void *ctx, const struct gid_result *r)
+{
+	struct agent *ag = ctx;
+	struct gdp_node cur, n = { 0 };
+	int mtu = 0;
+	bool have = record_node_identity(ag->rec, &cur, &mtu);
+
+	memcpy(n.block, r->spec.block, 6);
+	n.node_id = r->id;
+	/* the model has one uplink: the first listed; none listed keeps the record's */
+	snprintf(n.uplink, sizeof(n.uplink), "%s", r->spec.n_uplinks ? r->spec.uplinks[0] : have ? cur.uplink : "");
+	if (have && !memcmp(cur.block, n.block, 6) && cur.node_id == n.node_id && !strcmp(cur.uplink, n.uplink))
+		return;
+	glogf(GLOG_INFO, COMP, "node identity from the API: %s", r->message);
+	if (record_set_node_identity(ag->rec, &n, mtu) == 0) {
+		if (ag->pl)
+			pipeline_kick(ag->pl);
+	}
+	else
+		glogf(GLOG_ERROR, COMP, "node identity not recorded (out of memory)");
+}
+
+/* Whether results read the datapath back as desired; why not (the first failure) into why. */
+static bool verified(const struct gdp_results *res, size_t *programmed, char *why, size_t n)
+{
+	bool ok = true;
+
+	*programmed = 0;
+	why[0] = 0;
+	for (size_t i = 0; i < res->n; i++) {
+		const struct gdp_result *r = &res->v[i];
+
+		if (r->programmed && !r->err) {
+			(*programmed)++;
+		} else if (ok) {
+			ok = false;
+			snprintf(why, n, "%s%s%s%s%s: %s", gdp_obj_kind_str(r->kind), r->vpc[0] ? " " : "", r->vpc,
+				 r->key[0] ? "/" : "", r->key, r->msg[0] ? r->msg : "not read back");
+		}
+	}
+	return ok;
+}
+
+/* What a pass or a verify tick saw goes to /readyz and the NodeDataplane status. */
+static void health_report(struct agent *ag, const struct rec_snap *snap, const struct gdp_results *res,
+			  bool verify_only, bool in_sync, double secs)
+{
+	char why[300];
+	size_t prog;
+	bool ok = verified(res, &prog, why, sizeof(why)) && in_sync;
+
+	if (ok)
+		snprintf(why, sizeof(why), "datapath read back as desired (%zu objects)", res->n);
+	else if (!why[0])
+		snprintf(why, sizeof(why), "owned leftovers in the datapath");
+	ghealth_pass(ag->health, &(struct ghealth_pass){ .verify_only = verify_only, .verified = ok, .objects = res->n,
+							 .programmed = prog, .failed = res->n - prog,
+							 .added = res->added, .removed = res->removed,
+							 .seconds = secs, .why = why });
+	ghealth_identity(ag->health, snap->have_node ? snap->st.node.node_id : 0,
+			 ag->ident ? "none in the record and none from the API yet (NodeDataplane)"
+				   : "none in the record (no --node: no NodeDataplane)");
+	gid_daemon_datapath(ag->ident, snap->have_node ? snap->st.node.node_id : 0, snap->st.node.block, ok,
+			    ok ? "Verified" : snap->have_node ? "NotVerified" : "NoIdentity", why);
+}
 
 /* The route learner's output goes into the record (in process). */
 static int learned_remotes(void *ctx, const struct gdp_remote *v, size_t n)
@@ -83,6 +158,7 @@ static void on_pass(void *ctx, const struct rec_snap *snap, const struct gdp_res
 	struct agent *ag = ctx;
 	struct rpt_pod *pods;
 
+	health_report(ag, snap, res, false, true, 0);
 	if (!ag->rpt)
 		return;
 	pods = calloc(snap->st.n_atts + 1, sizeof(*pods));
@@ -165,12 +241,43 @@ static int watch_cb(const struct nlmsghdr *h, void *arg)
 	return 0;
 }
 
+/*
+ * Verify tick: the datapath read back without a pass. Drift makes the node
+ * not ready at once; seen on two ticks in a row it is repaired (a pass), so
+ * a change caught mid-way by one read does not rewrite the kernel.
+ */
+static void verify_tick(struct agent *ag)
+{
+	struct gdp_results res;
+	struct rec_snap snap;
+	double t0 = now_ms();
+	int n;
+
+	gdp_results_init(&res);
+	n = pipeline_verify(ag->pl, &res);
+	if (n >= 0 && record_snapshot(ag->rec, &snap) == 0) {
+		health_report(ag, &snap, &res, true, n == 0, (now_ms() - t0) / 1e3);
+		record_snap_free(&snap);
+	}
+	if (n > 0 && ++ag->drift >= 2) {
+		glogf(GLOG_WARN, COMP, "verify: %d differences on two reads: repairing", n);
+		ag->drift = 0;
+		pipeline_kick(ag->pl);
+	} else if (n > 0) {
+		glogf(GLOG_WARN, COMP, "verify: %d differences in the datapath: not ready", n);
+	} else {
+		ag->drift = 0;
+	}
+	gdp_results_free(&res);
+}
+
 static void usage(void)
 {
 	fprintf(stderr, "usage: galactic-agent --state-dir DIR [--backend kernel|bpf|auto] [--fallback]\n"
 			"       [--bpffs DIR] [--netns NAME]\n"
 			"       [--interval SEC] [--once] [--rtproto N] [--tables MIN-MAX] [--batch N]\n"
-			"       [--cni-socket PATH] [--kubeconfig PATH --node NAME --report-namespace NS]\n");
+			"       [--cni-socket PATH] [--kubeconfig PATH --node NAME --report-namespace NS]\n"
+			"       [--metrics-addr HOST:PORT] [--verify-interval SEC]\n");
 }
 
 int main(int argc, char **argv)
@@ -184,6 +291,7 @@ int main(int argc, char **argv)
 		{ "kubeconfig", required_argument, 0, 'K' }, { "node", required_argument, 0, 'N' },
 		{ "report-namespace", required_argument, 0, 'R' },
 		{ "bpffs", required_argument, 0, 'F' },     { "fallback", no_argument, 0, 'f' },
+		{ "metrics-addr", required_argument, 0, 'M' }, { "verify-interval", required_argument, 0, 'V' },
 		{ "help", no_argument, 0, 'h' },            { 0, 0, 0, 0 },
 	};
 	struct gdp_backend_opts bo = { 0 };
@@ -197,7 +305,10 @@ int main(int argc, char **argv)
 	char status_path[4200];
 	const struct gdp_backend_ops *ops;
 	struct sigaction sa = { .sa_handler = on_signal };
-	double interval = 30;
+	double interval = 30, verify_s = 5, last_verify = 0;
+	struct gid_daemon_opts io = { 0 };
+	const char *capv[5];
+	const char *metrics_addr = NULL;
 	bool once = false, fallback = false;
 	char err[512];
 	static const unsigned groups[] = { RTNLGRP_LINK, RTNLGRP_IPV4_ROUTE, RTNLGRP_IPV6_ROUTE,
@@ -229,10 +340,12 @@ int main(int argc, char **argv)
 		case 'R': ro.ns = optarg; break;
 		case 'F': bo.bpffs_dir = optarg; break;
 		case 'f': fallback = true; break;
+		case 'M': metrics_addr = optarg; break;
+		case 'V': verify_s = atof(optarg); break;
 		default: usage(); return c == 'h' ? 0 : 2;
 		}
 	}
-	if (!state_dir || interval <= 0) {
+	if (!state_dir || interval <= 0 || verify_s < 0) {
 		usage();
 		return 2;
 	}
@@ -264,9 +377,52 @@ int main(int argc, char **argv)
 	}
 	{
 		struct gdp_caps caps;
+		const char *cv[5];
+		size_t nc = 0;
+		struct gdp_node rn = { 0 };
+		int mtu;
+		bool have;
 
-		if (ops->caps(be, &caps) == 0)
+		if (ops->caps(be, &caps) == 0) {
 			glogf(GLOG_INFO, COMP, "backend %s: %s", backend, caps.detail);
+			if (caps.seg6)
+				cv[nc++] = "seg6";
+			if (caps.seg6local)
+				cv[nc++] = "seg6local";
+			if (caps.vrf)
+				cv[nc++] = "vrf";
+			if (caps.dt46)
+				cv[nc++] = "dt46";
+			if (!strcmp(backend, "bpf"))
+				cv[nc++] = "bpf-tc";
+		}
+		if (metrics_addr) {
+			char host[256];
+			int port;
+
+			if (ghealth_parse_addr(metrics_addr, host, sizeof(host), &port) ||
+			    ghealth_start(&ag.health, &(struct ghealth_opts){ .addr = host, .port = port, .datapath = backend,
+									      .version = RPT_VERSION,
+									      .stall_s = 3 * interval + 60 },
+					  err, sizeof(err))) {
+				fprintf(stderr, "galactic-agent: --metrics-addr %s: %s\n", metrics_addr,
+					ag.health ? err : "want HOST:PORT, free to bind");
+				goto fail;
+			}
+			glogf(GLOG_INFO, COMP, "serving /metrics, /healthz, /readyz on %s:%d", host, ghealth_port(ag.health));
+		}
+		/* The node's identity from the API: the record's is kept until it answers. */
+		have = record_node_identity(ag.rec, &rn, &mtu);
+		io = (struct gid_daemon_opts){ .kubeconfig = ro.kubeconfig, .node = ro.node, .datapath = backend,
+					       .version = RPT_VERSION, .n_caps = nc, .record_id = have ? rn.node_id : 0,
+					       .on_identity = on_identity, .ud = &ag };
+		memcpy(capv, cv, sizeof(cv));
+		io.caps = capv;
+		memcpy(io.record_block, rn.block, 6);
+		if (!have)
+			glogf(GLOG_WARN, COMP, "no node identity in the record: %s",
+			      ro.node ? "waiting for the API (NodeDataplane); nothing is programmed meanwhile"
+				      : "nothing is programmed until one is given (state.json, or --node with a NodeDataplane)");
 	}
 	sigaction(SIGHUP, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
@@ -282,6 +438,11 @@ int main(int argc, char **argv)
 	/* Before the first pass, so that pass is reported too. */
 	ro.datapath = backend, ro.set_remotes = learned_remotes, ro.ctx = &ag;
 	if ((ro.node || ro.ns || ro.kubeconfig) && rpt_start(&ag.rpt, &ro, err, sizeof(err))) {
+		fprintf(stderr, "galactic-agent: %s\n", err);
+		goto fail;
+	}
+	/* After the pipeline (it kicks it) and before the first pass (which it reads). */
+	if (ro.node && gid_daemon_start(&ag.ident, &io, err, sizeof(err))) {
 		fprintf(stderr, "galactic-agent: %s\n", err);
 		goto fail;
 	}
@@ -339,6 +500,11 @@ int main(int argc, char **argv)
 			dirty_at = 0;
 			pipeline_kick(ag.pl);
 		}
+		/* Read-backs between passes feed /readyz (only served with --metrics-addr). */
+		if (ag.health && verify_s > 0 && now_ms() - last_verify >= verify_s * 1000) {
+			last_verify = now_ms();
+			verify_tick(&ag);
+		}
 		if (got_hup) {
 			got_hup = 0;
 			glogf(GLOG_INFO, COMP, "SIGHUP: reconciling");
@@ -350,17 +516,21 @@ int main(int argc, char **argv)
 	glogf(GLOG_INFO, COMP, "exiting; kernel state left in place");
 	/* Requests in progress finish (their passes still run), then the rest. */
 	gcni_listener_stop(cni);
+	gid_daemon_stop(ag.ident);
 	pipeline_free(ag.pl);
 	gcni_verbs_free(verbs);
 	rpt_stop(ag.rpt);
+	ghealth_stop(ag.health);
 	ops->close(be);
 	record_close(ag.rec);
 	return once && rc ? 1 : 0;
 fail:
 	gcni_listener_stop(cni);
+	gid_daemon_stop(ag.ident);
 	pipeline_free(ag.pl);
 	gcni_verbs_free(verbs);
 	rpt_stop(ag.rpt);
+	ghealth_stop(ag.health);
 	ops->close(be);
 	record_close(ag.rec);
 	return 1;

@@ -152,6 +152,28 @@ int pipeline_pass(struct pipeline *p)
 	return run_pass(p);
 }
 
+int pipeline_verify(struct pipeline *p, struct gdp_results *res)
+{
+	struct rec_snap snap;
+	char held[64];
+	int rc;
+
+	pthread_mutex_lock(&p->pass_mu);
+	if ((rc = record_snapshot(p->o.rec, &snap))) {
+		pthread_mutex_unlock(&p->pass_mu);
+		return rc;
+	}
+	if (record_held(p->o.rec, held, sizeof(held)))
+		rc = -EBUSY;
+	else if (!snap.have_node)
+		rc = -ENODATA;
+	else
+		rc = p->o.be->ops->observe(p->o.be, &snap.st, res);
+	pthread_mutex_unlock(&p->pass_mu);
+	record_snap_free(&snap);
+	return rc;
+}
+
 static void *loop(void *arg)
 {
 	struct pipeline *p = arg;

@@ -34,6 +34,13 @@ struct pipeline_opts {
 int pipeline_new(struct pipeline **out, const struct pipeline_opts *o, char *err, size_t errlen);
 /* Runs one pass now on the caller's thread (serialized with the loop). Returns its rc. */
 int pipeline_pass(struct pipeline *p);
+/*
+ * Reads the datapath back against the record's current snapshot without
+ * changing anything (backend observe), serialized with passes. Returns the
+ * number of differences (0: in sync) with one result per object in res, or
+ * -EBUSY (record held) / -ENODATA (no node identity): nothing to verify.
+ */
+int pipeline_verify(struct pipeline *p, struct gdp_results *res);
 /* Starts the loop thread. */
 int pipeline_start(struct pipeline *p, char *err, size_t errlen);
 /* Asks for a pass soon (any thread, never blocks). */

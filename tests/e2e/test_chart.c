@@ -17,6 +17,7 @@
 #include "tests/lib/kreq.h"
 
 #include <curl/curl.h>
+#include <stdbool.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -372,6 +373,33 @@ START_TEST(test_agent_applies_its_nodedataplane_status)
 }
 END_TEST
 
+START_TEST(test_agent_probes_use_its_health_endpoints)
+{
+	char path[256], want[64];
+	json_t *ds, *c, *args;
+	const char *port;
+	bool has_addr = false;
+	size_t i;
+
+	snprintf(path, sizeof(path), "/apis/apps/v1/namespaces/%s/daemonsets/galactic-agent", NS);
+	ds = kget(&cp, path, NULL);
+	ck_assert_ptr_nonnull(ds);
+	c = json_array_get(json_object_get(json_object_get(json_object_get(json_object_get(ds, "spec"), "template"),
+							   "spec"), "containers"), 0);
+	ck_assert_str_eq(kstr(json_object_get(json_object_get(c, "readinessProbe"), "httpGet"), "path", NULL), "/readyz");
+	ck_assert_str_eq(kstr(json_object_get(json_object_get(c, "livenessProbe"), "httpGet"), "path", NULL), "/healthz");
+	port = kstr(json_object_get(json_object_get(c, "readinessProbe"), "httpGet"), "port", NULL);
+	ck_assert_str_eq(port, "metrics");
+	snprintf(want, sizeof(want), "--metrics-addr=0.0.0.0:%lld",
+		 (long long)json_integer_value(json_object_get(json_array_get(json_object_get(c, "ports"), 0), "containerPort")));
+	args = json_object_get(c, "command");
+	for (i = 0; i < json_array_size(args); i++)
+		has_addr |= !strcmp(json_string_value(json_array_get(args, i)), want);
+	ck_assert_msg(has_addr, "the agent does not serve %s", want);
+	json_decref(ds);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("chart");
@@ -386,6 +414,7 @@ int main(void)
 	tcase_add_test(tc, test_translator_writes_only_owned_status);
 	tcase_add_test(tc, test_agent_node_ids_only_its_own);
 	tcase_add_test(tc, test_agent_applies_its_nodedataplane_status);
+	tcase_add_test(tc, test_agent_probes_use_its_health_endpoints);
 	suite_add_tcase(s, tc);
 	return gt_run(s);
 }
