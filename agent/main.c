@@ -97,34 +97,13 @@ static void on_identity(void *ctx, const struct gid_result *r)
 		glogf(GLOG_ERROR, COMP, "node identity not recorded (out of memory)");
 }
 
-/* Whether results read the datapath back as desired; why not (the first failure) into why. */
-static bool verified(const struct gdp_results *res, size_t *programmed, char *why, size_t n)
-{
-	bool ok = true;
-
-	*programmed = 0;
-	why[0] = 0;
-	for (size_t i = 0; i < res->n; i++) {
-		const struct gdp_result *r = &res->v[i];
-
-		if (r->programmed && !r->err) {
-			(*programmed)++;
-		} else if (ok) {
-			ok = false;
-			snprintf(why, n, "%s%s%s%s%s: %s", gdp_obj_kind_str(r->kind), r->vpc[0] ? " " : "", r->vpc,
-				 r->key[0] ? "/" : "", r->key, r->msg[0] ? r->msg : "not read back");
-		}
-	}
-	return ok;
-}
-
 /* What a pass or a verify tick saw goes to /readyz and the NodeDataplane status. */
 static void health_report(struct agent *ag, const struct rec_snap *snap, const struct gdp_results *res,
 			  bool verify_only, bool in_sync, double secs)
 {
 	char why[300];
 	size_t prog;
-	bool ok = verified(res, &prog, why, sizeof(why)) && in_sync;
+	bool ok = ghealth_verdict(res, &prog, why, sizeof(why)) && in_sync;
 
 	if (ok)
 		snprintf(why, sizeof(why), "datapath read back as desired (%zu objects)", res->n);

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "agent/dp/backend.h"
 #include "common/metrics.h"
 
 struct ghealth {
@@ -221,6 +222,26 @@ void ghealth_identity(struct ghealth *h, uint16_t node_id, const char *why)
 	pthread_mutex_unlock(&h->mu);
 	metric_set(h->node_id, NULL, node_id);
 	set_ready_gauge(h);
+}
+
+bool ghealth_verdict(const struct gdp_results *res, size_t *programmed, char *why, size_t n)
+{
+	bool ok = true;
+
+	*programmed = 0;
+	why[0] = 0;
+	for (size_t i = 0; i < res->n; i++) {
+		const struct gdp_result *r = &res->v[i];
+
+		if (r->programmed && !r->err) {
+			(*programmed)++;
+		} else if (ok) {
+			ok = false;
+			snprintf(why, n, "%s%s%s%s%s: %s", gdp_obj_kind_str(r->kind), r->vpc[0] ? " " : "", r->vpc,
+				 r->key[0] ? "/" : "", r->key, r->msg[0] ? r->msg : "not read back");
+		}
+	}
+	return ok;
 }
 
 void ghealth_stop(struct ghealth *h)

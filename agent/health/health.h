@@ -50,6 +50,15 @@ void ghealth_pass(struct ghealth *h, const struct ghealth_pass *p);
 /* The identity the data plane runs with (0: none) and, when none, why. */
 void ghealth_identity(struct ghealth *h, uint16_t node_id, const char *why);
 
+struct gdp_results;
+/*
+ * Whether a pass's (or a read-back's) results say the datapath is as desired:
+ * every object programmed (verified present) without error. programmed gets
+ * their count; why the first failure ("attachment vpcA/a1: host interface
+ * gc0 not found"), empty when verified.
+ */
+bool ghealth_verdict(const struct gdp_results *res, size_t *programmed, char *why, size_t n);
+
 /* Ready now, and why not (for logs and tests). */
 bool ghealth_ready(struct ghealth *h, char *why, size_t n);
 

@@ -1,5 +1,6 @@
 /* The agent's health endpoints (agent/health/health.h) over real HTTP. */
 #include "agent/health/health.h"
+#include "agent/dp/backend.h"
 #include "tests/lib/daemon.h"
 #include "tests/lib/gtest.h"
 
@@ -87,6 +88,33 @@ START_TEST(test_parse_addr)
 }
 END_TEST
 
+START_TEST(test_verdict)
+{
+	struct gdp_results r;
+	struct gdp_result *x;
+	size_t prog;
+	char why[256];
+
+	gdp_results_init(&r);
+	ck_assert(ghealth_verdict(&r, &prog, why, sizeof(why))); /* nothing desired: nothing wrong */
+	x = gdp_results_get(&r, GDP_OBJ_NODE, "", "");
+	x->programmed = true;
+	x = gdp_results_get(&r, GDP_OBJ_ATTACHMENT, "vpcA", "a1");
+	x->programmed = true;
+	ck_assert(ghealth_verdict(&r, &prog, why, sizeof(why)));
+	ck_assert_uint_eq(prog, 2);
+	x = gdp_results_get(&r, GDP_OBJ_ATTACHMENT, "vpcA", "a2");
+	gdp_result_fail(x, -19, "host interface gc2 not found");
+	ck_assert(!ghealth_verdict(&r, &prog, why, sizeof(why)));
+	ck_assert_uint_eq(prog, 2);
+	ck_assert_msg(strstr(why, "vpcA/a2: host interface gc2 not found"), "%s", why);
+	/* programmed but with an error is not verified */
+	gdp_results_get(&r, GDP_OBJ_NODE, "", "")->err = -1;
+	ck_assert(!ghealth_verdict(&r, &prog, why, sizeof(why)));
+	gdp_results_free(&r);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("agent-health");
@@ -96,6 +124,7 @@ int main(void)
 	tcase_add_test(tc, test_ready_needs_identity_and_a_verified_pass);
 	tcase_add_test(tc, test_alive_needs_passes);
 	tcase_add_test(tc, test_parse_addr);
+	tcase_add_test(tc, test_verdict);
 	suite_add_tcase(s, tc);
 	return gt_run(s);
 }
