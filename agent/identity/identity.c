@@ -69,6 +69,22 @@ static void on_upd(json_t *old, json_t *o, void *ud)
 	on_any(o, ud);
 }
 
+/* The operator removed this node's NodeDataplane: its hold goes with it (GC). */
+static void on_ndp_delete(json_t *o, void *ud)
+{
+	struct gid_daemon *d = ud;
+	uint16_t id;
+
+	(void)o;
+	pthread_mutex_lock(&d->mu);
+	id = d->use_id;
+	pthread_mutex_unlock(&d->mu);
+	glogf(GLOG_WARN, COMP, "node %s: NodeDataplane deleted: its NodeID is released; the data plane keeps node ID %u "
+	      "from the record, which the API may now give another node: recreate the NodeDataplane or drain this node",
+	      d->node, id);
+	wq_add(d->q, KEY_SYNC);
+}
+
 /* Logs a decision once (the same answer every resync is not news). */
 static void log_once(struct gid_daemon *d, enum glog_level lvl, const char *reason, const char *msg)
 {
@@ -294,7 +310,7 @@ int gid_daemon_start(struct gid_daemon **out, const struct gid_daemon_opts *o, c
 	io.field_selector = fs;
 	io.name = "own-nodedataplane";
 	if (!(d->ndp = informer_new(d->kc, &io)) ||
-	    informer_add_handlers(d->ndp, &(struct informer_handlers){ on_any, on_upd, on_any, d }))
+	    informer_add_handlers(d->ndp, &(struct informer_handlers){ on_any, on_upd, on_ndp_delete, d }))
 		goto nomem;
 	snprintf(fs, sizeof(fs), "spec.node=%s", d->node);
 	io.res = GID_NODEIDS;

@@ -198,6 +198,8 @@ START_TEST(t_empty_node_waits_then_gets_identity_from_the_api)
 			 (json_int_t)gt_metric(port[3], "galactic_agent_node_id"));
 	ck_assert_str_eq(kstr(kcond(o, "IdentityAssigned"), "reason", NULL), "Allocated");
 	ck_assert_str_eq(kstr(json_object_get(o, "status"), "datapath", NULL), bpf ? "bpf" : "kernel");
+	ck_assert_msg(json_array_size(json_object_get(json_object_get(o, "status"), "capabilities")) > 0,
+		      "no capabilities in the NodeDataplane status");
 	printf("empty node: %s, NodeDataplane Ready, node ID %.0f\n", kstr(kcond(o, "IdentityAssigned"), "message", NULL),
 	       gt_metric(port[3], "galactic_agent_node_id"));
 	json_decref(o);
