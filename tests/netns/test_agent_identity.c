@@ -202,6 +202,20 @@ START_TEST(t_empty_node_waits_then_gets_identity_from_the_api)
 		      "no capabilities in the NodeDataplane status");
 	printf("empty node: %s, NodeDataplane Ready, node ID %.0f\n", kstr(kcond(o, "IdentityAssigned"), "message", NULL),
 	       gt_metric(port[3], "galactic_agent_node_id"));
+	/* a healthy node writes nothing more: read-backs every 0.3 s, same status */
+	{
+		char path[256], rv[64];
+		json_t *o2;
+		double ticks = gt_metric(port[3], "galactic_agent_passes_total{kind=\"verify\",result=\"verified\"}");
+
+		snprintf(rv, sizeof(rv), "%s", kstr(json_object_get(o, "metadata"), "resourceVersion", NULL));
+		sleep(3);
+		snprintf(path, sizeof(path), "%s/nodedataplanes/%s", NET, nodename[3]);
+		o2 = kget(&cp, path, NULL);
+		ck_assert_double_ge(gt_metric(port[3], "galactic_agent_passes_total{kind=\"verify\",result=\"verified\"}") - ticks, 5);
+		ck_assert_str_eq(kstr(json_object_get(o2, "metadata"), "resourceVersion", NULL), rv);
+		json_decref(o2);
+	}
 	json_decref(o);
 }
 END_TEST
