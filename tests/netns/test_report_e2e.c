@@ -354,6 +354,42 @@ static void bad_foreign_report_is_ignored(void)
 	ck_assert_int_eq(kreq(&cp, "DELETE", NATT_PATH "/n7-649241-1", NULL, NULL, NULL, NULL), 200);
 }
 
+/*
+ * A pod with a delegated IPv6 block, attached with the stanza the VPC
+ * operator renders (galactic-veth, ipam with a /96): its report carries the
+ * whole block in podSubnets and routes, the other node learns it from the
+ * report alone and reaches an address inside it.
+ */
+static void delegated_block_reported_and_routed(void)
+{
+	char f[400];
+	json_t *r;
+
+	snprintf(f, sizeof(f), "%s/red-8", T.dir);
+	ck_assert_int_eq(topo_sh("ip netns add %s-red-8 && ip -n %s-red-8 link set lo up && "
+				 "printf '%%s' '{\"cniVersion\":\"1.0.0\",\"name\":\"att-r8\",\"type\":\"galactic-veth\","
+				 "\"vpc\":\"Red7\",\"vpcattachment\":\"R8\",\"namespace\":\"galactic-system\","
+				 "\"ipam\":{\"type\":\"galactic-ipam\",\"addresses\":[{\"address\":\"fd00:a::8:0:0/96\","
+				 "\"gateway\":\"fe80::1\"}]},\"agentSocket\":\"%s/n1/cni.sock\"}' >%s.conf && "
+				 "CNI_COMMAND=ADD CNI_CONTAINERID=ctr-red-8 CNI_NETNS=/var/run/netns/%s-red-8 CNI_IFNAME=eth0 "
+				 "CNI_PATH=build/rel/bin build/rel/bin/galactic-veth <%s.conf >%s.out 2>&1 || { cat %s.out >&2; exit 1; }",
+				 T.prefix, T.prefix, T.dir, f, T.prefix, f, f, f), 0);
+	ck_assert_int_eq(topo_sh("ip -n %s-red-8 addr add fd00:a::8:0:5/128 dev eth0 nodad", T.prefix), 0);
+	ck_assert(wait_programmed(1, "Red7", "R8", now_ms(), 15000) >= 0);
+	r = get_report(1, "Red7", "R8");
+	ck_assert_ptr_nonnull(r);
+	ck_assert_str_eq(json_string_value(json_array_get(gj_get(r, "spec.podSubnets"), 0)), "fd00:a::8:0:0/96");
+	ck_assert_str_eq(gj_str(json_array_get(gj_get(r, "spec.routes"), 0), "prefix"), "fd00:a::8:0:0/96");
+	json_decref(r);
+	ck_assert(wait_learned(2, "Red7", "fd00:a::8:0:0/96", "fcbb:bb00:1:1:e", 10000));
+	ck_assert_msg(ping_ok("red-2", "fd00:a::8:0:5", 25), "red-2 -> an address of red-8's /96 block");
+	ck_assert_int_eq(topo_sh("CNI_COMMAND=DEL CNI_CONTAINERID=ctr-red-8 CNI_NETNS=/var/run/netns/%s-red-8 CNI_IFNAME=eth0 "
+				 "CNI_PATH=build/rel/bin build/rel/bin/galactic-veth <%s.conf >%s.out 2>&1 || { cat %s.out >&2; exit 1; }",
+				 T.prefix, f, f, f), 0);
+	ck_assert(wait_gone(1, "Red7", "R8", 15000));
+	topo_sh("ip netns del %s-red-8", T.prefix);
+}
+
 START_TEST(test_reports_routes_and_api_outage)
 {
 	double t0, ms, worst = 0, catchup;
@@ -412,6 +448,7 @@ START_TEST(test_reports_routes_and_api_outage)
 	ck_assert_int_eq(topo_sh("ip netns exec %s-red-1 ping -c 10 -i 0.1 -W 1 fd00:a::12 >/dev/null", T.prefix), 0);
 	ck_assert_int_eq(rx("blue-2"), before);
 	bad_foreign_report_is_ignored();
+	delegated_block_reported_and_routed();
 
 	/* 3. The API server goes away. */
 	ck_assert_int_eq(cp_ctl(&cp, "stop-apiserver"), 0);
