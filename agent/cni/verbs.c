@@ -290,7 +290,8 @@ done:
 	return out;
 }
 
-static json_t *add_locked(struct gcni_verbs *v, struct cni_req *q, int nsfd, struct cni_err *e)
+static json_t *add_locked(struct gcni_verbs *v, struct cni_req *q, int nsfd, int dflt_mtu,
+			  struct cni_err *e)
 {
 	struct record *rec = v->o.rec;
 	const struct cni_conf *c = &q->conf;
@@ -351,7 +352,7 @@ static json_t *add_locked(struct gcni_verbs *v, struct cni_req *q, int nsfd, str
 	for (int k = 0; k < c->naddrs; k++)
 		cni_prefix(&c->addrs[k], &t.m.addrs[k]);
 	t.m.n_addrs = (size_t)c->naddrs;
-	t.m.mtu = (uint32_t)(c->mtu ? c->mtu : default_mtu(v));
+	t.m.mtu = (uint32_t)(c->mtu ? c->mtu : dflt_mtu);
 	snprintf(t.network, sizeof(t.network), "%s", c->name);
 	snprintf(t.ifname, sizeof(t.ifname), "%s", q->env.ifname);
 	snprintf(t.pod_ns, sizeof(t.pod_ns), "%s", q->env.pod_namespace);
@@ -424,6 +425,7 @@ json_t *gcni_verb_add(struct gcni_verbs *v, struct cni_req *q, int nsfd, struct 
 {
 	char key[300];
 	json_t *out;
+	int dflt_mtu;
 
 	if (held(v, e))
 		return NULL;
@@ -432,8 +434,11 @@ json_t *gcni_verb_add(struct gcni_verbs *v, struct cni_req *q, int nsfd, struct 
 		cni_err_set(e, CNI_ERR_IO, "out of memory", "claiming the attachment key");
 		return NULL;
 	}
+	/* Before the record lock: default_mtu reads the record (its own lock)
+	 * and may ask the kernel for the uplink's MTU. */
+	dflt_mtu = q->conf.mtu ? 0 : default_mtu(v);
 	record_lock(v->o.rec);
-	out = add_locked(v, q, nsfd, e); /* unlocks */
+	out = add_locked(v, q, nsfd, dflt_mtu, e); /* unlocks */
 	release(v, key);
 	return out;
 }

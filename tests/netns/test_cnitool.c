@@ -114,8 +114,8 @@ static const char *netdir(int node, char *buf, size_t n)
 static json_t *operator_conflist(const struct cpod *p, const char *ver)
 {
 	char net[128];
-	json_t *veth = json_pack("{s:s,s:s,s:s,s:s,s:i}", "type", "galactic-veth", "vpc", p->vpc,
-				 "vpcattachment", p->att, "namespace", "galactic-system", "mtu", 1400);
+	json_t *veth = json_pack("{s:s,s:s,s:s,s:s}", "type", "galactic-veth", "vpc", p->vpc,
+				 "vpcattachment", p->att, "namespace", "galactic-system");
 	json_t *bgp = json_pack("{s:s,s:s,s:s,s:s}", "type", "galactic-bgp", "vpc", p->vpc,
 				"vpcattachment", p->att, "namespace", "galactic-system");
 	json_t *addrs = json_array();
@@ -126,6 +126,9 @@ static json_t *operator_conflist(const struct cpod *p, const char *ver)
 	} else if (p->shape == BLOCK96) {
 		json_array_append_new(addrs, json_pack("{s:s,s:s}", "address", p->a6, "gateway", p->gw6));
 	}
+	/* the operator omits an mtu of 0: pn's stanza has none (the agent's default) */
+	if (p->shape != NO_IPAM)
+		json_object_set_new(veth, "mtu", json_integer(1400));
 	if (p->shape != NO_IPAM)
 		json_object_set_new(veth, "ipam", json_pack("{s:s,s:o}", "type", "galactic-ipam", "addresses", addrs));
 	else
@@ -499,6 +502,17 @@ START_TEST(t_operator_conflists_attach)
 	ck_assert_int_eq(json_array_size(json_object_get(r, "ips")), 0);
 	host = jstr(json_array_get(json_object_get(r, "interfaces"), 0), "name");
 	ck_assert(link_exists(1, host));
+	/* its stanza has no mtu (the operator omits 0): the agent's default,
+	 * the uplink's MTU less the encapsulation */
+	{
+		long up, mtu;
+
+		topo_out(out, sizeof(out), "ip netns exec %s-n1 cat /sys/class/net/up0/mtu", T.prefix);
+		up = atol(out);
+		topo_out(out, sizeof(out), "ip netns exec %s-pn cat /sys/class/net/eth0/mtu", T.prefix);
+		mtu = atol(out);
+		ck_assert_msg(up > 1320 && mtu == up - 40, "pn mtu %ld, uplink %ld", mtu, up);
+	}
 	topo_out(out, sizeof(out), "ip -n %s-n1 -6 rule; ip -n %s-n1 -4 rule", T.prefix, T.prefix);
 	{
 		char want[64];
