@@ -13,8 +13,10 @@
 #      reports through the API server (docs/dataplane-reports.md): nobody
 #      writes a remotes.json by hand
 #   6. traffic across SRv6 between nodes, and isolation between the VPCs
-#   7. galactic-translator and a stand-in VPC operator: one VPCAttachment per
-#      pod, its Programmed condition derived from the node's report
+#   7. galactic-translator, a stand-in NSO and a stand-in VPC operator on the
+#      faithful upstream stand-ins (tests/crds/): one NetworkInterface and one
+#      VPCAttachment per pod, linked as upstream links them; the attachment's
+#      Programmed condition derived from the node's report
 #
 # DEMO_KEEP=1 leaves everything running and prints how to tear it down.
 set -euo pipefail
@@ -45,8 +47,9 @@ say "kernel preflight"
 say "control plane: etcd + kube-apiserver, CRDs"
 tests/controlplane/cp.sh up "$D/cp" --owner $$ >/dev/null
 K() { tests/controlplane/cp.sh kubectl "$D/cp" "$@"; }
-K apply -f crds/ -f tests/crds/ | sed 's/^/  /'
-K wait --for condition=Established crd --all --timeout 60s >/dev/null
+# ours (crds/) + the faithful upstream stand-ins (tests/crds/); DEMO_CRD_VARIANT
+# (or GALACTIC_CRD_VARIANT) = atomic (upstream today, default) or maplist
+tests/lib/crds.sh install "$D/cp" "${DEMO_CRD_VARIANT:-}"
 K get crd | sed 's/^/  /'
 K create namespace "$RNS" >/dev/null
 
@@ -83,7 +86,9 @@ for p in "${PODS[@]}"; do
   conf=$(printf '{"cniVersion":"1.1.0","name":"vpc-%s","type":"galactic-cni","vpc":"%s","vpcattachment":"%s","ipFamilies":["IPv6","IPv4"],"addresses":[{"address":"%s/128","gateway":"fe80::1"},{"address":"%s/32","gateway":"169.254.1.1"}],"mtu":1400,"agentSocket":"%s"}' \
     "$vpc" "$vpc" "$att" "$a6" "$a4" "$D/n$node/cni.sock")
   t0=$(date +%s%3N)
-  out=$(echo "$conf" | CNI_COMMAND=ADD CNI_CONTAINERID="ctr-$name" CNI_NETNS="/var/run/netns/$P-$name" \
+  # container ids as containerd and CRI-O give them: 64 hex characters
+  ctr=$(printf '%s' "$P-$name" | sha256sum | cut -c1-64)
+  out=$(echo "$conf" | CNI_COMMAND=ADD CNI_CONTAINERID="$ctr" CNI_NETNS="/var/run/netns/$P-$name" \
         CNI_IFNAME=eth0 CNI_PATH="$bin" CNI_ARGS="K8S_POD_NAMESPACE=default;K8S_POD_NAME=$name" \
         "$bin/galactic-cni")
   echo "  $name on n$node in $vpc: ADD $(( $(date +%s%3N) - t0 )) ms -> $(echo "$out" | jq -c '[.ips[].address]')"
@@ -125,16 +130,28 @@ after=$(ip netns exec "$P-blue-2" cat /sys/class/net/eth0/statistics/rx_packets)
 echo "  isolation: 20 pings red-1 -> fd00:a::12 reached blue-2 (same address, other VPC) $((after - before)) times"
 
 if [ -x "$bin/galactic-translator" ]; then
-  say "galactic-translator + a stand-in VPC operator (one VPCAttachment per pod)"
+  say "galactic-translator + stand-in NSO and VPC operator (one NetworkInterface and VPCAttachment per pod)"
   "$bin/galactic-translator" --kubeconfig "$D/cp/kubeconfig" --namespace "$RNS" \
     --metrics-addr 127.0.0.1:0 >>"$D/translator.log" 2>&1 &
   AGENTS+=($!)
   for p in "${PODS[@]}"; do
     read -r name node vpc att a6 a4 <<<"$p"
+    # as upstream: NSO's NetworkInterface, then the VPC operator's attachment
+    # of the same name, controller-owned by the interface, interfaceRef.name
+    uid=$(K apply -o jsonpath='{.metadata.uid}' -f - <<EOF
+{"apiVersion":"networking.datumapis.com/v1alpha","kind":"NetworkInterface",
+ "metadata":{"name":"$name","namespace":"default"},
+ "spec":{"network":{"name":"net-$vpc"},"interfaceName":"eth0","mtu":1400,
+  "addresses":[{"family":"IPv6","address":"$a6/128","primary":true},{"family":"IPv4","address":"$a4/32"}]}}
+EOF
+)
     K apply -f - >/dev/null <<EOF
 {"apiVersion":"cloud.datumapis.com/v1alpha1","kind":"VPCAttachment",
- "metadata":{"name":"$name","namespace":"default"},
- "spec":{"vpc":{"name":"$vpc"},"interfaceRef":{"name":"$name"}}}
+ "metadata":{"name":"$name","namespace":"default",
+  "ownerReferences":[{"apiVersion":"networking.datumapis.com/v1alpha","kind":"NetworkInterface",
+   "name":"$name","uid":"$uid","controller":true,"blockOwnerDeletion":true}]},
+ "spec":{"vpc":{"name":"$vpc"},"interfaceRef":{"name":"$name"},
+  "interface":{"name":"eth0","mode":"Netns","addresses":["$a6/128","$a4/32"]}}}
 EOF
     # the VPC operator's own fields (ids it allocated, Ready), under its own manager
     K patch vpcattachment "$name" -n default --subresource=status --type=merge --field-manager=vpc-operator \

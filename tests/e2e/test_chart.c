@@ -13,6 +13,7 @@
  *     never a spec, never a report.
  */
 #include "tests/lib/cp.h"
+#include "tests/lib/crds.h"
 #include "tests/lib/gtest.h"
 #include "tests/lib/kreq.h"
 
@@ -78,13 +79,12 @@ static long create(const char *path, const char *body)
 
 static void setup(void)
 {
-	char path[256], uid[64];
-	json_t *pod = NULL;
+	char path[256], uid[64], body[1024];
+	json_t *pod = NULL, *ni = NULL;
 
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	ck_assert_msg(cp_up(&cp) == 0, "control plane did not start");
-	cli("kubectl", "apply -f crds/ -f tests/crds/");
-	cli("kubectl", "wait --for condition=Established crd --all --timeout 60s");
+	ck_assert_msg(crds_install(&cp, NULL) == 0, "CRDs not established");
 	cli("helm", "install galactic charts/galactic --namespace " NS " --create-namespace");
 
 	/* Nodes and a pod on node-a: no kubelet here, so the objects stand for
@@ -128,12 +128,22 @@ static void setup(void)
 	ck_assert_int_eq(create(path, "{\"apiVersion\":\"network.datumapis.com/v1alpha1\",\"kind\":\"NodeAttachment\","
 				      "\"metadata\":{\"name\":\"node-b-2-2\"},\"spec\":{\"node\":\"node-b\","
 				      "\"vpc\":\"B2\",\"vpcAttachment\":\"B2\"}}"), 201);
-	ck_assert_int_eq(create("/apis/cloud.datumapis.com/v1alpha1/namespaces/default/vpcattachments",
-				"{\"apiVersion\":\"cloud.datumapis.com/v1alpha1\",\"kind\":\"VPCAttachment\","
-				"\"metadata\":{\"name\":\"att1\"},\"spec\":{\"vpc\":{\"name\":\"v\"}}}"), 201);
-	ck_assert_int_eq(create("/apis/networking.datumapis.com/v1alpha/namespaces/default/networkinterfaces",
-				"{\"apiVersion\":\"networking.datumapis.com/v1alpha\",\"kind\":\"NetworkInterface\","
-				"\"metadata\":{\"name\":\"nic1\"},\"spec\":{\"interfaceName\":\"eth0\"}}"), 201);
+	/* Upstream objects as upstream links them: the attachment has the
+	 * interface's name, a controller ownerReference to it and interfaceRef.name. */
+	ck_assert_int_eq(req("POST", "/apis/networking.datumapis.com/v1alpha/namespaces/default/networkinterfaces",
+			     "application/json",
+			     "{\"apiVersion\":\"networking.datumapis.com/v1alpha\",\"kind\":\"NetworkInterface\","
+			     "\"metadata\":{\"name\":\"nic1\"},\"spec\":{\"network\":{\"name\":\"net1\"},"
+			     "\"interfaceName\":\"eth0\"}}", NULL, &ni), 201);
+	snprintf(body, sizeof(body),
+		 "{\"apiVersion\":\"cloud.datumapis.com/v1alpha1\",\"kind\":\"VPCAttachment\","
+		 "\"metadata\":{\"name\":\"nic1\",\"ownerReferences\":[{\"apiVersion\":\"networking.datumapis.com/v1alpha\","
+		 "\"kind\":\"NetworkInterface\",\"name\":\"nic1\",\"uid\":\"%s\",\"controller\":true,"
+		 "\"blockOwnerDeletion\":true}]},\"spec\":{\"vpc\":{\"name\":\"v\"},\"interfaceRef\":{\"name\":\"nic1\"},"
+		 "\"interface\":{\"name\":\"eth0\"}}}",
+		 kstr(ni, "metadata", "uid"));
+	json_decref(ni);
+	ck_assert_int_eq(create("/apis/cloud.datumapis.com/v1alpha1/namespaces/default/vpcattachments", body), 201);
 }
 
 /* A NodeID hold of node `node` owned by NodeDataplane `owner` (uid looked up). */
@@ -187,11 +197,11 @@ START_TEST(test_agent_refused_on_networking_and_cloud)
 		"/apis/networking.datumapis.com/v1alpha/networkinterfaceclaims",
 		"/apis/cloud.datumapis.com/v1alpha1/vpcattachments",
 		"/apis/networking.datumapis.com/v1alpha/namespaces/default/networkinterfaces/nic1",
-		"/apis/cloud.datumapis.com/v1alpha1/namespaces/default/vpcattachments/att1",
+		"/apis/cloud.datumapis.com/v1alpha1/namespaces/default/vpcattachments/nic1",
 	};
 	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
 		ck_assert_msg(req("GET", paths[i], NULL, NULL, agent_a, NULL) == 403, "GET %s", paths[i]);
-	ck_assert_int_eq(req("PATCH", "/apis/cloud.datumapis.com/v1alpha1/namespaces/default/vpcattachments/att1/status"
+	ck_assert_int_eq(req("PATCH", "/apis/cloud.datumapis.com/v1alpha1/namespaces/default/vpcattachments/nic1/status"
 			     "?fieldManager=galactic-agent", "application/merge-patch+json",
 			     "{\"status\":{\"node\":\"node-a\"}}", agent_a, NULL), 403);
 	ck_assert_int_eq(req("PATCH", "/apis/networking.datumapis.com/v1alpha/namespaces/default/networkinterfaces/nic1/status"
@@ -269,15 +279,15 @@ START_TEST(test_translator_writes_only_owned_status)
 
 	ck_assert_int_eq(req("GET", "/apis/cloud.datumapis.com/v1alpha1/vpcattachments", NULL, NULL, translator, NULL), 200);
 	ck_assert_int_eq(req("GET", "/apis/network.datumapis.com/v1alpha1/nodeattachments", NULL, NULL, translator, NULL), 200);
-	ck_assert_int_eq(req("PATCH", "/apis/cloud.datumapis.com/v1alpha1/namespaces/default/vpcattachments/att1/status"
+	ck_assert_int_eq(req("PATCH", "/apis/cloud.datumapis.com/v1alpha1/namespaces/default/vpcattachments/nic1/status"
 			     "?fieldManager=galactic-translator", "application/apply-patch+yaml",
 			     "{\"apiVersion\":\"cloud.datumapis.com/v1alpha1\",\"kind\":\"VPCAttachment\","
-			     "\"metadata\":{\"name\":\"att1\"},\"status\":{\"node\":\"node-a\"}}", translator, NULL), 200);
+			     "\"metadata\":{\"name\":\"nic1\"},\"status\":{\"node\":\"node-a\"}}", translator, NULL), 200);
 	ck_assert_int_eq(req("PATCH", "/apis/networking.datumapis.com/v1alpha/namespaces/default/networkinterfaces/nic1/status"
 			     "?fieldManager=galactic-translator", "application/json-patch+json",
 			     "[{\"op\":\"add\",\"path\":\"/status\",\"value\":{\"vpc\":\"v\"}}]", translator, NULL), 200);
 	/* Specs and deletes of upstream objects: refused. */
-	ck_assert_int_eq(req("PATCH", "/apis/cloud.datumapis.com/v1alpha1/namespaces/default/vpcattachments/att1"
+	ck_assert_int_eq(req("PATCH", "/apis/cloud.datumapis.com/v1alpha1/namespaces/default/vpcattachments/nic1"
 			     "?fieldManager=galactic-translator", "application/merge-patch+json",
 			     "{\"spec\":{\"vpc\":{\"name\":\"other\"}}}", translator, NULL), 403);
 	ck_assert_int_eq(req("DELETE", "/apis/networking.datumapis.com/v1alpha/namespaces/default/networkinterfaces/nic1",

@@ -10,6 +10,7 @@
  */
 #include "agent/record_legacy.h"
 #include "tests/lib/cp.h"
+#include "tests/lib/crds.h"
 #include "tests/lib/gtest.h"
 #include "tests/lib/kreq.h"
 
@@ -47,12 +48,10 @@ static void setup(void)
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	ck_assert_msg(cp_up(&cp) == 0, "control plane did not start");
 	cp_is_up = true;
-	snprintf(cmd, sizeof(cmd),
-		 "%s/kubectl --kubeconfig %s apply -f crds/ >/dev/null && "
-		 "%s/kubectl --kubeconfig %s wait --for condition=Established crd --all --timeout 60s >/dev/null && "
-		 "%s/kubectl --kubeconfig %s create namespace " RNS " >/dev/null",
-		 cp.bin, cp.kubeconfig, cp.bin, cp.kubeconfig, cp.bin, cp.kubeconfig);
-	ck_assert_msg(system(cmd) == 0, "CRDs not established");
+	ck_assert_msg(crds_install(&cp, NULL) == 0, "CRDs not established");
+	snprintf(cmd, sizeof(cmd), "%s/kubectl --kubeconfig %s create namespace " RNS " >/dev/null",
+		 cp.bin, cp.kubeconfig);
+	ck_assert_msg(system(cmd) == 0, "namespace " RNS " not created");
 	snprintf(dir, sizeof(dir), "/tmp/galactic-rptpub.XXXXXX");
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 }
