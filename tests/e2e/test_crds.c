@@ -306,6 +306,24 @@ START_TEST(test_va_interface_addresses_cidr)
 }
 END_TEST
 
+/* Upstream declares no status.egress: a server-side apply naming it is refused
+ * outright, and the apiserver answers 500 (not 422) for it. */
+START_TEST(test_va_no_status_egress)
+{
+	json_t *st = NULL;
+	long code;
+
+	vpcatt("va-egr");
+	code = ssa(CLOUD NS "/vpcattachments/va-egr/status", "binder", true,
+		   "{'apiVersion':'cloud.datumapis.com/v1alpha1','kind':'VPCAttachment','metadata':{'name':'va-egr'},"
+		   "'status':{'egress':{'internet':{'sourceAddresses':[{'family':'IPv6','address':'2001:db8::1',"
+		   "'stability':'None'}]}}}}", &st);
+	ck_assert_msg(code == 500 && says(st, ".status.egress: field not declared in schema"),
+		      "status.egress: got %ld", code);
+	json_decref(st);
+}
+END_TEST
+
 /* ---- NetworkInterface ---- */
 
 static long ni(const char *name, const char *spec_extra, json_t **out)
@@ -808,6 +826,7 @@ int main(void)
 	tcase_add_test(tc, test_va_ids_1_to_16);
 	tcase_add_test(tc, test_va_pod_subnet_cel);
 	tcase_add_test(tc, test_va_interface_addresses_cidr);
+	tcase_add_test(tc, test_va_no_status_egress);
 	tcase_add_test(tc, test_ni_addresses_cel);
 	tcase_add_test(tc, test_ni_mtu_range);
 	tcase_add_test(tc, test_ni_interface_name_and_defaults);
