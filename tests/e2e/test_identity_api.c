@@ -17,6 +17,7 @@
 #include "common/kube_client.h"
 #include "common/kube_config.h"
 #include "tests/lib/cp.h"
+#include "tests/lib/crds.h"
 #include "tests/lib/gtest.h"
 #include "tests/lib/kreq.h"
 
@@ -35,15 +36,9 @@ static char self_exe[4096];
 
 static void setup(void)
 {
-	char cmd[1024];
-
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	ck_assert_msg(cp_up(&cp) == 0, "control plane did not start");
-	snprintf(cmd, sizeof(cmd),
-		 "%s/kubectl --kubeconfig %s apply -f crds/ >/dev/null && "
-		 "%s/kubectl --kubeconfig %s wait --for condition=Established crd --all --timeout 60s >/dev/null",
-		 cp.bin, cp.kubeconfig, cp.bin, cp.kubeconfig);
-	ck_assert_msg(system(cmd) == 0, "CRDs not established");
+	ck_assert_msg(crds_install(&cp, NULL) == 0, "CRDs not established");
 	/* After the CRDs, so its garbage collector watches NodeIDs from the start. */
 	ck_assert_msg(cp_ctl(&cp, "start-controller-manager") == 0, "kube-controller-manager did not start");
 }
