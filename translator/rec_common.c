@@ -115,6 +115,20 @@ int rec_write(const struct rec_ctx *c, enum tkind k, const char *key, const json
 	fp = fingerprint(full, map ? NULL : conds);
 	if (writes_already_sent(c->w, k, key, obj, fp))
 		goto out;
+	if (!fields_ok && !json_object_size(st) && !json_array_size(ops) &&
+	    ssa_withdraw_empties_status(obj, TRANSLATOR_MANAGER)) {
+		/* Withdrawing all we own would leave status null, which a schema
+		 * declaring it an object refuses: remove our fields by guarded patch. */
+		json_t *wops = ssa_withdraw_ops(obj, TRANSLATOR_MANAGER);
+		if (wops) {
+			r = writes_patch(c->w, k, key, obj, wops, fp, &out);
+			json_decref(wops);
+			if (r == WR_OK)
+				log_written("withdrew status fields", key, NULL, why);
+			ret = result(r);
+			goto out;
+		}
+	}
 	if (!fields_ok) {
 		writes_note_takeovers(c->w, key, obj, full);
 		r = writes_apply(c->w, k, key, obj, full, fp, &out);

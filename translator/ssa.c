@@ -118,3 +118,101 @@ bool ssa_status_satisfied(const json_t *obj, const json_t *intent, const char *m
 	return conds_satisfied(obj, json_object_get(want, "conditions"),
 			       json_object_get(owned, "f:conditions"), manager, why, whylen);
 }
+
+/* Does any manager other than manager's Apply entry own status key fk? */
+static bool co_owned(const json_t *obj, const char *manager, const char *fk)
+{
+	const json_t *e;
+	size_t i;
+
+	json_array_foreach(gj_get(obj, "metadata.managedFields"), i, e) {
+		const json_t *st = gj_get(e, "fieldsV1.f:status");
+		if (!strcmp(gj_str(e, "manager") ?: "", manager) &&
+		    !strcmp(gj_str(e, "operation") ?: "", "Apply"))
+			continue;
+		if (json_object_get(st, fk))
+			return true;
+	}
+	return false;
+}
+
+bool ssa_withdraw_empties_status(const json_t *obj, const char *manager)
+{
+	const json_t *owned = ssa_owned_status(obj, manager), *st = json_object_get(obj, "status"), *v;
+	const char *k;
+	char fk[300];
+
+	if (!json_is_object(owned) || !json_object_size(st))
+		return false;
+	json_object_foreach((json_t *)st, k, v) {
+		snprintf(fk, sizeof(fk), "f:%s", k);
+		if (!strcmp(k, "conditions")) {
+			/* every entry must be ours alone */
+			const json_t *c;
+			size_t i;
+			json_array_foreach(v, i, c) {
+				char ck[400];
+				snprintf(ck, sizeof(ck), "k:{\"type\":\"%s\"}", gj_str(c, "type") ?: "");
+				if (!json_object_get(json_object_get(owned, "f:conditions"), ck))
+					return false;
+			}
+			if (co_owned(obj, manager, fk))
+				return false;
+			continue;
+		}
+		if (!json_object_get(owned, fk) || co_owned(obj, manager, fk))
+			return false;
+	}
+	return true;
+}
+
+static int add_op(json_t *ops, const char *op, const char *path, const json_t *value)
+{
+	json_t *o = json_pack("{s:s, s:s}", "op", op, "path", path);
+	if (!o || (value && json_object_set(o, "value", (json_t *)value)))
+		return -1;
+	return json_array_append_new(ops, o);
+}
+
+json_t *ssa_withdraw_ops(const json_t *obj, const char *manager)
+{
+	const json_t *owned = ssa_owned_status(obj, manager), *st = json_object_get(obj, "status"), *v;
+	json_t *ops = json_array(), *rm = json_array();
+	const char *k;
+	char path[400];
+
+	json_object_foreach((json_t *)owned, k, v) {
+		const char *f = k + 2;
+		if (strncmp(k, "f:", 2) || !json_object_get(st, f))
+			continue;
+		if (!strcmp(f, "conditions")) {
+			const json_t *c;
+			size_t i;
+			json_array_foreach(json_object_get(st, "conditions"), i, c) {
+				char ck[400];
+				snprintf(ck, sizeof(ck), "k:{\"type\":\"%s\"}", gj_str(c, "type") ?: "");
+				if (!json_object_get(v, ck))
+					continue;
+				snprintf(path, sizeof(path), "/status/conditions/%zu/type", i);
+				add_op(ops, "test", path, json_object_get(c, "type"));
+				json_array_append_new(rm, json_integer((json_int_t)i));
+			}
+			continue;
+		}
+		snprintf(path, sizeof(path), "/status/%s", f);
+		add_op(ops, "test", path, json_object_get(st, f));
+		add_op(ops, "remove", path, NULL);
+	}
+	/* List entries last, highest index first, so earlier indices stay valid. */
+	for (size_t i = json_array_size(rm); i-- > 0;) {
+		snprintf(path, sizeof(path), "/status/conditions/%lld",
+			 (long long)json_integer_value(json_array_get(rm, i)));
+		add_op(ops, "remove", path, NULL);
+	}
+	json_decref(rm);
+	if (!json_array_size(ops)) {
+		json_decref(ops);
+		return NULL;
+	}
+	return ops;
+}

@@ -24,4 +24,19 @@ const json_t *ssa_owned_status(const json_t *obj, const char *manager);
 bool ssa_status_satisfied(const json_t *obj, const json_t *intent, const char *manager, char *why,
 			  size_t whylen);
 
+/*
+ * An apply whose status intent is empty withdraws every field manager owns;
+ * when those are all obj's status holds, the API server would store status
+ * as null, which a schema declaring status an object refuses (422; measured
+ * on the upstream VPCAttachment). True in that case: write
+ * ssa_withdraw_ops() instead.
+ */
+bool ssa_withdraw_empties_status(const json_t *obj, const char *manager);
+/*
+ * JSON Patch ops removing what manager's Apply entry owns under status
+ * (fields, and entries of a map-list status.conditions), each guarded by a
+ * test of its current value / type; NULL when there is nothing to remove.
+ */
+json_t *ssa_withdraw_ops(const json_t *obj, const char *manager);
+
 #endif

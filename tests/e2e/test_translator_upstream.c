@@ -458,7 +458,6 @@ START_TEST(test_apply_refused_on_new_incarnation)
 	json_decref(o);
 	ck_assert_double_ge(metric("galactic_translator_stale_apply_refusals_total{kind=\"VPCAttachment\"}"),
 			    stale0 + 1);
-	delete_obj(ATT_PATH, "att-g");
 }
 END_TEST
 
@@ -557,6 +556,20 @@ START_TEST(test_staged_takeover)
 		ck_assert_msg(!json_object_get(bg, fk), "the incumbent owns %s", mine[i]);
 	}
 	json_decref(o);
+	/* att-g's status holds only the translator's Programmed, now left to the incumbent:
+	 * withdrawing it must not leave status null (422 on this schema). */
+	for (double t0 = gt_now(); gt_now() - t0 < 20; usleep(20 * 1000)) {
+		o = obj(ATT_PATH, "att-g");
+		bool gone = !kcond(o, "Programmed");
+		json_decref(o);
+		if (gone)
+			break;
+	}
+	o = obj(ATT_PATH, "att-g");
+	ck_assert_ptr_null(kcond(o, "Programmed"));
+	ck_assert_ptr_null(json_object_get(owned(o, TR_MGR, "Apply"), "f:conditions"));
+	json_decref(o);
+	check_no_write_refused();
 	ck_assert_double_eq(metric("galactic_translator_leader"), 1); /* reachable: absent below means 0 */
 	ck_assert_double_eq(metric("galactic_translator_field_takeovers_total{field=\"hostInterface\"}"), -1);
 	ck_assert_double_eq(metric("galactic_translator_field_takeovers_total{field=\"Programmed\"}"), -1);

@@ -8,8 +8,10 @@
 #include "translator/kinds.h"
 #include "translator/ownership.h"
 #include "translator/schema.h"
+#include "translator/ssa.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -203,6 +205,32 @@ START_TEST(test_queue_keys)
 }
 END_TEST
 
+/* Withdrawing everything we own from a status only we wrote: a guarded patch, not a null status. */
+START_TEST(test_withdraw_ops)
+{
+	json_t *o = J("{\"metadata\":{\"managedFields\":["
+		      "{\"manager\":\"galactic-translator\",\"operation\":\"Apply\",\"subresource\":\"status\","
+		      "\"fieldsV1\":{\"f:status\":{\"f:node\":{},\"f:conditions\":{\"k:{\\\"type\\\":\\\"Programmed\\\"}\":{}}}}}]},"
+		      "\"status\":{\"node\":\"n\",\"conditions\":[{\"type\":\"Programmed\",\"status\":\"True\"}]}}");
+	json_t *ops;
+	char *d;
+
+	ck_assert(ssa_withdraw_empties_status(o, "galactic-translator"));
+	ops = ssa_withdraw_ops(o, "galactic-translator");
+	d = gj_dumps(ops);
+	ck_assert_str_eq(d, "[{\"op\":\"test\",\"path\":\"/status/node\",\"value\":\"n\"},"
+			 "{\"op\":\"remove\",\"path\":\"/status/node\"},"
+			 "{\"op\":\"test\",\"path\":\"/status/conditions/0/type\",\"value\":\"Programmed\"},"
+			 "{\"op\":\"remove\",\"path\":\"/status/conditions/0\"}]");
+	free(d);
+	json_decref(ops);
+	/* Someone else's field in the status: an apply leaves it an object, no patch needed. */
+	json_object_set_new(json_object_get(o, "status"), "vpc", json_string("V1"));
+	ck_assert(!ssa_withdraw_empties_status(o, "galactic-translator"));
+	json_decref(o);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("translator_schema");
@@ -212,6 +240,7 @@ int main(void)
 	tcase_add_test(tc, test_withhold_keeps_the_rest);
 	tcase_add_test(tc, test_ownership_rows);
 	tcase_add_test(tc, test_queue_keys);
+	tcase_add_test(tc, test_withdraw_ops);
 	suite_add_tcase(s, tc);
 	return gt_run(s);
 }
