@@ -16,7 +16,9 @@
 #   7. galactic-translator, a stand-in NSO and a stand-in VPC operator on the
 #      faithful upstream stand-ins (tests/crds/): one NetworkInterface and one
 #      VPCAttachment per pod, linked as upstream links them; the attachment's
-#      Programmed condition derived from the node's report
+#      Programmed condition derived from the node's report, the interface's
+#      Prepared/Programmed from the attachment, and the runtime's 64-hex
+#      container id (upstream's field holds exactly 46) withheld and reported
 #
 # DEMO_KEEP=1 leaves everything running and prints how to tear it down.
 set -euo pipefail
@@ -155,7 +157,7 @@ EOF
 EOF
     # the VPC operator's own fields (ids it allocated, Ready), under its own manager
     K patch vpcattachment "$name" -n default --subresource=status --type=merge --field-manager=vpc-operator \
-      -p "{\"status\":{\"vpc\":\"$vpc\",\"vpcAttachment\":\"$att\",\"observedGeneration\":1,\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\",\"reason\":\"Allocated\",\"message\":\"ids allocated\",\"lastTransitionTime\":\"2026-01-01T00:00:00Z\"}]}}" >/dev/null
+      -p "{\"status\":{\"vpc\":\"$vpc\",\"vpcAttachment\":\"$att\",\"networkAttachmentDefinition\":\"$name\",\"observedGeneration\":1,\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\",\"reason\":\"AttachmentDefinitionReady\",\"message\":\"NetworkAttachmentDefinition $name is ready for use\",\"lastTransitionTime\":\"2026-01-01T00:00:00Z\"}]}}" >/dev/null
   done
   for _ in $(seq 150); do
     n=$(K get vpcattachments -n default -o json | jq '[.items[] | select(any(.status.conditions[]?; .type=="Programmed" and .status=="True"))] | length')
@@ -163,6 +165,10 @@ EOF
   done
   K get vpcattachments -n default -o custom-columns='NAME:.metadata.name,VPC:.status.vpc,ATTACHMENT:.status.vpcAttachment,NODE:.status.node,HOST-IF:.status.hostInterface,PROGRAMMED:.status.conditions[?(@.type=="Programmed")].status,REASON:.status.conditions[?(@.type=="Programmed")].reason' | sed 's/^/  /'
   K get nodeattachments -n "$RNS" | sed 's/^/  /'
+  echo "  the interfaces (Prepared follows the attachment's Ready, Programmed the node's report):"
+  K get networkinterfaces -n default -o custom-columns='NAME:.metadata.name,VPC:.status.vpc,ATTACHMENT:.status.attachmentRef.name,PREPARED:.status.conditions[?(@.type=="Prepared")].status,PROGRAMMED:.status.conditions[?(@.type=="Programmed")].status' | sed 's/^/  /'
+  echo "  values upstream's schema cannot hold, withheld and reported (64-hex container ids vs containerID of exactly 46):"
+  K get events -n default --field-selector reason=FieldWithheld -o custom-columns='OBJECT:.involvedObject.name,MESSAGE:.message' | sed 's/^/  /'
 fi
 
 if [ "$BACKEND" = bpf ]; then
