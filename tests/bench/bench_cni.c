@@ -12,6 +12,12 @@
  * standing in for the report watch).
  *
  *   build/rel/bench/bench_cni [N]      (N concurrent ADDs, default 200)
+ *
+ * Environment: BENCH_SEQ=M sequential reference ADDs (default 20; the first
+ * and last tenth are reported apart: the last must be as fast as the first),
+ * BENCH_REMOTES=R remote routes on node 1 before any ADD (the cost of an
+ * ADD must not grow with what the node holds), BENCH_BACKEND=bpf. The agent
+ * on node 1's RSS (VmRSS, VmHWM = peak) is reported at the end.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -129,6 +135,16 @@ static double pct(double *v, int n, double p)
 	return v[i < n ? i : n - 1];
 }
 
+/* "VmRSS 12 MiB, peak 20 MiB" of node's agent. */
+static void rss(int node, char *buf, size_t n)
+{
+	char out[128];
+
+	topo_out(out, sizeof(out), "awk '/VmRSS|VmHWM/ {printf \"%%s %%d \", $1, $2/1024}' /proc/%d/status",
+		 (int)topo_agent_pid(&T, node));
+	snprintf(buf, n, "%s(MiB)", out);
+}
+
 static unsigned long commits_from_log(int node)
 {
 	char out[64];
@@ -139,8 +155,12 @@ static unsigned long commits_from_log(int node)
 
 int main(int argc, char **argv)
 {
-	int n = argc > 1 ? atoi(argv[1]) : 200, nref = 20, fails = 0;
-	double *lat, ref[20], t0, t_adds, t_ping = 0;
+	int n = argc > 1 ? atoi(argv[1]) : 200, fails = 0;
+	int nref = getenv("BENCH_SEQ") ? atoi(getenv("BENCH_SEQ")) : 20;
+	unsigned nremotes = getenv("BENCH_REMOTES") ? (unsigned)atoi(getenv("BENCH_REMOTES")) : 0;
+	const char *bk = getenv("BENCH_BACKEND") ? getenv("BENCH_BACKEND") : "kernel";
+	double *lat, *ref, *ref_sorted, t0, t_adds, t_ping = 0;
+	char rss_seq[128] = "", rss_end[128] = "";
 	unsigned long c0, c1;
 	char extra[600], sock[512];
 	int *done;
@@ -151,6 +171,10 @@ int main(int argc, char **argv)
 	}
 	if (n < 1 || n > 4000)
 		n = 200;
+	if (nref < 10 || nref > 1000)
+		nref = 20;
+	ref = calloc((size_t)nref, sizeof(double));
+	ref_sorted = calloc((size_t)nref, sizeof(double));
 	lat = mmap(NULL, sizeof(double) * (size_t)n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	done = mmap(NULL, sizeof(int) * (size_t)n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (lat == MAP_FAILED || done == MAP_FAILED || topo_sh("mkdir -p -m 0700 /run/galactic") || topo_up(&T, 2)) {
@@ -159,9 +183,13 @@ int main(int argc, char **argv)
 	}
 	for (int node = 1; node <= 2; node++) {
 		sock_path(node, sock, sizeof(sock));
-		snprintf(extra, sizeof(extra), "--cni-socket %s", sock);
-		if (topo_write_state(&T, node, 0) || topo_agent_start(&T, node, extra) <= 0 ||
-		    wait_socket(node, 20000)) {
+		if (!strcmp(bk, "bpf"))
+			snprintf(extra, sizeof(extra), "--cni-socket %s --backend bpf --bpffs /sys/fs/bpf/%s-n%d", sock,
+				 T.prefix, node);
+		else
+			snprintf(extra, sizeof(extra), "--cni-socket %s", sock);
+		if (topo_write_state(&T, node, node == 1 ? nremotes : 0) || topo_agent_start(&T, node, extra) <= 0 ||
+		    wait_socket(node, 20000) || topo_wait_reconciled(&T, node, 1, 300)) {
 			fprintf(stderr, "bench_cni: agent on n%d did not start (%s/n%d/agent.log)\n", node, T.dir, node);
 			return 1;
 		}
@@ -202,7 +230,19 @@ int main(int argc, char **argv)
 		}
 		ref[i] = now_ms() - s;
 	}
-	qsort(ref, (size_t)nref, sizeof(double), cmp_d);
+	rss(1, rss_seq, sizeof(rss_seq));
+	{
+		int tenth = nref / 10;
+
+		qsort(ref, (size_t)tenth, sizeof(double), cmp_d);
+		qsort(ref + nref - tenth, (size_t)tenth, sizeof(double), cmp_d);
+		printf("bench_cni: %d sequential ADDs with %u remote routes (%s backend): first %d p50 %.1f ms, last %d p50 %.1f ms\n",
+		       nref, nremotes, bk, tenth, pct(ref, tenth, 0.5), tenth, pct(ref + nref - tenth, tenth, 0.5));
+		fflush(stdout); /* before the forks below */
+		memcpy(ref_sorted, ref, (size_t)nref * sizeof(double));
+		qsort(ref_sorted, (size_t)nref, sizeof(double), cmp_d);
+		ref = ref_sorted;
+	}
 
 	/* The measured run: n ADDs at once. */
 	c0 = commits_from_log(1);
@@ -338,8 +378,10 @@ int main(int argc, char **argv)
 		free(pf);
 	}
 	qsort(lat, (size_t)n, sizeof(double), cmp_d);
+	rss(1, rss_end, sizeof(rss_end));
 	printf("bench_cni: reference: %d sequential ADDs: p50 %.1f ms, p99 %.1f ms\n", nref,
 	       pct(ref, nref, 0.5), pct(ref, nref, 0.99));
+	printf("bench_cni: agent n1 RSS after the sequential ADDs: %s; at the end: %s\n", rss_seq, rss_end);
 	printf("bench_cni: %d concurrent ADDs on one node: p50 %.1f ms, p99 %.1f ms, max %.1f ms "
 	       "(p50 %.1fx the uncontended ADD); all done in %.0f ms (%.0f ADD/s); %lu backend commits; %d failed\n",
 	       n, pct(lat, n, 0.5), pct(lat, n, 0.99), lat[n - 1], pct(lat, n, 0.5) / pct(ref, nref, 0.5),
@@ -351,6 +393,13 @@ int main(int argc, char **argv)
 	if (getenv("BENCH_KEEP"))
 		topo_sh("cp %s/n1/agent.log /tmp/bench_cni_agent.log", T.dir);
 	topo_sh("rm -f /run/galactic/%s-n*.sock", T.prefix);
-	topo_down(&T);
+	{
+		char prefix[sizeof(T.prefix)];
+
+		snprintf(prefix, sizeof(prefix), "%s", T.prefix);
+		topo_down(&T);
+		if (!strcmp(bk, "bpf"))
+			topo_sh("rm -rf /sys/fs/bpf/%s-n1 /sys/fs/bpf/%s-n2", prefix, prefix);
+	}
 	return fails ? 1 : 0;
 }
