@@ -282,6 +282,7 @@ int main(int argc, char **argv)
 	struct gcni_verbs *verbs = NULL;
 	struct gcni_listener *cni = NULL;
 	char status_path[4200];
+	int status = 1;
 	const struct gdp_backend_ops *ops;
 	struct sigaction sa = { .sa_handler = on_signal };
 	double interval = 30, verify_s = 5, last_verify = 0;
@@ -491,8 +492,10 @@ int main(int argc, char **argv)
 			pipeline_kick(ag.pl);
 		}
 	}
-	gnl_close(mon);
 	glogf(GLOG_INFO, COMP, "exiting; kernel state left in place");
+	status = once && rc ? 1 : 0;
+fail:
+	gnl_close(mon);
 	/* Requests in progress finish (their passes still run), then the rest. */
 	gcni_listener_stop(cni);
 	gid_daemon_stop(ag.ident);
@@ -502,15 +505,5 @@ int main(int argc, char **argv)
 	ghealth_stop(ag.health);
 	ops->close(be);
 	record_close(ag.rec);
-	return once && rc ? 1 : 0;
-fail:
-	gcni_listener_stop(cni);
-	gid_daemon_stop(ag.ident);
-	pipeline_free(ag.pl);
-	gcni_verbs_free(verbs);
-	rpt_stop(ag.rpt);
-	ghealth_stop(ag.health);
-	ops->close(be);
-	record_close(ag.rec);
-	return 1;
+	return status;
 }

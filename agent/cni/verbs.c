@@ -79,6 +79,17 @@ static int claim(struct gcni_verbs *v, const char *k)
 	return rc;
 }
 
+/* The request's attachment key, claimed: 0, or -1 with e. */
+static int claim_req(struct gcni_verbs *v, const struct cni_req *q, char key[300], struct cni_err *e)
+{
+	key_of(q->conf.name, q->env.container_id, q->env.ifname, key);
+	if (claim(v, key)) {
+		cni_err_set(e, CNI_ERR_IO, "out of memory", "claiming the attachment key");
+		return -1;
+	}
+	return 0;
+}
+
 static void release(struct gcni_verbs *v, const char *k)
 {
 	pthread_mutex_lock(&v->mu);
@@ -429,11 +440,8 @@ json_t *gcni_verb_add(struct gcni_verbs *v, struct cni_req *q, int nsfd, struct 
 
 	if (held(v, e))
 		return NULL;
-	key_of(q->conf.name, q->env.container_id, q->env.ifname, key);
-	if (claim(v, key)) {
-		cni_err_set(e, CNI_ERR_IO, "out of memory", "claiming the attachment key");
+	if (claim_req(v, q, key, e))
 		return NULL;
-	}
 	/* Before the record lock: default_mtu reads the record (its own lock)
 	 * and may ask the kernel for the uplink's MTU. */
 	dflt_mtu = q->conf.mtu ? 0 : default_mtu(v);
@@ -455,11 +463,8 @@ int gcni_verb_del(struct gcni_verbs *v, struct cni_req *q, struct cni_err *e)
 
 	if (held(v, e))
 		return -1;
-	key_of(c->name, q->env.container_id, q->env.ifname, key);
-	if (claim(v, key)) {
-		cni_err_set(e, CNI_ERR_IO, "out of memory", "claiming the attachment key");
+	if (claim_req(v, q, key, e))
 		return -1;
-	}
 	record_lock(v->o.rec);
 	r = record_find_key(v->o.rec, c->name, q->env.container_id, q->env.ifname);
 	if (!r) {
@@ -622,11 +627,8 @@ int gcni_verb_check(struct gcni_verbs *v, struct cni_req *q, int nsfd, struct cn
 	struct rec_att *r;
 	int rc;
 
-	key_of(c->name, q->env.container_id, q->env.ifname, key);
-	if (claim(v, key)) {
-		cni_err_set(e, CNI_ERR_IO, "out of memory", "claiming the attachment key");
+	if (claim_req(v, q, key, e))
 		return -1;
-	}
 	record_lock(v->o.rec);
 	r = record_find_key(v->o.rec, c->name, q->env.container_id, q->env.ifname);
 	if (!r || !r->active) {
