@@ -712,6 +712,37 @@ START_TEST(t_cnitool_every_verb)
 }
 END_TEST
 
+/* Hypervisor mode as the operator renders it (galactic-tap, then
+ * galactic-bgp): refused through libcni with an error naming galactic-tap;
+ * nothing is made, and DEL succeeds. */
+START_TEST(t_operator_tap_refused)
+{
+	char out[4096], net[128], nsp[256], *before, *after;
+	json_t *l;
+
+	NEED_TOPO();
+	ck_assert_int_eq(mkns("tap"), 0);
+	l = operator_conflist(&(struct cpod){ "tap", TOPO_VPC_A, "TP", 1, IPAM_HOST, "10.1.0.86", "fd00:a::86/128",
+					     "fe80::1" }, "1.0.0");
+	json_object_set_new(json_array_get(json_object_get(l, "plugins"), 0), "type", json_string("galactic-tap"));
+	ck_assert_int_eq(write_conflist(1, "tap", l), 0);
+	net_of("tap", net, sizeof(net));
+	ns_path("tap", nsp, sizeof(nsp));
+	before = malloc(65536);
+	after = malloc(65536);
+	topo_out(before, 65536, "ip -n %s-n1 -o link show | cut -d: -f2 | sort", T.prefix);
+	ck_assert_msg(tool(1, NULL, out, sizeof(out), "cnitool add %s %s", net, nsp) != 0, "tap ADD succeeded: %s", out);
+	ck_assert_msg(strstr(out, "galactic-tap") && strstr(out, "Hypervisor"), "tap ADD error: %s", out);
+	ck_assert_ptr_null(record_att(1, "TP"));
+	topo_out(after, 65536, "ip -n %s-n1 -o link show | cut -d: -f2 | sort", T.prefix);
+	ck_assert_str_eq(before, after);
+	ck_assert_msg(tool(1, NULL, out, sizeof(out), "cnitool del %s %s", net, nsp) == 0, "tap DEL: %s", out);
+	free(before);
+	free(after);
+	topo_sh("ip netns del %s-tap; rm -f /var/lib/cni/results/%s-*", T.prefix, net);
+}
+END_TEST
+
 /* The operator's 1.0.0 conflists through DEL (twice), then nothing is left. */
 START_TEST(t_operator_conflists_del)
 {
@@ -745,6 +776,7 @@ static Suite *suite(void)
 	tcase_add_test(t, t_operator_conflists_attach);
 	tcase_add_test(t, t_operator_traffic_and_isolation);
 	tcase_add_test(t, t_cnitool_every_verb);
+	tcase_add_test(t, t_operator_tap_refused);
 	tcase_add_test(t, t_operator_conflists_del);
 	suite_add_tcase(s, t);
 	/* The operator's conflists again with both agents on the bpf backend. */
