@@ -455,15 +455,22 @@ int informer_start(struct informer *inf)
 
 void informer_rewatch(struct informer *inf) { atomic_store(&inf->watch_abort, true); }
 
-void informer_stop(struct informer *inf)
+void informer_request_stop(struct informer *inf)
 {
-	if (!inf->started || inf->joined)
+	if (!inf || !inf->started || inf->joined)
 		return;
 	atomic_store(&inf->stop, true);
 	atomic_store(&inf->watch_abort, true);
 	pthread_mutex_lock(&inf->mu);
 	pthread_cond_broadcast(&inf->cond);
 	pthread_mutex_unlock(&inf->mu);
+}
+
+void informer_stop(struct informer *inf)
+{
+	if (!inf->started || inf->joined)
+		return;
+	informer_request_stop(inf);
 	pthread_join(inf->thr, NULL);
 	inf->joined = true;
 }

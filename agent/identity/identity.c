@@ -343,6 +343,8 @@ void gid_daemon_stop(struct gid_daemon *d)
 		return;
 	if (d->q)
 		wq_shutdown(d->q);
+	informer_request_stop(d->ndp);
+	informer_request_stop(d->ids);
 	if (d->ndp)
 		informer_stop(d->ndp);
 	if (d->ids)

@@ -564,6 +564,8 @@ void rpt_stop(struct rpt *r)
 		wq_shutdown(r->pq);
 	if (r->lq)
 		wq_shutdown(r->lq);
+	informer_request_stop(r->own);
+	informer_request_stop(r->all);
 	if (r->own)
 		informer_stop(r->own);
 	if (r->all)

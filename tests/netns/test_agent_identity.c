@@ -14,7 +14,9 @@
  *   - n1 restarted while the API server is down keeps its identity (from its
  *     record), is ready and carries traffic;
  *   - on the bpf backend, /readyz is 503 while the uplink program is
- *     detached, and 200 again once the agent has put it back.
+ *     detached, and 200 again once the agent has put it back;
+ *   - 50 runs of two galactic-agent processes started together on nodes
+ *     whose names hash to the same first candidate: never the same ID.
  */
 #include <jansson.h>
 #include <signal.h>
@@ -26,6 +28,7 @@
 
 #include <curl/curl.h>
 
+#include "agent/identity/ident.h"
 #include "tests/lib/cp.h"
 #include "tests/lib/daemon.h"
 #include "tests/lib/gtest.h"
@@ -309,16 +312,131 @@ START_TEST(t_not_ready_while_uplink_program_detached)
 }
 END_TEST
 
+/* Two node names whose hash gives the same first candidate. */
+static void colliding_names(int run, char *a, char *b, size_t n)
+{
+	static uint16_t seen[4096];
+	char nm[64];
+
+	for (int k = 0; k < 4096; k++) {
+		snprintf(nm, sizeof(nm), "%s-r%d-%d", T.prefix, run, k);
+		seen[k] = gid_hash_start(nm);
+		for (int j = 0; j < k; j++)
+			if (seen[j] == seen[k]) {
+				snprintf(a, n, "%s-r%d-%d", T.prefix, run, j);
+				snprintf(b, n, "%s", nm);
+				return;
+			}
+	}
+	ck_abort_msg("no colliding names");
+}
+
+static pid_t race_agent(const char *node, const char *netns, const char *dir, int p)
+{
+	char cmd[2048];
+	pid_t pid;
+
+	snprintf(cmd, sizeof(cmd), "exec build/rel/bin/galactic-agent --state-dir %s --netns %s --interval 30 "
+		 "--kubeconfig %s --node %s --report-namespace galactic-system --metrics-addr 127.0.0.1:%d "
+		 ">>%s/agent.log 2>&1", dir, netns, cp.kubeconfig, node, p, dir);
+	pid = fork();
+	if (pid == 0) {
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+START_TEST(t_two_agents_race_50_runs)
+{
+	unsigned runs = getenv("GT_RACE_RUNS") ? (unsigned)atoi(getenv("GT_RACE_RUNS")) : 50, collisions = 0;
+	char ns[2][64], dir[2][512], nm[2][64], block[64], path[256], body[512];
+	double t0 = gt_now(), worst = 0, t_id = 0, t_stop = 0;
+	int p[2];
+
+	if (skip_why[0])
+		GT_SKIP("%s", skip_why);
+	for (int k = 0; k < 2; k++) {
+		snprintf(ns[k], sizeof(ns[k]), "%s-race%d", T.prefix, k);
+		ck_assert_int_eq(topo_sh("ip netns add %s && ip -n %s link set lo up", ns[k], ns[k]), 0);
+	}
+	snprintf(path, sizeof(path), "%s/nodedataplanes", NET);
+	for (unsigned run = 0; run < runs; run++) {
+		pid_t pid[2];
+		double id[2] = { 0, 0 }, ts = gt_now();
+
+		colliding_names((int)run, nm[0], nm[1], sizeof(nm[0]));
+		snprintf(block, sizeof(block), "fcbb:%x::/48", 0x200 + run);
+		for (int k = 0; k < 2; k++) {
+			snprintf(body, sizeof(body), "{\"apiVersion\":\"network.datumapis.com/v1alpha1\",\"kind\":\"NodeDataplane\","
+				 "\"metadata\":{\"name\":\"%s\"},\"spec\":{\"sidBlock\":\"%s\"}}", nm[k], block);
+			ck_assert_int_eq(kreq(&cp, "POST", path, "application/json", body, NULL, NULL), 201);
+			snprintf(dir[k], sizeof(dir[k]), "%s/race-%u-%d", T.dir, run, k);
+			ck_assert_int_eq(topo_sh("mkdir -p %s", dir[k]), 0);
+			p[k] = gt_free_port();
+		}
+		/* both processes at once */
+		pid[0] = race_agent(nm[0], ns[0], dir[0], p[0]);
+		pid[1] = race_agent(nm[1], ns[1], dir[1], p[1]);
+		for (int i = 0; i < 300 && (id[0] <= 0 || id[1] <= 0); i++) {
+			for (int k = 0; k < 2; k++)
+				if (id[k] <= 0)
+					id[k] = gt_metric(p[k], "galactic_agent_node_id");
+			usleep(50 * 1000);
+		}
+		t_id += gt_now() - ts;
+		{
+			double tk = gt_now();
+
+			for (int k = 0; k < 2; k++)
+				kill(pid[k], SIGTERM);
+			for (int k = 0; k < 2; k++) {
+				int st;
+
+				waitpid(pid[k], &st, 0);
+			}
+			t_stop += gt_now() - tk;
+		}
+		ck_assert_msg(id[0] > 0 && id[1] > 0, "run %u: no identity (%.0f, %.0f), see %s/agent.log", run, id[0], id[1],
+			      dir[0]);
+		if (id[0] == id[1])
+			collisions++;
+		if (gt_now() - ts > worst)
+			worst = gt_now() - ts;
+		/* the server agrees: two holds in the block */
+		{
+			char sel[160], *esc;
+			json_t *l = NULL;
+
+			snprintf(sel, sizeof(sel), "spec.block=%s", block);
+			esc = curl_easy_escape(NULL, sel, 0);
+			snprintf(body, sizeof(body), "%s/nodeids?fieldSelector=%s", NET, esc);
+			curl_free(esc);
+			ck_assert_int_eq(kreq(&cp, "GET", body, NULL, NULL, NULL, &l), 200);
+			ck_assert_uint_eq(json_array_size(json_object_get(l, "items")), 2);
+			json_decref(l);
+		}
+	}
+	for (int k = 0; k < 2; k++)
+		topo_sh("ip netns del %s", ns[k]);
+	printf("agents race: %u runs of two galactic-agent processes (same first candidate): %u collisions, "
+	       "slowest run %.1f s, mean %.2f s to both identities, %.2f s to stop, %.0f s in all\n", runs, collisions,
+	       worst, t_id / runs, t_stop / runs, gt_now() - t0);
+	ck_assert_uint_eq(collisions, 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("agent-identity");
 	TCase *tc = tcase_create("agent");
 
 	tcase_add_unchecked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 180);
+	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, t_empty_node_waits_then_gets_identity_from_the_api);
 	tcase_add_test(tc, t_api_identity_programs_traffic_and_survives_api_down_restart);
 	tcase_add_test(tc, t_not_ready_while_uplink_program_detached);
+	tcase_add_test(tc, t_two_agents_race_50_runs);
 	suite_add_tcase(s, tc);
 	return gt_run(s);
 }
