@@ -1,24 +1,41 @@
 #!/usr/bin/env bash
 # Runs benchmark binaries one after another (they measure, so never in
-# parallel) and fails if any of them fails. Each prints its ratios against a
-# reference run made in the same invocation; this script only adds timing
-# and keeps a copy of every output in build/bench-results/.
+# parallel). Each compares itself with a reference measured in the same
+# invocation and writes build/bench-results/<bench>.json (tests/bench/bench.h
+# has the format); its output is also kept in <bench>.txt.
+#
+# Fails (exit 1) when any target is missed or not measured, or any bench
+# could not run: not root, a tool missing, a crash, no result file. The last
+# lines list every target with its measured ratio and by how much it was
+# missed, then every bench that could not run and why.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 out=$top/build/bench-results
+. "$top/tests/bench/result.sh"
+command -v jq >/dev/null || { echo "bench: jq is needed (make deps)"; exit 1; }
 mkdir -p "$out"
-failed=()
+export BENCH_RESULTS=$out GT_TOP=$top
+bad=()
+files=()
 for b in "$@"; do
   name=$(basename "$b")
+  json=$out/$name.json
+  rm -f "$json"
   echo "=== bench/$name"
   start=$(date +%s)
   "$b" 2>&1 | tee "$out/$name.txt"
   rc=${PIPESTATUS[0]}
-  echo "--- bench/$name: exit $rc ($(( $(date +%s) - start ))s)"
-  [ "$rc" = 0 ] || failed+=("$name")
+  [ -s "$json" ] || bench_result_error "$json" "$name" "exit $rc without a result file (crashed or could not start)"
+  verdict=$(bench_result_verdict "$json" "$rc")
+  echo "--- bench/$name: exit $rc, $verdict ($(( $(date +%s) - start ))s)"
+  [ "$verdict" = ok ] || bad+=("$name")
+  files+=("$json")
 done
-if ((${#failed[@]})); then
-  echo "bench: failed: ${failed[*]}"
+jq -s '{benches: .}' "${files[@]}" >"$out/summary.json" 2>/dev/null
+echo "=== bench: targets (results in build/bench-results/)"
+bench_result_table "${files[@]}" | column -t -s $'\t'
+if ((${#bad[@]})); then
+  echo "bench: FAILED: ${bad[*]}"
   exit 1
 fi
-echo "bench: $# benchmarks ran; outputs in build/bench-results/"
+echo "bench: $# benchmarks ran, every target met"

@@ -27,6 +27,6 @@ $(eval $(call netns_test,test_cni_plugin,tests/netns/test_cni_plugin.c tests/lib
 # libcni's cnitool + tuning (tests/controlplane/build-cni.sh) against real agents.
 $(eval $(call netns_test,test_cnitool,tests/netns/test_cnitool.c tests/lib/topo.c,gdp gnl,jansson nl))
 # make bench: 200 concurrent ADDs (p50/p99, time until the last pod pings across nodes).
-$(eval $(call bench,bench_cni,tests/bench/bench_cni.c tests/lib/topo.c,gdp gnl,jansson nl))
+$(eval $(call bench,bench_cni,tests/bench/bench_cni.c tests/bench/bench.c tests/lib/topo.c,gdp gnl,jansson nl))
 # The netns suite runs the sanitized plugin binary: keep it up to date.
 build/san/tests/test_cni_plugin build/san/tests/test_cnitool: | build/san/bin/galactic-cni $(CNI_ALIASES:%=build/san/bin/%)

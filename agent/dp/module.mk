@@ -4,6 +4,6 @@ $(eval $(call lib,gdp,$(GDP_SRCS)))
 # Kernel tests with real traffic between network-namespace nodes (tests/lib/topo.*).
 $(eval $(call netns_test,test_kernel_traffic,tests/netns/test_kernel_traffic.c tests/lib/topo.c,gagent gdp gnl gcommon,jansson nl pthread))
 # make bench: 10k encap routes vs ip -6 -batch, 50k with ENOMEM retries counted.
-$(eval $(call bench,bench_routes,tests/bench/bench_routes.c,gdp gnl,nl))
+$(eval $(call bench,bench_routes,tests/bench/bench_routes.c tests/bench/bench.c,gdp gnl,nl jansson))
 $(eval $(call unit_test,test_nl_model,tests/unit/test_nl_model.c,gagent gdp gnl gcommon,jansson nl pthread))
 $(eval $(call netns_test,test_kernel_nl,tests/netns/test_kernel_nl.c tests/lib/topo.c,gdp gnl,nl jansson))

@@ -2,14 +2,18 @@
  * make bench: 200 concurrent CNI ADDs on one node.
  *
  * Two nodes (tests/lib/topo.*), galactic-agent with its CNI server on each.
- * Reference run (same invocation): 20 ADDs one after another, for the
- * latency of an uncontended ADD. Then 200 pods on node 1 are ADDed at once
- * (each a fork+exec of galactic-cni with CNI_* and stdin, as a runtime
- * does); we report p50/p99/max ADD latency, the ratio to the reference p50,
- * the number of backend commits the agent needed, and the time from the
- * first ADD until the last of the 200 pods got an IPv6 echo reply from a
- * pod on node 2 (node 2 learns the 200 prefixes as one remotes.json drop-in + SIGHUP,
- * standing in for the report watch).
+ * First 20 ADDs one after another (the uncontended ADD, same invocation).
+ * Then 200 pods on node 1 are ADDed at once (each a fork+exec of
+ * galactic-cni with CNI_* and stdin, as a runtime does): p50/p99/max ADD
+ * latency, the number of backend commits the agent needed, and the time
+ * from the first ADD until the last of the 200 pods got an IPv6 echo reply
+ * from a pod on node 2 (node 2 learns the 200 prefixes from a hand-written
+ * remotes.json drop-in + SIGHUP, standing in for the report watch: the
+ * report -> API -> learner path is not in this figure).
+ *
+ * The issue's target (p99 <= 0.2x the reference ptp + host-local plugins
+ * under the same burst) is reported as not measured until those plugins are
+ * built; that fails make bench. Results in build/bench-results/bench_cni.json.
  *
  *   build/rel/bench/bench_cni [N]      (N concurrent ADDs, default 200)
  *
@@ -38,6 +42,7 @@
 #include <unistd.h>
 
 #include "agent/dp/model.h"
+#include "tests/bench/bench.h"
 #include "tests/lib/topo.h"
 
 static struct topo T;
@@ -164,11 +169,10 @@ int main(int argc, char **argv)
 	unsigned long c0, c1;
 	char extra[600], sock[512];
 	int *done;
+	struct bench *b = bench_begin("bench_cni");
 
-	if (geteuid() != 0) {
-		printf("bench_cni: needs root (network namespaces); skipped\n");
-		return 0;
-	}
+	if (!bench_need_root(b, "network namespaces, the agent's data plane"))
+		return bench_end(b);
 	if (n < 1 || n > 4000)
 		n = 200;
 	if (nref < 10 || nref > 1000)
@@ -178,8 +182,8 @@ int main(int argc, char **argv)
 	lat = mmap(NULL, sizeof(double) * (size_t)n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	done = mmap(NULL, sizeof(int) * (size_t)n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (lat == MAP_FAILED || done == MAP_FAILED || topo_sh("mkdir -p -m 0700 /run/galactic") || topo_up(&T, 2)) {
-		fprintf(stderr, "bench_cni: setup failed\n");
-		return 1;
+		bench_error(b, "setup failed (topology)");
+		return bench_end(b);
 	}
 	for (int node = 1; node <= 2; node++) {
 		sock_path(node, sock, sizeof(sock));
@@ -190,8 +194,8 @@ int main(int argc, char **argv)
 			snprintf(extra, sizeof(extra), "--cni-socket %s", sock);
 		if (topo_write_state(&T, node, node == 1 ? nremotes : 0) || topo_agent_start(&T, node, extra) <= 0 ||
 		    wait_socket(node, 20000) || topo_wait_reconciled(&T, node, 1, 300)) {
-			fprintf(stderr, "bench_cni: agent on n%d did not start (%s/n%d/agent.log)\n", node, T.dir, node);
-			return 1;
+			bench_error(b, "agent on n%d did not start (%s/n%d/agent.log)", node, T.dir, node);
+			return bench_end(b);
 		}
 	}
 	/* Namespaces first (the runtime's job, not timed), in one ip -batch. */
@@ -208,13 +212,13 @@ int main(int argc, char **argv)
 		fprintf(f, "netns add %s-target\n", T.prefix);
 		fclose(f);
 		if (topo_sh("ip -batch %s", path)) {
-			fprintf(stderr, "bench_cni: creating namespaces failed\n");
-			return 1;
+			bench_error(b, "creating namespaces failed");
+			return bench_end(b);
 		}
 	}
 	if (cni_add(2, "target", "T0", 0)) {
-		fprintf(stderr, "bench_cni: ADD of the target pod on n2 failed\n");
-		return 1;
+		bench_error(b, "ADD of the target pod on n2 failed");
+		return bench_end(b);
 	}
 
 	/* Reference: one ADD at a time. */
@@ -225,8 +229,8 @@ int main(int argc, char **argv)
 		snprintf(name, sizeof(name), "r%d", i);
 		snprintf(att, sizeof(att), "R%d", i);
 		if (cni_add(1, name, att, 3000 + i)) {
-			fprintf(stderr, "bench_cni: reference ADD %d failed\n", i);
-			return 1;
+			bench_error(b, "sequential ADD %d failed", i);
+			return bench_end(b);
 		}
 		ref[i] = now_ms() - s;
 	}
@@ -324,8 +328,8 @@ int main(int argc, char **argv)
 			snprintf(path, sizeof(path), "/run/netns/%s-b%d", T.prefix, i);
 			ns = open(path, O_RDONLY | O_CLOEXEC);
 			if (ns < 0 || setns(ns, CLONE_NEWNET)) {
-				perror("setns");
-				return 1;
+				bench_error(b, "setns into %s: %s", path, strerror(errno));
+				return bench_end(b);
 			}
 			fd[i] = socket(AF_INET6, SOCK_RAW | SOCK_NONBLOCK, IPPROTO_ICMPV6);
 			ICMP6_FILTER_SETBLOCKALL(&flt);
@@ -333,8 +337,8 @@ int main(int argc, char **argv)
 			setsockopt(fd[i], IPPROTO_ICMPV6, ICMP6_FILTER, &flt, sizeof(flt));
 			close(ns);
 			if (setns(self, CLONE_NEWNET)) {
-				perror("setns back");
-				return 1;
+				bench_error(b, "setns back: %s", strerror(errno));
+				return bench_end(b);
 			}
 		}
 		while (left > 0 && now_ms() < deadline) {
@@ -379,17 +383,32 @@ int main(int argc, char **argv)
 	}
 	qsort(lat, (size_t)n, sizeof(double), cmp_d);
 	rss(1, rss_end, sizeof(rss_end));
-	printf("bench_cni: reference: %d sequential ADDs: p50 %.1f ms, p99 %.1f ms\n", nref,
-	       pct(ref, nref, 0.5), pct(ref, nref, 0.99));
 	printf("bench_cni: agent n1 RSS after the sequential ADDs: %s; at the end: %s\n", rss_seq, rss_end);
-	printf("bench_cni: %d concurrent ADDs on one node: p50 %.1f ms, p99 %.1f ms, max %.1f ms "
-	       "(p50 %.1fx the uncontended ADD); all done in %.0f ms (%.0f ADD/s); %lu backend commits; %d failed\n",
-	       n, pct(lat, n, 0.5), pct(lat, n, 0.99), lat[n - 1], pct(lat, n, 0.5) / pct(ref, nref, 0.5),
-	       t_adds, n / (t_adds / 1e3), c1 - c0, fails);
-	printf("bench_cni: throughput %.1fx the sequential reference (%.0f vs %.0f ADD/s)\n",
-	       (n / (t_adds / 1e3)) / (1e3 / pct(ref, nref, 0.5)), n / (t_adds / 1e3), 1e3 / pct(ref, nref, 0.5));
-	printf("bench_cni: first ADD -> last of %d pods pinging a pod on node 2: %.0f ms\n", n, t_ping);
-	printf("bench_cni: %d passed, %d failed\n", n - fails > 0 ? 1 : 0, fails ? 1 : 0);
+	{
+		double p50 = pct(lat, n, 0.5), p99 = pct(lat, n, 0.99), r50 = pct(ref, nref, 0.5);
+		double rate = n / (t_adds / 1e3), commits = (double)(c1 - c0), failed = fails;
+		char what[160];
+
+		bench_check(b, fails == 0, "%d of %d concurrent ADDs failed or never reached node 2", fails, n);
+		snprintf(what, sizeof(what), "%d galactic-cni ADDs one after another (uncontended ADD)", nref);
+		bench_fact(b, "sequential ADD", "ms", what, ref, (size_t)nref);
+		snprintf(what, sizeof(what), "%d concurrent galactic-cni ADDs on one node, p50", n);
+		bench_fact(b, "concurrent ADD p50", "ms", what, &p50, 1);
+		snprintf(what, sizeof(what), "%d concurrent galactic-cni ADDs on one node, p99", n);
+		bench_fact(b, "concurrent ADD p99", "ms", what, &p99, 1);
+		bench_fact(b, "concurrent ADD max", "ms", "the slowest of them", &lat[n - 1], 1);
+		bench_fact(b, "concurrent ADD rate", "ADD/s", "n / time until all returned", &rate, 1);
+		bench_fact(b, "backend commits for the burst", "", "group commits the agent logged", &commits, 1);
+		bench_fact(b, "failed ADDs", "", "in the burst", &failed, 1);
+		printf("bench_cni: concurrent p50 is %.1fx the uncontended ADD; throughput %.1fx the sequential rate\n",
+		       p50 / r50, rate / (1e3 / r50));
+		snprintf(what, sizeof(what), "first ADD -> last of %d pods pinging a pod on node 2 (routes fed by "
+			 "hand through remotes.json, not through reports)", n);
+		bench_fact(b, "first ADD to last pod pings", "ms", what, &t_ping, 1);
+		/* The target compares with the reference plugins under the same burst. */
+		bench_not_measured(b, "200 concurrent ADDs p99: galactic-cni / reference ptp + host-local", 0.2,
+				   "reference plugins not built: tests/controlplane builds no ptp/host-local yet");
+	}
 	if (getenv("BENCH_KEEP"))
 		topo_sh("cp %s/n1/agent.log /tmp/bench_cni_agent.log", T.dir);
 	topo_sh("rm -f /run/galactic/%s-n*.sock", T.prefix);
@@ -401,5 +420,5 @@ int main(int argc, char **argv)
 		if (!strcmp(bk, "bpf"))
 			topo_sh("rm -rf /sys/fs/bpf/%s-n1 /sys/fs/bpf/%s-n2", prefix, prefix);
 	}
-	return fails ? 1 : 0;
+	return bench_end(b);
 }

@@ -3,24 +3,27 @@
  * common/ informer, against `kubectl get -o json` of the same list, in the
  * same run against the same real control plane.
  *
- * Each side runs in its own fresh process; wall time from exec to done and
- * peak RSS (wait4 ru_maxrss) are measured the same way for both, 3 runs
- * each, medians printed with the ratio informer/kubectl.
+ * Process to process: each side is a whole, fresh process (ours: this
+ * program's --sync-lean mode, which starts, lists and watches to synced and
+ * exits; the reference: kubectl) measured the same way (tests/bench/bench.h:
+ * wall time from fork to reap, peak RSS of the reaped child), one warm-up
+ * round, then 5 rounds with the sides back to back. Targets: time <= 0.5x,
+ * peak RSS <= 0.3x kubectl. Results in build/bench-results/bench_informer.json.
  *   bench_informer [N]
+ *   bench_informer --hold [N]   set up, print both commands, wait for stdin to close
  */
 #include "common/informer.h"
 #include "common/json.h"
 #include "common/log.h"
+#include "tests/bench/bench.h"
 #include "tests/lib/cp.h"
 
-#include <fcntl.h>
+#include <errno.h>
 #include <stdbool.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -35,21 +38,32 @@ static double now_s(void)
 	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
+static struct bench *B;
+static struct cp CP;
+static char self[512];
+
+/* Setup failed: the result file says why, the control plane goes. */
 static void die(const char *what, const struct kube_error *e)
 {
-	fprintf(stderr, "bench_informer: %s: %s\n", what, e ? e->message : "");
-	exit(1);
+	bench_error(B, "%s: %s", what, e ? e->message : "");
+	cp_down(&CP);
+	exit(bench_end(B));
 }
 
-/* --sync mode: one informer, all namespaces; prints seconds to synced and objects. */
+/*
+ * --sync[-lean] SERVER TOKEN CA: the informer side as a whole process: starts,
+ * lists (pages of 500) and starts the watch, then exits; prints the number
+ * of cached objects. Timed from outside exactly as kubectl is.
+ */
 static int sync_main(const char *server, const char *token, const char *ca, bool lean)
 {
 	char err[256];
 	struct kube_config *cfg = kube_config_new(server, token, ca);
 	struct kube_client *kc = kube_client_new(cfg, err, sizeof(err));
 	struct informer_opts o = { .res = OBJS, .page_size = 500, .drop_managed_fields = lean };
+	struct informer_stats st;
 	struct informer *inf;
-	double t0 = now_s();
+	size_t n;
 
 	if (!kc)
 		return 1;
@@ -57,94 +71,19 @@ static int sync_main(const char *server, const char *token, const char *ca, bool
 	inf = informer_new(kc, &o);
 	if (!inf || informer_start(inf) || !informer_wait_synced(inf, 300))
 		return 1;
-	printf("%.3f %zu\n", now_s() - t0, kube_store_len(informer_store(inf)));
+	n = kube_store_len(informer_store(inf));
+	/* Synced means listed; wait for the watch request to be under way too. */
+	for (int i = 0; i < 3000; i++) {
+		informer_get_stats(inf, &st);
+		if (st.watches)
+			break;
+		usleep(1000);
+	}
+	printf("%zu %lu\n", n, st.watches);
 	fflush(stdout);
-	/* The watch is running: stay a moment so RSS includes the streaming side. */
-	usleep(500 * 1000);
 	informer_free(inf);
 	kube_client_free(kc);
 	kube_config_free(cfg);
-	return 0;
-}
-
-struct run {
-	double secs;
-	long maxrss_kb;
-	char out[256];
-};
-
-/*
- * ru_maxrss of a child counts the pages it shared with its parent before exec,
- * so a fat parent inflates it. Both sides are therefore started from a fresh,
- * small copy of this program ("--measure"), which forks + execs the target and
- * writes "seconds maxrss_kb" to a file.
- */
-static int measure_main(int argc, char **argv)
-{
-	/* --measure RESULT OUTFILE prog args... */
-	double t0 = now_s();
-	struct rusage ru;
-	int st;
-	pid_t p;
-	(void)argc;
-	p = fork();
-	if (p < 0)
-		return 1;
-	if (p == 0) {
-		int fd = open(argv[3], O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		dup2(fd, 1);
-		execv(argv[4], argv + 4);
-		_exit(127);
-	}
-	if (wait4(p, &st, 0, &ru) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
-		return 1;
-	FILE *f = fopen(argv[2], "w");
-	if (!f)
-		return 1;
-	fprintf(f, "%.6f %ld\n", now_s() - t0, ru.ru_maxrss);
-	fclose(f);
-	return 0;
-}
-
-static char self[512], resfile[600];
-
-/* Runs argv through --measure, stdout to outfile (or /dev/null). */
-static int measure(char *const argv[], const char *outfile, struct run *r)
-{
-	char *mv[32];
-	int k = 0, st;
-	pid_t p;
-	mv[k++] = self;
-	mv[k++] = "--measure";
-	mv[k++] = resfile;
-	mv[k++] = (char *)(outfile ? outfile : "/dev/null");
-	for (int i = 0; argv[i] && k < 31; i++)
-		mv[k++] = argv[i];
-	mv[k] = NULL;
-	p = fork();
-	if (p < 0)
-		return -1;
-	if (p == 0) {
-		execv(self, mv);
-		_exit(127);
-	}
-	if (waitpid(p, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
-		return -1;
-	FILE *f = fopen(resfile, "r");
-	if (!f || fscanf(f, "%lf %ld", &r->secs, &r->maxrss_kb) != 2) {
-		if (f)
-			fclose(f);
-		return -1;
-	}
-	fclose(f);
-	r->out[0] = 0;
-	if (outfile) {
-		f = fopen(outfile, "r");
-		if (f && fgets(r->out, sizeof(r->out), f))
-			r->out[strcspn(r->out, "\n")] = 0;
-		if (f)
-			fclose(f);
-	}
 	return 0;
 }
 
@@ -176,38 +115,66 @@ static void *fill(void *arg)
 	return NULL;
 }
 
-static int cmp_run(const void *a, const void *b)
-{
-	double d = ((const struct run *)a)->secs - ((const struct run *)b)->secs;
-	return d < 0 ? -1 : d > 0;
-}
+#define ROUNDS 5
 
-static int cmp_rss(const void *a, const void *b)
+/* One whole-process run; its stdout (if out) must say "<n> <watches>" with n objects. */
+static int run_side(char *const argv[], const char *out, size_t want, struct bench_proc *r,
+		    char *why, size_t whylen)
 {
-	long d = ((const struct run *)a)->maxrss_kb - ((const struct run *)b)->maxrss_kb;
-	return d < 0 ? -1 : d > 0;
+	size_t cnt;
+	unsigned long w;
+	FILE *f;
+	int ok;
+
+	if (bench_proc_run(argv, out, r) < 0 || r->exit_code) {
+		snprintf(why, whylen, "%s: exit %d", argv[0], r->exit_code);
+		return -1;
+	}
+	if (!out)
+		return 0;
+	f = fopen(out, "r");
+	ok = f && fscanf(f, "%zu %lu", &cnt, &w) == 2 && cnt == want && w > 0;
+	if (f)
+		fclose(f);
+	if (!ok) {
+		snprintf(why, whylen, "informer run did not cache %zu objects and start its watch", want);
+		return -1;
+	}
+	return 0;
 }
 
 int main(int argc, char **argv)
 {
-	struct cp cp;
-	char err[256], kubectl[400], out[600], errline[256];
+	int rc = bench_proc_main(argc, argv);
+	struct bench *b;
+	char err[256], kubectl[400], out[600], why[256];
 	struct kube_error e;
 	int n = 10000;
 
+	if (rc >= 0)
+		return rc;
 	if (argc == 5 && (!strcmp(argv[1], "--sync") || !strcmp(argv[1], "--sync-lean")))
 		return sync_main(argv[2], argv[3], argv[4], !strcmp(argv[1], "--sync-lean"));
-	if (argc > 4 && !strcmp(argv[1], "--measure"))
-		return measure_main(argc, argv);
+	bool hold = argc > 1 && !strcmp(argv[1], "--hold");
+
+	if (hold) {
+		argv++;
+		argc--;
+	}
 	if (argc > 1)
 		n = atoi(argv[1]);
+	b = B = bench_begin("bench_informer");
 	ssize_t sl = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (sl < 0)
-		return 1;
+	if (sl < 0) {
+		bench_error(b, "readlink /proc/self/exe: %s", strerror(errno));
+		return bench_end(b);
+	}
 	self[sl] = 0;
-	if (cp_up(&cp) < 0)
-		return 1;
-	struct kube_config *cfg = kube_config_new(cp.apiserver, cp.token, cp.ca);
+	if (cp_up(&CP) < 0) {
+		bench_error(b, "the test control plane did not start (tests/controlplane/cp.sh)");
+		return bench_end(b);
+	}
+	struct kube_config *cfg = kube_config_new(CP.apiserver, CP.token, CP.ca);
 	struct kube_client *kc = kube_client_new(cfg, err, sizeof(err));
 	if (!kc)
 		die(err, NULL);
@@ -252,55 +219,68 @@ int main(int argc, char **argv)
 		pthread_join(t[i], NULL);
 	printf("created %d BenchObjects in %.1fs\n", n, now_s() - t0);
 
-	snprintf(kubectl, sizeof(kubectl), "%s/kubectl", cp.bin);
-	snprintf(out, sizeof(out), "%s/bench-sync.out", cp.dir);
-	snprintf(resfile, sizeof(resfile), "%s/bench-measure.out", cp.dir);
-	struct run inf[3], kctl[3], lean[3];
-	for (int i = 0; i < 3; i++) {
-		char *a1[] = { self, "--sync", cp.apiserver, cp.token, cp.ca, NULL };
-		char *a3[] = { self, "--sync-lean", cp.apiserver, cp.token, cp.ca, NULL };
-		char *a2[] = { kubectl, "--kubeconfig", cp.kubeconfig, "get", "benchobjects.bench.galactic.io",
-			       "-A", "-o", "json", NULL };
-		if (measure(a1, out, &inf[i]) < 0)
-			die("informer run failed", NULL);
-		double s;
-		size_t cnt;
-		if (sscanf(inf[i].out, "%lf %zu", &s, &cnt) != 2 || cnt != (size_t)n) {
-			snprintf(errline, sizeof(errline), "informer cached '%s', want %d", inf[i].out, n);
-			die(errline, NULL);
-		}
-		double proc = inf[i].secs;
-		inf[i].secs = s; /* time to synced cache inside the process */
-		if (measure(a2, NULL, &kctl[i]) < 0)
-			die("kubectl run failed", NULL);
-		if (measure(a3, out, &lean[i]) < 0 || sscanf(lean[i].out, "%lf %zu", &s, &cnt) != 2 ||
-		    cnt != (size_t)n)
-			die("lean informer run failed", NULL);
-		lean[i].secs = s;
-		printf("run %d: informer without managedFields synced %.3fs rss %.1f MiB\n", i + 1, s,
-		       lean[i].maxrss_kb / 1024.0);
-		printf("run %d: informer synced %.3fs (process %.3fs incl. 0.5s linger) rss %.1f MiB | "
-		       "kubectl get -o json %.3fs rss %.1f MiB\n", i + 1, inf[i].secs, proc,
-		       inf[i].maxrss_kb / 1024.0, kctl[i].secs, kctl[i].maxrss_kb / 1024.0);
+	snprintf(kubectl, sizeof(kubectl), "%s/kubectl", CP.bin);
+	snprintf(out, sizeof(out), "%s/bench-sync.out", CP.dir);
+	char *a_def[] = { self, "--sync", CP.apiserver, CP.token, CP.ca, NULL };
+	char *a_lean[] = { self, "--sync-lean", CP.apiserver, CP.token, CP.ca, NULL };
+	char *a_k[] = { kubectl, "--kubeconfig", CP.kubeconfig, "get", "benchobjects.bench.galactic.io",
+			"-A", "-o", "json", NULL };
+	if (hold) { /* For timing both sides by hand (e.g. /usr/bin/time -v): until stdin closes. */
+		printf("ours:      %s --sync-lean %s %s %s\nreference: %s --kubeconfig %s get "
+		       "benchobjects.bench.galactic.io -A -o json\nclose stdin to tear down\n",
+		       self, CP.apiserver, CP.token, CP.ca, kubectl, CP.kubeconfig);
+		fflush(stdout);
+		while (getchar() != EOF)
+			;
+		kube_client_free(kc);
+		kube_config_free(cfg);
+		cp_down(&CP);
+		return 0;
 	}
-	qsort(inf, 3, sizeof(inf[0]), cmp_run);
-	qsort(kctl, 3, sizeof(kctl[0]), cmp_run);
-	double ti = inf[1].secs, tk = kctl[1].secs;
-	qsort(inf, 3, sizeof(inf[0]), cmp_rss);
-	qsort(kctl, 3, sizeof(kctl[0]), cmp_rss);
-	double ri = inf[1].maxrss_kb / 1024.0, rk = kctl[1].maxrss_kb / 1024.0;
-	qsort(lean, 3, sizeof(lean[0]), cmp_run);
-	double tl = lean[1].secs;
-	qsort(lean, 3, sizeof(lean[0]), cmp_rss);
-	double rl = lean[1].maxrss_kb / 1024.0;
-	printf("bench_informer: %d objects, medians of 3: informer list+watch synced in %.3fs, peak RSS %.1f MiB; "
-	       "kubectl get -o json %.3fs, peak RSS %.1f MiB; ratio informer/kubectl: time %.2f, RSS %.2f\n",
-	       n, ti, ri, tk, rk, ti / tk, ri / rk);
-	printf("bench_informer: informer dropping managedFields: synced %.3fs, peak RSS %.1f MiB; "
-	       "ratio to kubectl: time %.2f, RSS %.2f\n", tl, rl, tl / tk, rl / rk);
-	printf("bench_informer: 1 passed, 0 failed\n");
+	double ti[ROUNDS], tl[ROUNDS], tk[ROUNDS], ri[ROUNDS], rl[ROUNDS], rk[ROUNDS];
+	/* Round 0 warms up every side (kubectl's discovery cache, the apiserver's
+	 * watch cache, the page cache); rounds 1..ROUNDS count. In turn: lean,
+	 * kubectl, default, so each pair is taken back to back. */
+	for (int i = 0; i <= ROUNDS; i++) {
+		struct bench_proc pl, pk, pd;
+
+		if (run_side(a_lean, out, (size_t)n, &pl, why, sizeof(why)) ||
+		    run_side(a_k, NULL, 0, &pk, why, sizeof(why)) ||
+		    run_side(a_def, out, (size_t)n, &pd, why, sizeof(why)))
+			die(why, NULL);
+		printf("%s %d: informer (drop managedFields) %.3f s %.1f MiB | kubectl get -o json %.3f s "
+		       "%.1f MiB | informer (keeps managedFields) %.3f s %.1f MiB\n",
+		       i ? "run" : "warm-up", i, pl.wall_s, pl.maxrss_mib, pk.wall_s, pk.maxrss_mib,
+		       pd.wall_s, pd.maxrss_mib);
+		if (!i)
+			continue;
+		tl[i - 1] = pl.wall_s, rl[i - 1] = pl.maxrss_mib;
+		tk[i - 1] = pk.wall_s, rk[i - 1] = pk.maxrss_mib;
+		ti[i - 1] = pd.wall_s, ri[i - 1] = pd.maxrss_mib;
+	}
+	char wl[160], wd[160], wk[160];
+	snprintf(wl, sizeof(wl), "informer process, list+watch of %d objects to synced, then exit "
+		 "(drop_managed_fields, as the agent's learner runs it)", n);
+	snprintf(wd, sizeof(wd), "informer process, same, default options (keeps managedFields)");
+	snprintf(wk, sizeof(wk), "kubectl get -A -o json of the same %d objects, stdout to /dev/null", n);
+	struct bench_side sl_t = { wl, tl, ROUNDS }, sk_t = { wk, tk, ROUNDS }, sd_t = { wd, ti, ROUNDS };
+	struct bench_side sl_r = { wl, rl, ROUNDS }, sk_r = { wk, rk, ROUNDS }, sd_r = { wd, ri, ROUNDS };
+	bench_target(b, "time, whole process: informer / kubectl", "s", &sl_t, &sk_t, 0.5);
+	bench_target(b, "peak RSS, whole process: informer / kubectl", "MiB", &sl_r, &sk_r, 0.3);
+	bench_fact(b, "time, whole process: informer keeping managedFields", "s", wd, ti, ROUNDS);
+	bench_fact(b, "peak RSS, whole process: informer keeping managedFields", "MiB", wd, ri, ROUNDS);
+	{
+		double q[ROUNDS], m[ROUNDS];
+
+		for (int i = 0; i < ROUNDS; i++)
+			q[i] = sd_t.samples[i] / sk_t.samples[i], m[i] = sd_r.samples[i] / sk_r.samples[i];
+		bench_fact(b, "time ratio to kubectl, informer keeping managedFields", "x", "per pair", q,
+			   ROUNDS);
+		bench_fact(b, "peak RSS ratio to kubectl, informer keeping managedFields", "x", "per pair",
+			   m, ROUNDS);
+	}
 	kube_client_free(kc);
 	kube_config_free(cfg);
-	cp_down(&cp);
-	return 0;
+	cp_down(&CP);
+	return bench_end(b);
 }

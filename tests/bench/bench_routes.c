@@ -1,14 +1,19 @@
 /*
  * bench_routes: programming remote seg6 encap routes into one VPC table.
  *
- *  1. 10,000 routes: galactic's kernel backend (a full reconcile: dump, diff,
- *     batched apply) against `ip -6 -batch` adding the same routes, in the
- *     same run and namespace, alternating, best of ROUNDS each. Prints the
- *     ratio (target <= 1.2).
+ *  1. 10,000 routes, process to process: a program that opens galactic's
+ *     kernel backend on the namespace and applies the state (a full
+ *     reconcile: dump, diff, batched apply, read-back) and exits (this
+ *     program's --apply mode), against `ip -n NS -6 -batch FILE` adding the
+ *     same routes; both started and timed the same way (tests/bench/bench.h,
+ *     fork to reap, no shell), in the same namespace, from the same starting
+ *     point (table flushed, VPC basics in place), one warm-up round, then
+ *     ROUNDS rounds back to back. Target: median per-round ratio <= 0.7.
  *  2. 50,000 routes: all present afterwards (counted by a dump and by the
  *     backend's observe), none lost to ENOMEM; prints the retries it took.
  *
- * Runs in its own network namespace (gb<pid>-n), removed at exit.
+ * Runs in its own network namespace (gb<pid>-n), removed at exit. Results in
+ * build/bench-results/bench_routes.json.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -22,9 +27,10 @@
 
 #include "agent/dp/backend.h"
 #include "agent/nl/objects.h"
+#include "tests/bench/bench.h"
 
 #define TABLE 16385
-#define ROUNDS 3
+#define ROUNDS 5
 
 static char ns[64];
 
@@ -116,37 +122,66 @@ static void flush(void)
 	sh("ip -n %s -6 route flush table %d 2>/dev/null", ns, TABLE);
 }
 
-int main(void)
+/* --apply NS N: the galactic side as a whole process. */
+static int apply_main(const char *netns, unsigned n)
 {
 	struct gdp_backend *be;
-	struct gdp_state s10, s50, empty;
+	struct gdp_results res;
+	struct gdp_state st;
+	char err[512];
+	int rc;
+
+	build_state(&st, n);
+	if (gdp_kernel_backend.open(&be, &(struct gdp_backend_opts){ .netns = netns }, err, sizeof(err))) {
+		fprintf(stderr, "bench_routes --apply: %s\n", err);
+		return 1;
+	}
+	gdp_results_init(&res);
+	rc = gdp_kernel_backend.apply(be, &st, &res);
+	printf("%lu\n", res.retries);
+	gdp_results_free(&res);
+	gdp_kernel_backend.close(be);
+	gdp_state_free(&st);
+	return rc ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct gdp_backend *be;
+	struct gdp_state s50, empty;
 	struct gdp_results res;
 	struct gnl_sock *nl;
-	char err[512], file[] = "/tmp/bench-routes.XXXXXX", pf[64];
-	double best_ip = 1e9, best_gal = 1e9, t0, t;
+	struct bench *b;
+	char err[512], file[] = "/tmp/bench-routes.XXXXXX", pf[64], n10[16], out[64];
+	double ip_s[ROUNDS], gal_s[ROUNDS], ip_c[ROUNDS], gal_c[ROUNDS], retries[ROUNDS], t0, t;
 	unsigned long retries50;
 	long n;
-	int r, fd, fails = 0;
+	int r, fd;
 	FILE *f;
 	unsigned k;
 
-	if (geteuid() != 0) {
-		printf("bench_routes: needs root (network namespaces)\n");
-		return 0;
-	}
+	if ((r = bench_proc_main(argc, argv)) >= 0)
+		return r;
+	if (argc == 4 && !strcmp(argv[1], "--apply"))
+		return apply_main(argv[2], (unsigned)strtoul(argv[3], NULL, 10));
+	b = bench_begin("bench_routes");
+	if (!bench_need_root(b, "network namespaces, routes"))
+		return bench_end(b);
 	snprintf(ns, sizeof(ns), "gb%d-n", (int)getpid());
 	atexit(cleanup);
 	if (sh("ip netns add %s && ip -n %s link set lo up && ip -n %s link add up0 type veth peer name up0p && "
 	       "ip -n %s link set up0 up && ip -n %s link set up0p up && ip -n %s addr add 2001:db8:f::1/64 dev up0 nodad && "
 	       "ip -n %s -6 route add fcbb:bb00:1:2::/64 via 2001:db8:f::2 dev up0", ns, ns, ns, ns, ns, ns, ns)) {
-		fprintf(stderr, "bench_routes: cannot build namespace %s\n", ns);
-		return 1;
+		bench_error(b, "cannot build namespace %s", ns);
+		return bench_end(b);
 	}
 	/* Reference input: the same 10,000 routes as ip -batch commands. */
 	fd = mkstemp(file);
 	f = fd >= 0 ? fdopen(fd, "w") : NULL;
-	if (!f)
-		return 1;
+	if (!f) {
+		bench_error(b, "mkstemp: %s", strerror(errno));
+		return bench_end(b);
+	}
 	for (k = 0; k < 10000; k++) {
 		remote_prefix(k, pf, sizeof(pf));
 		fprintf(f, "route add %s encap seg6 mode encap.red segs fcbb:bb00:1:2:e001:: dev up0 table %d proto %d\n",
@@ -154,65 +189,104 @@ int main(void)
 	}
 	fclose(f);
 
-	build_state(&s10, 10000);
 	build_state(&s50, 50000);
 	build_state(&empty, 0);
 	if (gdp_kernel_backend.open(&be, &(struct gdp_backend_opts){ .netns = ns }, err, sizeof(err)) ||
 	    gnl_open(&nl, ns, err, sizeof(err))) {
-		fprintf(stderr, "bench_routes: %s\n", err);
-		return 1;
+		bench_error(b, "%s", err);
+		unlink(file);
+		return bench_end(b);
 	}
 	gdp_results_init(&res);
+	snprintf(n10, sizeof(n10), "10000");
+	snprintf(out, sizeof(out), "/tmp/bench-routes-%d.out", (int)getpid());
+	char *a_ip[] = { "ip", "-n", ns, "-6", "-batch", file, NULL };
+	char *a_gal[] = { "/proc/self/exe", "--apply", ns, n10, NULL };
+	char self[512];
+	ssize_t sl = readlink("/proc/self/exe", self, sizeof(self) - 1);
 
-	for (r = 0; r < ROUNDS; r++) {
-		flush();
-		t0 = now();
-		if (sh("ip -n %s -6 -batch %s", ns, file))
-			fails++;
-		t = now() - t0;
-		n = count_encap(nl);
-		printf("round %d: ip -6 -batch 10000 routes: %.3f s (%ld present)\n", r + 1, t, n);
-		if (n != 10000)
-			fails++;
-		best_ip = t < best_ip ? t : best_ip;
-
-		flush();
-		gdp_kernel_backend.apply(be, &empty, &res); /* VPC basics only */
-		flush();
-		t0 = now();
-		if (gdp_kernel_backend.apply(be, &s10, &res))
-			fails++;
-		t = now() - t0;
-		n = count_encap(nl);
-		printf("round %d: galactic apply 10000 routes: %.3f s (%ld present, %lu ENOMEM retries)\n", r + 1, t,
-		       n, res.retries);
-		if (n != 10000)
-			fails++;
-		best_gal = t < best_gal ? t : best_gal;
+	if (sl > 0) {
+		self[sl] = 0;
+		a_gal[0] = self;
 	}
-	printf("10000 routes: galactic %.3f s vs ip -6 -batch %.3f s: ratio %.2fx (target <= 1.20)\n", best_gal,
-	       best_ip, best_gal / best_ip);
+	for (r = 0; r <= ROUNDS && !bench_failed(b); r++) {
+		struct bench_proc pi, pg;
+
+		/* Same start for both: table empty, VPC basics (rules, table) in place. */
+		flush();
+		gdp_kernel_backend.apply(be, &empty, &res);
+		flush();
+		if (bench_proc_run(a_ip, NULL, &pi) || pi.exit_code) {
+			bench_error(b, "ip -6 -batch failed (exit %d)", pi.exit_code);
+			break;
+		}
+		n = count_encap(nl);
+		if (!bench_check(b, n == 10000, "round %d: ip -6 -batch left %ld of 10000 routes", r, n))
+			break;
+		flush();
+		gdp_kernel_backend.apply(be, &empty, &res);
+		flush();
+		if (bench_proc_run(a_gal, out, &pg) || pg.exit_code) {
+			bench_error(b, "galactic apply process failed (exit %d)", pg.exit_code);
+			break;
+		}
+		n = count_encap(nl);
+		if (!bench_check(b, n == 10000, "round %d: galactic apply left %ld of 10000 routes", r, n))
+			break;
+		f = fopen(out, "r");
+		if (!f || fscanf(f, "%lf", &retries[r ? r - 1 : 0]) != 1)
+			retries[r ? r - 1 : 0] = -1;
+		if (f)
+			fclose(f);
+		printf("%s %d: ip -6 -batch 10000 routes %.3f s (cpu %.3f s) | galactic apply process %.3f s "
+		       "(cpu %.3f s, %.0f ENOMEM retries): %.2fx\n", r ? "round" : "warm-up", r, pi.wall_s, pi.cpu_s,
+		       pg.wall_s, pg.cpu_s, retries[r ? r - 1 : 0], pg.wall_s / pi.wall_s);
+		if (r) {
+			ip_s[r - 1] = pi.wall_s;
+			gal_s[r - 1] = pg.wall_s;
+			ip_c[r - 1] = pi.cpu_s;
+			gal_c[r - 1] = pg.cpu_s;
+		}
+	}
+	unlink(out);
+	if (!bench_failed(b)) {
+		struct bench_side sg = { "galactic kernel backend, whole process: open, full reconcile of "
+					 "10,000 seg6 encap routes (dump, diff, batched apply, read-back), exit",
+					 gal_s, ROUNDS };
+		struct bench_side si = { "ip -n NS -6 -batch of the same 10,000 route adds, whole process",
+					 ip_s, ROUNDS };
+
+		double q[ROUNDS];
+
+		bench_target(b, "10,000 routes: galactic / ip -6 -batch (wall, process to process)", "s", &sg,
+			     &si, 0.7);
+		for (int i = 0; i < ROUNDS; i++)
+			q[i] = gal_c[i] / ip_c[i];
+		bench_fact(b, "10,000 routes: galactic process CPU (user+system)", "s", "same runs", gal_c, ROUNDS);
+		bench_fact(b, "10,000 routes: ip -6 -batch process CPU (user+system)", "s", "same runs", ip_c,
+			   ROUNDS);
+		bench_fact(b, "10,000 routes: CPU ratio galactic / ip", "x", "per pair", q, ROUNDS);
+		bench_fact(b, "10,000 routes: galactic ENOMEM retries", "", "per run (each backs off 1 ms+)",
+			   retries, ROUNDS);
+	}
 
 	flush();
 	t0 = now();
 	if (gdp_kernel_backend.apply(be, &s50, &res))
-		fails++;
+		bench_error(b, "apply of 50,000 routes failed");
 	t = now() - t0;
 	retries50 = res.retries;
 	n = count_encap(nl);
 	r = gdp_kernel_backend.observe(be, &s50, &res);
-	printf("50000 routes: galactic %.3f s (%.0f routes/s), %ld present, observe pending %d, ENOMEM retries %lu, failed %lu\n",
-	       t, 50000 / t, n, r, retries50, res.failed);
-	if (n != 50000 || r != 0)
-		fails++;
+	bench_check(b, n == 50000 && r == 0, "50,000 routes: %ld present, observe pending %d, ENOMEM retries %lu, "
+		    "failed %lu", n, r, retries50, res.failed);
+	bench_fact(b, "50,000 routes, in-process apply", "s", "galactic kernel backend apply (all present)", &t, 1);
 	flush();
 	unlink(file);
 	gdp_results_free(&res);
 	gdp_kernel_backend.close(be);
 	gnl_close(nl);
-	gdp_state_free(&s10);
 	gdp_state_free(&s50);
 	gdp_state_free(&empty);
-	printf("bench_routes: %s\n", fails ? "FAILED" : "ok");
-	return fails ? 1 : 0;
+	return bench_end(b);
 }

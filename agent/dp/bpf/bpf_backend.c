@@ -603,6 +603,21 @@ int gdp_bpf_drops(struct gdp_backend *base, uint64_t out[GBPF_DROP_MAX])
 	return b ? gbpf_drops(b->g, out) : -EINVAL;
 }
 
+int gdp_bpf_sync_routes(struct gdp_backend *base, const struct gdp_state *d, struct gdp_results *res,
+			struct gbpf_sync_stats *st)
+{
+	struct bpf_backend *b = of(base);
+	int e, saved;
+
+	if (!b)
+		return -EINVAL;
+	if ((e = enter(b, &saved)))
+		return e;
+	e = sync_routes(b, d, res, st);
+	leave(saved);
+	return e;
+}
+
 struct gbpf *gdp_bpf_handle(struct gdp_backend *base)
 {
 	struct bpf_backend *b = of(base);

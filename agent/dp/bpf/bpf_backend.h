@@ -10,6 +10,7 @@
 
 #include "agent/dp/backend.h"
 #include "agent/dp/bpf/bpf_dp.h"
+#include "agent/dp/bpf/bpf_sync.h"
 
 extern const struct gdp_backend_ops gdp_bpf_backend;
 
@@ -34,6 +35,13 @@ int gdp_bpf_teardown(const char *netns, const char *pin_root, char *err, size_t 
 /* Counters of a bpf backend handle (status and metrics). -EINVAL for other backends. */
 int gdp_bpf_vpc_stats(struct gdp_backend *b, uint16_t arg, struct gbpf_vpc_stats *out);
 int gdp_bpf_drops(struct gdp_backend *b, uint64_t out[GBPF_DROP_MAX]);
+/*
+ * The routes-trie step of apply on its own, as apply runs it: inside the
+ * node's netns, with the per-SID next-hop resolver apply passes (benches
+ * time it against a raw batch update). res may be NULL.
+ */
+int gdp_bpf_sync_routes(struct gdp_backend *b, const struct gdp_state *d, struct gdp_results *res,
+			struct gbpf_sync_stats *st);
 /* The loader handle (tests, tools). */
 struct gbpf *gdp_bpf_handle(struct gdp_backend *b);
 

@@ -27,8 +27,8 @@ GENERATED += build/gen/vmlinux.h build/gen/srv6.skel.h
 $(eval $(call lib,gdpbpf,agent/dp/bpf/bpf_dp.c agent/dp/bpf/bpf_sync.c agent/dp/bpf/bpf_backend.c))
 
 $(eval $(call netns_test,test_bpf_golden,tests/netns/test_bpf_golden.c,gdpbpf gdp gnl,bpf nl))
-$(eval $(call bench,bench_bpf_maps,tests/bench/bench_bpf_maps.c,gdpbpf gdp gnl,bpf nl))
-$(eval $(call bench,bench_bpf_fwd,tests/bench/bench_bpf_fwd.c,gdpbpf gdp gnl,bpf nl check))
+$(eval $(call bench,bench_bpf_maps,tests/bench/bench_bpf_maps.c tests/bench/bench.c,gdpbpf gdp gnl,bpf nl jansson))
+$(eval $(call bench,bench_bpf_fwd,tests/bench/bench_bpf_fwd.c tests/bench/bench.c,gdpbpf gdp gnl,bpf nl check jansson))
 $(eval $(call netns_test,test_bpf_topo,tests/netns/test_bpf_topo.c tests/lib/topo.c,gagent gdpbpf gdp gnl gcommon,bpf nl jansson pthread))
 $(eval $(call netns_test,test_bpf_traffic,tests/netns/test_bpf_traffic.c,gdpbpf gdp gnl,bpf nl))
 
