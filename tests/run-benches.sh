@@ -31,9 +31,14 @@ for b in "$@"; do
   [ "$verdict" = ok ] || bad+=("$name")
   files+=("$json")
 done
-jq -s '{benches: .}' "${files[@]}" >"$out/summary.json" 2>/dev/null
+((${#files[@]})) || { echo "bench: no benchmarks given"; exit 1; }
+jq -s '{benches: .}' "${files[@]}" >"$out/summary.json"
 echo "=== bench: targets (results in build/bench-results/)"
-bench_result_table "${files[@]}" | column -t -s $'\t'
+if command -v column >/dev/null; then
+  bench_result_table "${files[@]}" | column -t -s $'\t'
+else
+  bench_result_table "${files[@]}" | tr '\t' ' '
+fi
 if ((${#bad[@]})); then
   echo "bench: FAILED: ${bad[*]}"
   exit 1

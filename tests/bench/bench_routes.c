@@ -30,7 +30,7 @@
 #include "tests/bench/bench.h"
 
 #define TABLE 16385
-#define ROUNDS 5
+#define ROUNDS 15
 
 static char ns[64];
 
