@@ -20,3 +20,4 @@ $(eval $(call e2e_test,test_translator_nic_maplist,tests/e2e/test_translator_nic
 $(eval $(call unit_test,test_translator_schema,tests/unit/test_translator_schema.c,gtranslator gcommon,$(TRANSLATOR_LDLIBS)))
 $(eval $(call e2e_test,test_translator_upstream,tests/e2e/test_translator_upstream.c $(TRANSLATOR_E2E_LIB),,curl jansson pthread))
 $(eval $(call e2e_test,test_translator_upstream_maplist,tests/e2e/test_translator_upstream_maplist.c $(TRANSLATOR_E2E_LIB),,curl jansson pthread))
+$(eval $(call fuzzer,fuzz_translator_schema,tests/fuzz/fuzz_translator_schema.c,gtranslator gcommon,$(TRANSLATOR_LDLIBS)))
