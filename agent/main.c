@@ -330,14 +330,14 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (strcmp(backend, "kernel") && strcmp(backend, "bpf") && strcmp(backend, "auto")) {
-		fprintf(stderr, "galactic-agent: unknown backend '%s' (kernel, bpf, auto)\n", backend);
+		glogf(GLOG_ERROR, COMP, "unknown backend '%s' (kernel, bpf, auto)", backend);
 		return 2;
 	}
 	/* bpf and auto run the bpf preflight: refuse with its reason, or fall
 	 * back to the kernel backend when allowed (auto always may). */
 	ops = gdp_bpf_choose(backend, fallback, bo.bpffs_dir, err, sizeof(err));
 	if (!ops) {
-		fprintf(stderr, "galactic-agent: backend %s refused: %s\n", backend, err);
+		glogf(GLOG_ERROR, COMP, "backend %s refused: %s", backend, err);
 		return 1;
 	}
 	if (strcmp(backend, ops->name))
@@ -346,12 +346,12 @@ int main(int argc, char **argv)
 	/* The record first: it migrates the old files before anything applies. */
 	if (record_open(&ag.rec, &(struct record_opts){ .dir = state_dir, .table_min = bo.table_min }, err,
 			sizeof(err))) {
-		fprintf(stderr, "galactic-agent: %s\n", err);
+		glogf(GLOG_ERROR, COMP, "%s", err);
 		return 1;
 	}
 	rc = ops->open(&be, &bo, err, sizeof(err));
 	if (rc) {
-		fprintf(stderr, "galactic-agent: open %s backend: %s\n", backend, err);
+		glogf(GLOG_ERROR, COMP, "open %s backend: %s", backend, err);
 		record_close(ag.rec);
 		return 1;
 	}
@@ -385,7 +385,7 @@ int main(int argc, char **argv)
 									      .version = RPT_VERSION,
 									      .stall_s = 3 * interval + 60 },
 					  err, sizeof(err))) {
-				fprintf(stderr, "galactic-agent: --metrics-addr %s: %s\n", metrics_addr,
+				glogf(GLOG_ERROR, COMP, "--metrics-addr %s: %s", metrics_addr,
 					ag.health ? err : "want HOST:PORT, free to bind");
 				goto fail;
 			}
@@ -411,19 +411,19 @@ int main(int argc, char **argv)
 	if (pipeline_new(&ag.pl, &(struct pipeline_opts){ .rec = ag.rec, .be = be, .status_path = status_path,
 							  .interval_s = interval, .on_pass = on_pass, .ctx = &ag },
 			 err, sizeof(err))) {
-		fprintf(stderr, "galactic-agent: %s\n", err);
+		glogf(GLOG_ERROR, COMP, "%s", err);
 		goto fail;
 	}
 
 	/* Before the first pass, so that pass is reported too. */
 	ro.datapath = backend, ro.set_remotes = learned_remotes, ro.ctx = &ag;
 	if ((ro.node || ro.ns || ro.kubeconfig) && rpt_start(&ag.rpt, &ro, err, sizeof(err))) {
-		fprintf(stderr, "galactic-agent: %s\n", err);
+		glogf(GLOG_ERROR, COMP, "%s", err);
 		goto fail;
 	}
 	/* After the pipeline (it kicks it) and before the first pass (which it reads). */
 	if (ro.node && gid_daemon_start(&ag.ident, &io, err, sizeof(err))) {
-		fprintf(stderr, "galactic-agent: %s\n", err);
+		glogf(GLOG_ERROR, COMP, "%s", err);
 		goto fail;
 	}
 	/* The socket answers at once: an ADD waits for the pass that includes it,
@@ -435,7 +435,7 @@ int main(int argc, char **argv)
 		if (gcni_verbs_new(&verbs, &vo, err, sizeof(err)) ||
 		    gcni_listener_start(&cni, &(struct gcni_listener_opts){ .socket_path = cni_socket, .verbs = verbs },
 					err, sizeof(err))) {
-			fprintf(stderr, "galactic-agent: %s\n", err);
+			glogf(GLOG_ERROR, COMP, "%s", err);
 			goto fail;
 		}
 		glogf(GLOG_INFO, COMP, "CNI server listening on %s", cni_socket);
@@ -458,7 +458,7 @@ int main(int argc, char **argv)
 				      sizeof(err)))
 		glogf(GLOG_WARN, COMP, "netlink notifications unavailable (%s): periodic checks only", err);
 	if (!once && pipeline_start(ag.pl, err, sizeof(err))) {
-		fprintf(stderr, "galactic-agent: %s\n", err);
+		glogf(GLOG_ERROR, COMP, "%s", err);
 		goto fail;
 	}
 	while (!once && !got_term) {
