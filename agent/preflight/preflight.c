@@ -8,6 +8,7 @@
  * older kernels reject with -EINVAL at run time, not at load time.
  */
 #include "agent/preflight/preflight.h"
+#include "agent/nl/objects.h"
 
 #include <arpa/inet.h>
 #include <bpf/bpf.h>
@@ -40,167 +41,99 @@ static void set(struct pf_probe *p, const char *name, int err)
 	snprintf(p->detail, sizeof(p->detail), "%s", err ? strerror(err) : "");
 }
 
-/* ---- netlink probes (run inside a private netns) ---- */
+/* ---- netlink probes (run inside a private netns) ----
+ *
+ * Built with agent/nl (libgnl), the encoders the kernel backend itself
+ * uses: a probe passes only when the kernel accepts the very message the
+ * agent would send. Each returns 0 or a positive errno. */
 
-/* libnl maps kernel errnos to its own codes; recover a readable errno. */
-static int nlerr_errno(int nlerr)
+static int talk(struct gnl_sock *sk, struct nl_msg *m, int rc)
 {
-	switch (-nlerr) {
-	case NLE_OPNOTSUPP: return EOPNOTSUPP;
-	case NLE_INVAL: return EINVAL;
-	case NLE_EXIST: return EEXIST;
-	case NLE_NOACCESS: return EACCES;
-	case NLE_PERM: return EPERM;
-	case NLE_NODEV: return ENODEV;
-	case NLE_OBJ_NOTFOUND: return ENOENT;
-	case NLE_NOMEM: return ENOMEM;
-	case NLE_AF_NOSUPPORT: return EAFNOSUPPORT;
-	case NLE_RANGE: return ERANGE;
-	default: return EIO;
-	}
+	if (rc)
+		return -rc;
+	rc = gnl_talk(sk, m, NULL, 0);
+	nlmsg_free(m);
+	return -rc;
 }
 
-static int send_ack(struct nl_sock *sk, struct nl_msg *msg)
+static int link_add(struct gnl_sock *sk, const char *name, const char *kind, const char *peer,
+		    uint32_t vrf_table)
 {
-	int err = nl_send_sync(sk, msg);
+	struct gnl_link l;
+	struct nl_msg *m = NULL;
 
-	return err < 0 ? nlerr_errno(err) : 0;
+	gnl_link_init(&l);
+	snprintf(l.name, sizeof(l.name), "%s", name);
+	snprintf(l.kind, sizeof(l.kind), "%s", kind);
+	if (peer)
+		snprintf(l.peer, sizeof(l.peer), "%s", peer);
+	l.vrf_table = vrf_table;
+	return talk(sk, m, gnl_link_msg(&m, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, &l));
 }
 
-static int link_add(struct nl_sock *sk, const char *name, const char *kind,
-		    const char *peer, __u32 vrf_table)
+static int link_up(struct gnl_sock *sk, const char *name)
 {
-	struct ifinfomsg ifi = { .ifi_family = AF_UNSPEC };
-	struct nl_msg *m = nlmsg_alloc_simple(RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL);
-	struct nlattr *li, *data, *pi;
+	struct gnl_link l;
 
-	if (!m)
-		return ENOMEM;
-	nlmsg_append(m, &ifi, sizeof(ifi), NLMSG_ALIGNTO);
-	nla_put_string(m, IFLA_IFNAME, name);
-	li = nla_nest_start(m, IFLA_LINKINFO);
-	nla_put_string(m, IFLA_INFO_KIND, kind);
-	if (peer || vrf_table) {
-		data = nla_nest_start(m, IFLA_INFO_DATA);
-		if (peer) {
-			pi = nla_nest_start(m, 1 /* VETH_INFO_PEER */);
-			nlmsg_append(m, &ifi, sizeof(ifi), NLMSG_ALIGNTO);
-			nla_put_string(m, IFLA_IFNAME, peer);
-			nla_nest_end(m, pi);
-		}
-		if (vrf_table)
-			nla_put_u32(m, IFLA_VRF_TABLE, vrf_table);
-		nla_nest_end(m, data);
-	}
-	nla_nest_end(m, li);
-	return send_ack(sk, m);
-}
-
-static int link_up(struct nl_sock *sk, const char *name)
-{
-	struct ifinfomsg ifi = { .ifi_family = AF_UNSPEC, .ifi_flags = IFF_UP,
-				 .ifi_change = IFF_UP };
-	struct nl_msg *m;
-
-	ifi.ifi_index = (int)if_nametoindex(name);
-	if (!ifi.ifi_index)
+	gnl_link_init(&l);
+	l.ifindex = if_nametoindex(name);
+	if (!l.ifindex)
 		return ENODEV;
-	m = nlmsg_alloc_simple(RTM_NEWLINK, 0);
-	if (!m)
-		return ENOMEM;
-	nlmsg_append(m, &ifi, sizeof(ifi), NLMSG_ALIGNTO);
-	return send_ack(sk, m);
+	l.flags = l.change = IFF_UP;
+	return -gnl_link_set(sk, &l, NULL, 0);
 }
 
-static struct nl_msg *route_msg(const char *dst, __u32 table, int oif)
+static void probe_route(struct gnl_route *r, const char *dst, uint32_t table, int oif)
 {
-	struct rtmsg rt = { .rtm_family = AF_INET6, .rtm_dst_len = 128,
-			    .rtm_table = RT_TABLE_UNSPEC, .rtm_protocol = RTPROT_STATIC,
-			    .rtm_scope = RT_SCOPE_UNIVERSE, .rtm_type = RTN_UNICAST };
-	struct in6_addr a;
-	struct nl_msg *m = nlmsg_alloc_simple(RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL);
-
-	if (!m)
-		return NULL;
-	inet_pton(AF_INET6, dst, &a);
-	nlmsg_append(m, &rt, sizeof(rt), NLMSG_ALIGNTO);
-	nla_put(m, RTA_DST, sizeof(a), &a);
-	nla_put_u32(m, RTA_TABLE, table);
-	nla_put_u32(m, RTA_OIF, (__u32)oif);
-	return m;
+	memset(r, 0, sizeof(*r));
+	r->family = AF_INET6;
+	r->dst.family = AF_INET6;
+	r->dst.len = 128;
+	inet_pton(AF_INET6, dst, &r->dst.a.raw);
+	r->table = table;
+	r->protocol = RTPROT_STATIC;
+	r->scope = RT_SCOPE_UNIVERSE;
+	r->type = RTN_UNICAST;
+	r->oif = (uint32_t)oif;
 }
 
-static int seg6_encap_probe(struct nl_sock *sk, int mode, const char *dst, int oif)
+static int seg6_encap_probe(struct gnl_sock *sk, int mode, const char *dst, int oif)
 {
-	struct nl_msg *m = route_msg(dst, 100, oif);
-	struct {
-		struct seg6_iptunnel_encap t;
-		struct ipv6_sr_hdr srh;
-		struct in6_addr seg;
-	} __attribute__((packed)) e;
-	struct nlattr *enc;
+	struct gnl_route r;
+	struct nl_msg *m = NULL;
 
-	if (!m)
-		return ENOMEM;
-	memset(&e, 0, sizeof(e));
-	e.t.mode = mode;
-	e.srh.hdrlen = 2; /* one segment: 16 bytes = 2 * 8 */
-	e.srh.type = 4;   /* IPV6_SRCRT_TYPE_4 */
-	e.srh.segments_left = 0;
-	e.srh.first_segment = 0;
-	inet_pton(AF_INET6, "fc00:0:1:1::", &e.seg);
-	nla_put_u16(m, RTA_ENCAP_TYPE, LWTUNNEL_ENCAP_SEG6);
-	enc = nla_nest_start(m, RTA_ENCAP);
-	nla_put(m, SEG6_IPTUNNEL_SRH, sizeof(e), &e);
-	nla_nest_end(m, enc);
-	return send_ack(sk, m);
+	probe_route(&r, dst, 100, oif);
+	r.encap = GNL_ENCAP_SEG6;
+	r.seg6.mode = mode;
+	r.seg6.nsegs = 1;
+	inet_pton(AF_INET6, "fc00:0:1:1::", &r.seg6.segs[0]);
+	return talk(sk, m, gnl_route_msg(&m, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL, &r));
 }
 
-static int seg6local_probe(struct nl_sock *sk, __u32 action, const char *dst, int oif)
+static int seg6local_probe(struct gnl_sock *sk, uint32_t action, const char *dst, int oif)
 {
-	struct nl_msg *m = route_msg(dst, RT_TABLE_MAIN, oif);
-	struct nlattr *enc;
-	struct in6_addr nh6;
-	struct in_addr nh4;
+	struct gnl_route r;
+	struct nl_msg *m = NULL;
 
-	if (!m)
-		return ENOMEM;
-	nla_put_u16(m, RTA_ENCAP_TYPE, LWTUNNEL_ENCAP_SEG6_LOCAL);
-	enc = nla_nest_start(m, RTA_ENCAP);
-	nla_put_u32(m, SEG6_LOCAL_ACTION, action);
+	probe_route(&r, dst, RT_TABLE_MAIN, oif);
+	r.encap = GNL_ENCAP_SEG6LOCAL;
+	r.s6l.action = (int)action;
 	switch (action) {
 	case SEG6_LOCAL_ACTION_END_DX6:
-		inet_pton(AF_INET6, "fd00::2", &nh6);
-		nla_put(m, SEG6_LOCAL_NH6, sizeof(nh6), &nh6);
+		inet_pton(AF_INET6, "fd00::2", &r.s6l.nh6);
 		break;
 	case SEG6_LOCAL_ACTION_END_DX4:
-		inet_pton(AF_INET, "169.254.0.2", &nh4);
-		nla_put(m, SEG6_LOCAL_NH4, sizeof(nh4), &nh4);
+		inet_pton(AF_INET, "169.254.0.2", &r.s6l.nh4);
 		break;
 	case SEG6_LOCAL_ACTION_END_DT6:
-		nla_put_u32(m, SEG6_LOCAL_TABLE, 100);
+		r.s6l.table = 100;
 		break;
 	case SEG6_LOCAL_ACTION_END_DT4:
 	case SEG6_LOCAL_ACTION_END_DT46:
-		nla_put_u32(m, SEG6_LOCAL_VRFTABLE, 100);
+		r.s6l.vrftable = 100;
 		break;
 	}
-	nla_nest_end(m, enc);
-	return send_ack(sk, m);
-}
-
-static int clsact_probe(struct nl_sock *sk, int ifindex)
-{
-	struct tcmsg tc = { .tcm_family = AF_UNSPEC, .tcm_ifindex = ifindex,
-			    .tcm_handle = TC_H_MAKE(TC_H_CLSACT, 0),
-			    .tcm_parent = TC_H_CLSACT };
-	struct nl_msg *m = nlmsg_alloc_simple(RTM_NEWQDISC, NLM_F_CREATE | NLM_F_EXCL);
-
-	if (!m)
-		return ENOMEM;
-	nlmsg_append(m, &tc, sizeof(tc), NLMSG_ALIGNTO);
-	nla_put_string(m, TCA_KIND, "clsact");
-	return send_ack(sk, m);
+	return talk(sk, m, gnl_route_msg(&m, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL, &r));
 }
 
 static int file_exists(const char *p)
@@ -224,11 +157,11 @@ static int netns_probes(struct pf_probe *p, int max)
 		{ "seg6 encap.red", SEG6_IPTUN_MODE_ENCAP_RED },
 		{ "seg6 inline", SEG6_IPTUN_MODE_INLINE },
 	};
-	struct nl_sock *sk = nl_socket_alloc();
+	struct gnl_sock *sk = NULL;
 	int n = 0, oif;
-	char dst[64];
+	char dst[64], err[128];
 
-	if (!sk || nl_connect(sk, NETLINK_ROUTE) < 0) {
+	if (gnl_open(&sk, NULL, err, sizeof(err))) {
 		set(&p[n++], "netlink", EIO);
 		return n;
 	}
@@ -243,7 +176,7 @@ static int netns_probes(struct pf_probe *p, int max)
 	oif = (int)if_nametoindex("pfv0");
 	if (!oif)
 		oif = (int)if_nametoindex("lo");
-	set(&p[n++], "qdisc clsact", clsact_probe(sk, oif));
+	set(&p[n++], "qdisc clsact", -gnl_clsact_add(sk, (uint32_t)oif, NULL, 0));
 	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]) && n < max; i++) {
 		snprintf(dst, sizeof(dst), "fd00:1::%zx", i + 1);
 		set(&p[n++], modes[i].name, seg6_encap_probe(sk, modes[i].mode, dst, oif));
@@ -252,7 +185,7 @@ static int netns_probes(struct pf_probe *p, int max)
 		snprintf(dst, sizeof(dst), "fc00:0:1:%zx::", i + 1);
 		set(&p[n++], locals[i].name, seg6local_probe(sk, locals[i].action, dst, oif));
 	}
-	nl_socket_free(sk);
+	gnl_close(sk);
 	return n;
 }
 
