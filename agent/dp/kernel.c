@@ -237,6 +237,97 @@ static long rhash_find(const struct rhash *h, const struct gnl_route *base, cons
 	return -1;
 }
 
+/*
+ * Index of the dumped rules, neighbours, addresses and links by key, so the
+ * diff is linear in what the node holds (a linear search per wanted object
+ * was quadratic: 1,000 attachments = millions of rule comparisons a pass).
+ * Entries of one hash are met in insertion order: the lowest index first,
+ * as the linear search found them.
+ */
+struct khash {
+	uint64_t *h;
+	int32_t *ix;    /* index + 1, 0 = empty */
+	size_t mask;
+};
+
+#define KH_FOREACH(t, hv, j)                                                           \
+	for (size_t kh_i_ = (size_t)(hv) & (t)->mask; (t)->ix[kh_i_]; kh_i_ = (kh_i_ + 1) & (t)->mask) \
+		if ((t)->h[kh_i_] == (hv) && ((j) = (size_t)(t)->ix[kh_i_] - 1, 1))
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 1099511628211ULL;
+	return h;
+}
+
+static int kh_init(struct khash *t, size_t n)
+{
+	size_t sz = 64;
+
+	while (sz < n * 2)
+		sz *= 2;
+	t->h = calloc(sz, sizeof(*t->h));
+	t->ix = calloc(sz, sizeof(*t->ix));
+	t->mask = sz - 1;
+	return t->h && t->ix ? 0 : -ENOMEM;
+}
+
+static void kh_put(struct khash *t, uint64_t hv, size_t idx)
+{
+	size_t i = (size_t)hv & t->mask;
+
+	while (t->ix[i])
+		i = (i + 1) & t->mask;
+	t->h[i] = hv;
+	t->ix[i] = (int32_t)idx + 1;
+}
+
+static void kh_free(struct khash *t)
+{
+	free(t->h);
+	free(t->ix);
+}
+
+static uint64_t addr_hash(uint64_t h, const struct gnl_addr *a)
+{
+	h = fnv(h, &a->family, sizeof(a->family));
+	h = fnv(h, &a->len, sizeof(a->len));
+	return fnv(h, a->a.raw, gnl_addr_bytes(a->family)); /* as gnl_addr_eq compares */
+}
+
+static uint64_t rule_hash(const struct gnl_rule *r)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	h = fnv(h, &r->family, sizeof(r->family));
+	h = fnv(h, &r->priority, sizeof(r->priority));
+	h = fnv(h, &r->table, sizeof(r->table));
+	h = fnv(h, r->iifname, strnlen(r->iifname, sizeof(r->iifname)));
+	return fnv(h, r->oifname, strnlen(r->oifname, sizeof(r->oifname)));
+}
+
+static uint64_t neigh_hash(const struct gnl_neigh *n)
+{
+	uint64_t h = fnv(1469598103934665603ULL, &n->ifindex, sizeof(n->ifindex));
+
+	return addr_hash(fnv(h, &n->family, sizeof(n->family)), &n->dst);
+}
+
+static uint64_t ifaddr_hash(const struct gnl_ifaddr *a)
+{
+	uint64_t h = fnv(1469598103934665603ULL, &a->ifindex, sizeof(a->ifindex));
+
+	return addr_hash(fnv(h, &a->family, sizeof(a->family)), &a->addr);
+}
+
+static uint64_t link_hash(uint32_t ifindex)
+{
+	return fnv(1469598103934665603ULL, &ifindex, sizeof(ifindex));
+}
+
 /* ------------------------------------------------------------ wanted state */
 
 enum okind { O_ROUTE, O_RULE, O_NEIGH, O_ADDR, O_LINK };
@@ -639,6 +730,7 @@ static int reconcile(struct kb *k, const struct gdp_state *d, struct gdp_results
 	uint32_t upidx;
 	size_t i, j;
 	int rc = 0, pending = 0;
+	struct khash hru = { 0 }, hn = { 0 }, ha = { 0 }, hlk = { 0 };
 
 	memset(&p, 0, sizeof(p));
 	memset(&s, 0, sizeof(s));
@@ -891,8 +983,17 @@ thdone:;
 	ruclaimed = calloc(s.rules.n + 1, 1);
 	nclaimed = calloc(s.neighs.n + 1, 1);
 	aclaimed = calloc(s.addrs.n + 1, 1);
-	if (!claimed || !ruclaimed || !nclaimed || !aclaimed)
+	if (!claimed || !ruclaimed || !nclaimed || !aclaimed || kh_init(&hru, s.rules.n) ||
+	    kh_init(&hn, s.neighs.n) || kh_init(&ha, s.addrs.n) || kh_init(&hlk, s.links.n))
 		goto nomem;
+	for (i = 0; i < s.rules.n; i++)
+		kh_put(&hru, rule_hash(&s.rules.v[i]), i);
+	for (i = 0; i < s.neighs.n; i++)
+		kh_put(&hn, neigh_hash(&s.neighs.v[i]), i);
+	for (i = 0; i < s.addrs.n; i++)
+		kh_put(&ha, ifaddr_hash(&s.addrs.v[i]), i);
+	for (i = 0; i < s.links.n; i++)
+		kh_put(&hlk, link_hash(s.links.v[i].ifindex), i);
 
 	for (i = 0; i < p.wroutes.n; i++) {
 		const struct gnl_route *w = &p.wroutes.v[i];
@@ -928,15 +1029,15 @@ thdone:;
 
 		switch (w->k) {
 		case O_RULE:
-			for (j = 0; j < s.rules.n && !found; j++)
-				if (s.rules.v[j].protocol == k->proto && gnl_rule_equal(&s.rules.v[j], &w->o.ru))
+			KH_FOREACH(&hru, rule_hash(&w->o.ru), j)
+				if (!found && s.rules.v[j].protocol == k->proto && gnl_rule_equal(&s.rules.v[j], &w->o.ru))
 					found = true, ruclaimed[j] = 1;
 			if (!found && add_op(&p, V_ADD, O_RULE, w->res, &w->o.ru))
 				goto nomem;
 			break;
 		case O_NEIGH:
-			for (j = 0; j < s.neighs.n && !found; j++)
-				if (neigh_key_eq(&s.neighs.v[j], &w->o.n)) {
+			KH_FOREACH(&hn, neigh_hash(&w->o.n), j)
+				if (!found && neigh_key_eq(&s.neighs.v[j], &w->o.n)) {
 					const struct gnl_neigh *kn = &s.neighs.v[j];
 
 					found = true;
@@ -953,14 +1054,14 @@ thdone:;
 				goto nomem;
 			break;
 		case O_ADDR:
-			for (j = 0; j < s.addrs.n && !found; j++)
-				if (addr_key_eq(&s.addrs.v[j], &w->o.a))
+			KH_FOREACH(&ha, ifaddr_hash(&w->o.a), j)
+				if (!found && addr_key_eq(&s.addrs.v[j], &w->o.a))
 					found = true, aclaimed[j] = 1;
 			if (!found && add_op(&p, V_ADD, O_ADDR, w->res, &w->o.a))
 				goto nomem;
 			break;
 		case O_LINK:
-			for (j = 0; j < s.links.n; j++)
+			KH_FOREACH(&hlk, link_hash(w->o.l.ifindex), j)
 				if (s.links.v[j].ifindex == w->o.l.ifindex) {
 					const struct gnl_link *kl = &s.links.v[j];
 
@@ -1059,6 +1160,10 @@ out:
 	free(aclaimed);
 	free(kh.slot);
 	free(wh.slot);
+	kh_free(&hru);
+	kh_free(&hn);
+	kh_free(&ha);
+	kh_free(&hlk);
 	plan_free(&p);
 	snap_free(&s);
 	return rc;
