@@ -204,12 +204,20 @@ static uint64_t route_key_hash(const struct gnl_route *r)
 	return h;
 }
 
-static int rhash_init(struct rhash *h, size_t n)
+/* Slots for n entries: a power of two, at most half full. */
+static size_t hash_cap(size_t n)
 {
 	size_t sz = 64;
 
 	while (sz < n * 2)
 		sz *= 2;
+	return sz;
+}
+
+static int rhash_init(struct rhash *h, size_t n)
+{
+	size_t sz = hash_cap(n);
+
 	h->slot = calloc(sz, sizeof(*h->slot));
 	h->mask = sz - 1;
 	return h->slot ? 0 : -ENOMEM;
@@ -265,10 +273,8 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
 
 static int kh_init(struct khash *t, size_t n)
 {
-	size_t sz = 64;
+	size_t sz = hash_cap(n);
 
-	while (sz < n * 2)
-		sz *= 2;
 	t->h = calloc(sz, sizeof(*t->h));
 	t->ix = calloc(sz, sizeof(*t->ix));
 	t->mask = sz - 1;
