@@ -263,3 +263,12 @@ int gnl_clsact_add(struct gnl_sock *s, uint32_t ifindex, char *ext, size_t extle
 	nlmsg_free(m);
 	return rc == -EEXIST ? 0 : rc;
 }
+
+/* Declared in nl.h; here, with the link lookup it uses. */
+int gnl_ifindex(struct gnl_sock *s, const char *name)
+{
+	struct gnl_link l;
+	int rc = gnl_link_get(s, name, &l);
+
+	return rc < 0 ? rc : (int)l.ifindex;
+}

@@ -513,14 +513,6 @@ int gnl_addr_parse(const char *s, struct gnl_addr *a)
 	return 0;
 }
 
-int gnl_ifindex(struct gnl_sock *s, const char *name)
-{
-	struct gnl_link l;
-	int rc = gnl_link_get(s, name, &l);
-
-	return rc < 0 ? rc : (int)l.ifindex;
-}
-
 char *gnl_hex(const void *p, size_t n, char *buf, size_t buflen)
 {
 	const uint8_t *b = p;
