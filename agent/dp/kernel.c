@@ -723,23 +723,401 @@ static bool addr_key_eq(const struct gnl_ifaddr *a, const struct gnl_ifaddr *b)
 	return a->family == b->family && a->ifindex == b->ifindex && gnl_addr_eq(&a->addr, &b->addr);
 }
 
-static int reconcile(struct kb *k, const struct gdp_state *d, struct gdp_results *res, bool dry)
-{
+/* One reconcile pass: the model, the dump, the plan, the results. */
+struct pass {
+	struct kb *k;
+	const struct gdp_state *d;
+	struct gdp_results *res;
 	struct snap s;
 	struct plan p;
+	struct gdp_result **vres, **ares, **rres; /* results by model index */
+	bool *vok;                                /* VPCs that passed their checks */
+	uint32_t upidx;
+};
+
+/*
+ * Plan: the kernel objects the valid model objects need (desired routes,
+ * rules, neighbours, addresses, links), each tied to its object's result;
+ * invalid objects fail alone and what they have in the kernel is protected.
+ */
+static int plan(struct pass *ps)
+{
+	struct kb *k = ps->k;
+	const struct gdp_state *d = ps->d;
+	struct gdp_result **vres = ps->vres, **ares = ps->ares, **rres = ps->rres;
+	bool *vok = ps->vok;
+	uint32_t upidx = ps->upidx;
+	char err[320], pb[64];
+	size_t i, j;
+
+	/* VPCs: model checks, our table range, and nobody else in the table. */
+	for (i = 0; i < d->n_vpcs; i++) {
+		const struct gdp_vpc *v = &d->vpcs[i];
+		int e = gdp_validate_vpc(d, i, err, sizeof(err));
+
+		if (!e && (v->table < k->tmin || v->table > k->tmax)) {
+			snprintf(err, sizeof(err), "vpc %s: table %u outside galactic's range %u-%u",
+				 v->id, v->table, k->tmin, k->tmax);
+			e = -ERANGE;
+		}
+		for (j = 0; !e && j < ps->s.routes.n; j++) {
+			const struct gnl_route *r = &ps->s.routes.v[j];
+
+			if (r->table == v->table && r->protocol != k->proto) {
+				char t[200];
+
+				snprintf(err, sizeof(err), "vpc %s: table %u already used by something else (route %s, protocol %u)",
+					 v->id, v->table, gnl_route_str(r, t, sizeof(t)), r->protocol);
+				e = -EBUSY;
+			}
+		}
+		for (j = 0; !e && j < ps->s.rules.n; j++) {
+			const struct gnl_rule *r = &ps->s.rules.v[j];
+
+			if (r->table == v->table && r->protocol != k->proto) {
+				snprintf(err, sizeof(err), "vpc %s: table %u already used by something else (rule pref %u, protocol %u)",
+					 v->id, v->table, r->priority, r->protocol);
+				e = -EBUSY;
+			}
+		}
+		if (e) {
+			gdp_result_fail(vres[i], e, "%s", err);
+			if (VEC_PUSH(ps->p.prot_tables, v->table))
+				return -ENOMEM;
+			continue;
+		}
+		vok[i] = true;
+	}
+
+	for (i = 0; i < d->n_vpcs; i++) {
+		const struct gdp_vpc *v = &d->vpcs[i];
+		struct gnl_route r;
+		struct in6_addr sid;
+
+		if (!vok[i])
+			continue;
+		base_route(k, &r, AF_INET6, RT_TABLE_MAIN);
+		gdp_sid(&d->node, GDP_FN_DECAP, v->arg, &sid);
+		v6_addr(&sid, 128, &r.dst);
+		r.oif = upidx;
+		r.encap = GNL_ENCAP_SEG6LOCAL;
+		/* Tables + iif rules on every kernel; a VRF mode (End.DT46 vrftable
+		 * into a VRF device per VPC) is not implemented (docs/dataplane-kernel.md). */
+		r.s6l.action = SEG6_LOCAL_ACTION_END_DT6;
+		r.s6l.table = v->table;
+		if (want_route(&ps->p, vres[i], &r))
+			return -ENOMEM;
+		base_route(k, &r, AF_INET6, v->table);
+		r.type = RTN_UNREACHABLE;
+		if (want_route(&ps->p, vres[i], &r))
+			return -ENOMEM;
+		base_route(k, &r, AF_INET, v->table);
+		r.type = RTN_UNREACHABLE;
+		if (want_route(&ps->p, vres[i], &r))
+			return -ENOMEM;
+	}
+
+	for (i = 0; i < d->n_atts; i++) {
+		const struct gdp_attachment *a = &d->atts[i];
+		const struct gdp_vpc *v = gdp_state_find_vpc(d, a->vpc);
+		const struct gnl_link *hl = find_link(&ps->s, a->host_ifname);
+		int e = gdp_validate_attachment(d, i, err, sizeof(err));
+
+		if (!e && !vok[v - d->vpcs]) {
+			snprintf(err, sizeof(err), "attachment %s/%s: vpc %s is not programmed", a->vpc, a->id, a->vpc);
+			e = -EAGAIN;
+		}
+		if (!e && !hl) {
+			snprintf(err, sizeof(err), "attachment %s/%s: host interface %s not found", a->vpc, a->id,
+				 a->host_ifname);
+			e = -ENODEV;
+		}
+		if (e) {
+			gdp_result_fail(ares[i], e, "%s", err);
+			if (hl && VEC_PUSH(ps->p.prot_ifindex, hl->ifindex))
+				return -ENOMEM;
+			continue;
+		}
+		if (plan_attachment(k, &ps->p, d, a, v, hl, ares[i]))
+			return -ENOMEM;
+	}
+
+	for (i = 0; i < d->n_remotes; i++) {
+		const struct gdp_remote *rm = &d->remotes[i];
+		const struct gdp_vpc *v = gdp_state_find_vpc(d, rm->vpc);
+		struct gnl_route r;
+		int e = gdp_validate_remote(d, i, err, sizeof(err));
+
+		memset(&r, 0, sizeof(r));
+		if (!e && !vok[v - d->vpcs]) {
+			snprintf(err, sizeof(err), "remote %s in vpc %s: vpc is not programmed",
+				 gdp_prefix_str(&rm->prefix, pb, sizeof(pb)), rm->vpc);
+			e = -EAGAIN;
+		}
+		if (v) {
+			base_route(k, &r, rm->prefix.family, v->table);
+			to_gaddr(&rm->prefix, &r.dst);
+		}
+		if (e) {
+			gdp_result_fail(rres[i], e, "%s", err);
+			if (v && VEC_PUSH(ps->p.prot_routes, r))
+				return -ENOMEM;
+			continue;
+		}
+		r.oif = upidx;
+		if (r.family == AF_INET)
+			r.scope = RT_SCOPE_LINK;
+		r.encap = GNL_ENCAP_SEG6;
+		r.seg6.mode = SEG6_IPTUN_MODE_ENCAP_RED;
+		r.seg6.nsegs = 1;
+		r.seg6.segs[0] = rm->sid;
+		if (want_route(&ps->p, rres[i], &r))
+			return -ENOMEM;
+	}
+
+	/*
+	 * Encapsulated packets are looked up again with the pod's veth as iif,
+	 * so the `iif` rule sends them to the VPC table too: each SID this VPC
+	 * sends to gets a `throw` there (on to the main table and the
+	 * underlay). Only those SIDs: a pod cannot reach another VPC's SIDs.
+	 */
+	{
+		VEC(struct gnl_route) th = { 0 };
+		VEC(struct gdp_result *) thr = { 0 };
+		struct rhash hh = { 0 };
+
+		for (i = 0; i < d->n_remotes; i++) {
+			const struct gdp_vpc *v = gdp_state_find_vpc(d, d->remotes[i].vpc);
+			struct gnl_route r;
+
+			if (rres[i]->err || !v)
+				continue;
+			base_route(k, &r, AF_INET6, v->table);
+			v6_addr(&d->remotes[i].sid, 128, &r.dst);
+			r.type = RTN_THROW;
+			if (VEC_PUSH(th, r) || VEC_PUSH(thr, vres[v - d->vpcs]))
+				goto thnomem;
+		}
+		if (rhash_init(&hh, th.n))
+			goto thnomem;
+		for (i = 0; i < th.n; i++)
+			if (rhash_insert(&hh, th.v, i) < 0 && want_route(&ps->p, thr.v[i], &th.v[i]))
+				goto thnomem;
+		free(hh.slot);
+		free(th.v);
+		free(thr.v);
+		goto thdone;
+thnomem:
+		free(hh.slot);
+		free(th.v);
+		free(thr.v);
+		return -ENOMEM;
+thdone:;
+	}
+	return 0;
+}
+
+/*
+ * Diff: desired objects against the dump. Missing -> add, same key but
+ * different -> replace, equal -> unchanged; ours that nobody wants -> delete
+ * (unless an invalid object protects them). Fills ps->p.ops.
+ */
+static int diff(struct pass *ps)
+{
+	struct kb *k = ps->k;
+	const struct gdp_state *d = ps->d;
+	struct gdp_results *res = ps->res;
+	struct gdp_result **ares = ps->ares;
 	struct rhash kh = { 0 }, wh = { 0 };
+	bool *claimed = NULL, *ruclaimed = NULL, *nclaimed = NULL, *aclaimed = NULL;
+	struct khash hru = { 0 }, hn = { 0 }, ha = { 0 }, hlk = { 0 };
+	size_t i, j;
+	int rc = 0;
+
+
+	/* Desired routes: one per key. A later duplicate fails alone. */
+	if (rhash_init(&wh, ps->p.wroutes.n) || rhash_init(&kh, ps->s.routes.n))
+		goto nomem;
+	for (i = 0; i < ps->p.wroutes.n; i++) {
+		long dup = rhash_insert(&wh, ps->p.wroutes.v, i);
+
+		if (dup >= 0) {
+			char t[200];
+
+			gdp_result_fail(ps->p.wroute_res.v[i], -EEXIST, "route %s: duplicate of another object's route",
+					gnl_route_str(&ps->p.wroutes.v[i], t, sizeof(t)));
+			ps->p.wroute_res.v[i] = NULL; /* marks it skipped */
+		}
+	}
+	for (i = 0; i < ps->s.routes.n; i++)
+		rhash_insert(&kh, ps->s.routes.v, i);
+
+	claimed = calloc(ps->s.routes.n + 1, 1);
+	ruclaimed = calloc(ps->s.rules.n + 1, 1);
+	nclaimed = calloc(ps->s.neighs.n + 1, 1);
+	aclaimed = calloc(ps->s.addrs.n + 1, 1);
+	if (!claimed || !ruclaimed || !nclaimed || !aclaimed || kh_init(&hru, ps->s.rules.n) ||
+	    kh_init(&hn, ps->s.neighs.n) || kh_init(&ha, ps->s.addrs.n) || kh_init(&hlk, ps->s.links.n))
+		goto nomem;
+	for (i = 0; i < ps->s.rules.n; i++)
+		kh_put(&hru, rule_hash(&ps->s.rules.v[i]), i);
+	for (i = 0; i < ps->s.neighs.n; i++)
+		kh_put(&hn, neigh_hash(&ps->s.neighs.v[i]), i);
+	for (i = 0; i < ps->s.addrs.n; i++)
+		kh_put(&ha, ifaddr_hash(&ps->s.addrs.v[i]), i);
+	for (i = 0; i < ps->s.links.n; i++)
+		kh_put(&hlk, link_hash(ps->s.links.v[i].ifindex), i);
+
+	for (i = 0; i < ps->p.wroutes.n; i++) {
+		const struct gnl_route *w = &ps->p.wroutes.v[i];
+		struct gdp_result *wr = ps->p.wroute_res.v[i];
+		long ki;
+
+		if (!wr)
+			continue;
+		if (wr->err) /* its object already failed (e.g. another of its routes) */
+			continue;
+		ki = rhash_find(&kh, ps->s.routes.v, w);
+		if (ki < 0) {
+			if (add_op(&ps->p, V_ADD, O_ROUTE, wr, w))
+				goto nomem;
+			continue;
+		}
+		claimed[ki] = 1;
+		if (ps->s.routes.v[ki].protocol != k->proto) {
+			char t[200];
+
+			gdp_result_fail(wr, -EEXIST, "add route %s: exists and is not galactic's (protocol %u)",
+					gnl_route_str(w, t, sizeof(t)), ps->s.routes.v[ki].protocol);
+			continue;
+		}
+		if (gnl_route_equal(&ps->s.routes.v[ki], w))
+			res->unchanged++;
+		else if (add_op(&ps->p, V_REPLACE, O_ROUTE, wr, w))
+			goto nomem;
+	}
+	for (i = 0; i < ps->p.wants.n; i++) {
+		struct want *w = &ps->p.wants.v[i];
+		bool found = false;
+
+		switch (w->k) {
+		case O_RULE:
+			KH_FOREACH(&hru, rule_hash(&w->o.ru), j)
+				if (!found && ps->s.rules.v[j].protocol == k->proto && gnl_rule_equal(&ps->s.rules.v[j], &w->o.ru))
+					found = true, ruclaimed[j] = 1;
+			if (!found && add_op(&ps->p, V_ADD, O_RULE, w->res, &w->o.ru))
+				goto nomem;
+			break;
+		case O_NEIGH:
+			KH_FOREACH(&hn, neigh_hash(&w->o.n), j)
+				if (!found && neigh_key_eq(&ps->s.neighs.v[j], &w->o.n)) {
+					const struct gnl_neigh *kn = &ps->s.neighs.v[j];
+
+					found = true;
+					nclaimed[j] = 1;
+					if (kn->protocol != k->proto || kn->state != NUD_PERMANENT ||
+					    !kn->has_lladdr || memcmp(kn->lladdr, w->o.n.lladdr, 6)) {
+						if (add_op(&ps->p, V_REPLACE, O_NEIGH, w->res, &w->o.n))
+							goto nomem;
+					} else {
+						res->unchanged++;
+					}
+				}
+			if (!found && add_op(&ps->p, V_ADD, O_NEIGH, w->res, &w->o.n))
+				goto nomem;
+			break;
+		case O_ADDR:
+			KH_FOREACH(&ha, ifaddr_hash(&w->o.a), j)
+				if (!found && addr_key_eq(&ps->s.addrs.v[j], &w->o.a))
+					found = true, aclaimed[j] = 1;
+			if (!found && add_op(&ps->p, V_ADD, O_ADDR, w->res, &w->o.a))
+				goto nomem;
+			break;
+		case O_LINK:
+			KH_FOREACH(&hlk, link_hash(w->o.l.ifindex), j)
+				if (ps->s.links.v[j].ifindex == w->o.l.ifindex) {
+					const struct gnl_link *kl = &ps->s.links.v[j];
+
+					if (!(kl->flags & IFF_UP) || (w->o.l.mtu && kl->mtu != w->o.l.mtu)) {
+						if (add_op(&ps->p, V_SET, O_LINK, w->res, &w->o.l))
+							goto nomem;
+					} else {
+						res->unchanged++;
+					}
+				}
+			break;
+		case O_ROUTE:
+			break;
+		}
+	}
+
+	/* Leftovers: ours (by protocol), unclaimed, not belonging to an invalid object. */
+	for (i = 0; i < ps->s.routes.n; i++) {
+		const struct gnl_route *r = &ps->s.routes.v[i];
+		bool prot = false;
+
+		if (claimed[i] || r->protocol != k->proto)
+			continue;
+		if (u32_in(ps->p.prot_tables.v, ps->p.prot_tables.n, r->table) ||
+		    (r->oif && u32_in(ps->p.prot_ifindex.v, ps->p.prot_ifindex.n, r->oif)))
+			prot = true;
+		for (j = 0; j < ps->p.prot_routes.n && !prot; j++)
+			prot = gnl_route_same_key(&ps->p.prot_routes.v[j], r);
+		if (!prot && add_op(&ps->p, V_DEL, O_ROUTE, NULL, r))
+			goto nomem;
+	}
+	for (i = 0; i < ps->s.rules.n; i++) {
+		const struct gnl_rule *r = &ps->s.rules.v[i];
+		bool prot = false;
+
+		if (ruclaimed[i] || r->protocol != k->proto)
+			continue;
+		for (j = 0; j < d->n_atts && !prot; j++)
+			prot = ares[j]->err && !strcmp(d->atts[j].host_ifname, r->iifname);
+		prot = prot || u32_in(ps->p.prot_tables.v, ps->p.prot_tables.n, r->table);
+		if (!prot && add_op(&ps->p, V_DEL, O_RULE, NULL, r))
+			goto nomem;
+	}
+	for (i = 0; i < ps->s.neighs.n; i++)
+		if (!nclaimed[i] && ps->s.neighs.v[i].protocol == k->proto &&
+		    !u32_in(ps->p.prot_ifindex.v, ps->p.prot_ifindex.n, ps->s.neighs.v[i].ifindex) &&
+		    add_op(&ps->p, V_DEL, O_NEIGH, NULL, &ps->s.neighs.v[i]))
+			goto nomem;
+	for (i = 0; i < ps->s.addrs.n; i++)
+		if (!aclaimed[i] && ps->s.addrs.v[i].protocol == k->proto &&
+		    !u32_in(ps->p.prot_ifindex.v, ps->p.prot_ifindex.n, ps->s.addrs.v[i].ifindex) &&
+		    add_op(&ps->p, V_DEL, O_ADDR, NULL, &ps->s.addrs.v[i]))
+			goto nomem;
+	goto done;
+nomem:
+	rc = -ENOMEM;
+done:
+	free(claimed);
+	free(ruclaimed);
+	free(nclaimed);
+	free(aclaimed);
+	free(kh.slot);
+	free(wh.slot);
+	kh_free(&hru);
+	kh_free(&hn);
+	kh_free(&ha);
+	kh_free(&hlk);
+	return rc;
+}
+
+/* Validate, dump, plan, diff, then execute (or, dry, only mark what differs). */
+static int reconcile(struct kb *k, const struct gdp_state *d, struct gdp_results *res, bool dry)
+{
+	struct pass ps = { 0 };
 	struct gdp_result *node_res;
 	struct gdp_result **vres = NULL, **ares = NULL, **rres = NULL;
-	bool *vok = NULL, *claimed = NULL, *ruclaimed = NULL, *nclaimed = NULL, *aclaimed = NULL;
+	bool *vok = NULL;
 	const struct gnl_link *up;
-	char err[320], pb[64];
+	char err[320];
 	uint32_t upidx;
-	size_t i, j;
+	size_t i;
 	int rc = 0, pending = 0;
-	struct khash hru = { 0 }, hn = { 0 }, ha = { 0 }, hlk = { 0 };
 
-	memset(&p, 0, sizeof(p));
-	memset(&s, 0, sizeof(s));
 	gdp_results_reset(res);
 	node_res = gdp_results_get(res, GDP_OBJ_NODE, "", "");
 	if (!node_res)
@@ -790,12 +1168,12 @@ static int reconcile(struct kb *k, const struct gdp_state *d, struct gdp_results
 		gdp_prefix_str(&d->remotes[i].prefix, rres[i]->key, sizeof(rres[i]->key));
 	}
 
-	rc = snapshot(k, &s);
+	rc = snapshot(k, &ps.s);
 	if (rc) {
 		gdp_result_fail(node_res, rc, "dump kernel state: %s", strerror(-rc));
 		goto out;
 	}
-	up = find_link(&s, d->node.uplink[0] ? d->node.uplink : "lo");
+	up = find_link(&ps.s, d->node.uplink[0] ? d->node.uplink : "lo");
 	if (!up) {
 		rc = -ENODEV;
 		gdp_result_fail(node_res, rc, "node: uplink %s not found", d->node.uplink);
@@ -803,324 +1181,10 @@ static int reconcile(struct kb *k, const struct gdp_state *d, struct gdp_results
 	}
 	upidx = up->ifindex;
 
-	/* VPCs: model checks, our table range, and nobody else in the table. */
-	for (i = 0; i < d->n_vpcs; i++) {
-		const struct gdp_vpc *v = &d->vpcs[i];
-		int e = gdp_validate_vpc(d, i, err, sizeof(err));
-
-		if (!e && (v->table < k->tmin || v->table > k->tmax)) {
-			snprintf(err, sizeof(err), "vpc %s: table %u outside galactic's range %u-%u",
-				 v->id, v->table, k->tmin, k->tmax);
-			e = -ERANGE;
-		}
-		for (j = 0; !e && j < s.routes.n; j++) {
-			const struct gnl_route *r = &s.routes.v[j];
-
-			if (r->table == v->table && r->protocol != k->proto) {
-				char t[200];
-
-				snprintf(err, sizeof(err), "vpc %s: table %u already used by something else (route %s, protocol %u)",
-					 v->id, v->table, gnl_route_str(r, t, sizeof(t)), r->protocol);
-				e = -EBUSY;
-			}
-		}
-		for (j = 0; !e && j < s.rules.n; j++) {
-			const struct gnl_rule *r = &s.rules.v[j];
-
-			if (r->table == v->table && r->protocol != k->proto) {
-				snprintf(err, sizeof(err), "vpc %s: table %u already used by something else (rule pref %u, protocol %u)",
-					 v->id, v->table, r->priority, r->protocol);
-				e = -EBUSY;
-			}
-		}
-		if (e) {
-			gdp_result_fail(vres[i], e, "%s", err);
-			if (VEC_PUSH(p.prot_tables, v->table))
-				goto nomem;
-			continue;
-		}
-		vok[i] = true;
-	}
-
-	for (i = 0; i < d->n_vpcs; i++) {
-		const struct gdp_vpc *v = &d->vpcs[i];
-		struct gnl_route r;
-		struct in6_addr sid;
-
-		if (!vok[i])
-			continue;
-		base_route(k, &r, AF_INET6, RT_TABLE_MAIN);
-		gdp_sid(&d->node, GDP_FN_DECAP, v->arg, &sid);
-		v6_addr(&sid, 128, &r.dst);
-		r.oif = upidx;
-		r.encap = GNL_ENCAP_SEG6LOCAL;
-		/* Tables + iif rules on every kernel; a VRF mode (End.DT46 vrftable
-		 * into a VRF device per VPC) is not implemented (docs/dataplane-kernel.md). */
-		r.s6l.action = SEG6_LOCAL_ACTION_END_DT6;
-		r.s6l.table = v->table;
-		if (want_route(&p, vres[i], &r))
-			goto nomem;
-		base_route(k, &r, AF_INET6, v->table);
-		r.type = RTN_UNREACHABLE;
-		if (want_route(&p, vres[i], &r))
-			goto nomem;
-		base_route(k, &r, AF_INET, v->table);
-		r.type = RTN_UNREACHABLE;
-		if (want_route(&p, vres[i], &r))
-			goto nomem;
-	}
-
-	for (i = 0; i < d->n_atts; i++) {
-		const struct gdp_attachment *a = &d->atts[i];
-		const struct gdp_vpc *v = gdp_state_find_vpc(d, a->vpc);
-		const struct gnl_link *hl = find_link(&s, a->host_ifname);
-		int e = gdp_validate_attachment(d, i, err, sizeof(err));
-
-		if (!e && !vok[v - d->vpcs]) {
-			snprintf(err, sizeof(err), "attachment %s/%s: vpc %s is not programmed", a->vpc, a->id, a->vpc);
-			e = -EAGAIN;
-		}
-		if (!e && !hl) {
-			snprintf(err, sizeof(err), "attachment %s/%s: host interface %s not found", a->vpc, a->id,
-				 a->host_ifname);
-			e = -ENODEV;
-		}
-		if (e) {
-			gdp_result_fail(ares[i], e, "%s", err);
-			if (hl && VEC_PUSH(p.prot_ifindex, hl->ifindex))
-				goto nomem;
-			continue;
-		}
-		if (plan_attachment(k, &p, d, a, v, hl, ares[i]))
-			goto nomem;
-	}
-
-	for (i = 0; i < d->n_remotes; i++) {
-		const struct gdp_remote *rm = &d->remotes[i];
-		const struct gdp_vpc *v = gdp_state_find_vpc(d, rm->vpc);
-		struct gnl_route r;
-		int e = gdp_validate_remote(d, i, err, sizeof(err));
-
-		memset(&r, 0, sizeof(r));
-		if (!e && !vok[v - d->vpcs]) {
-			snprintf(err, sizeof(err), "remote %s in vpc %s: vpc is not programmed",
-				 gdp_prefix_str(&rm->prefix, pb, sizeof(pb)), rm->vpc);
-			e = -EAGAIN;
-		}
-		if (v) {
-			base_route(k, &r, rm->prefix.family, v->table);
-			to_gaddr(&rm->prefix, &r.dst);
-		}
-		if (e) {
-			gdp_result_fail(rres[i], e, "%s", err);
-			if (v && VEC_PUSH(p.prot_routes, r))
-				goto nomem;
-			continue;
-		}
-		r.oif = upidx;
-		if (r.family == AF_INET)
-			r.scope = RT_SCOPE_LINK;
-		r.encap = GNL_ENCAP_SEG6;
-		r.seg6.mode = SEG6_IPTUN_MODE_ENCAP_RED;
-		r.seg6.nsegs = 1;
-		r.seg6.segs[0] = rm->sid;
-		if (want_route(&p, rres[i], &r))
-			goto nomem;
-	}
-
-	/*
-	 * Encapsulated packets are looked up again with the pod's veth as iif,
-	 * so the `iif` rule sends them to the VPC table too: each SID this VPC
-	 * sends to gets a `throw` there (on to the main table and the
-	 * underlay). Only those SIDs: a pod cannot reach another VPC's SIDs.
-	 */
-	{
-		VEC(struct gnl_route) th = { 0 };
-		VEC(struct gdp_result *) thr = { 0 };
-		struct rhash hh = { 0 };
-
-		for (i = 0; i < d->n_remotes; i++) {
-			const struct gdp_vpc *v = gdp_state_find_vpc(d, d->remotes[i].vpc);
-			struct gnl_route r;
-
-			if (rres[i]->err || !v)
-				continue;
-			base_route(k, &r, AF_INET6, v->table);
-			v6_addr(&d->remotes[i].sid, 128, &r.dst);
-			r.type = RTN_THROW;
-			if (VEC_PUSH(th, r) || VEC_PUSH(thr, vres[v - d->vpcs]))
-				goto thnomem;
-		}
-		if (rhash_init(&hh, th.n))
-			goto thnomem;
-		for (i = 0; i < th.n; i++)
-			if (rhash_insert(&hh, th.v, i) < 0 && want_route(&p, thr.v[i], &th.v[i]))
-				goto thnomem;
-		free(hh.slot);
-		free(th.v);
-		free(thr.v);
-		goto thdone;
-thnomem:
-		free(hh.slot);
-		free(th.v);
-		free(thr.v);
+	ps.k = k, ps.d = d, ps.res = res, ps.vres = vres, ps.ares = ares, ps.rres = rres, ps.vok = vok;
+	ps.upidx = upidx;
+	if (plan(&ps) || diff(&ps))
 		goto nomem;
-thdone:;
-	}
-
-	/* Desired routes: one per key. A later duplicate fails alone. */
-	if (rhash_init(&wh, p.wroutes.n) || rhash_init(&kh, s.routes.n))
-		goto nomem;
-	for (i = 0; i < p.wroutes.n; i++) {
-		long dup = rhash_insert(&wh, p.wroutes.v, i);
-
-		if (dup >= 0) {
-			char t[200];
-
-			gdp_result_fail(p.wroute_res.v[i], -EEXIST, "route %s: duplicate of another object's route",
-					gnl_route_str(&p.wroutes.v[i], t, sizeof(t)));
-			p.wroute_res.v[i] = NULL; /* marks it skipped */
-		}
-	}
-	for (i = 0; i < s.routes.n; i++)
-		rhash_insert(&kh, s.routes.v, i);
-
-	claimed = calloc(s.routes.n + 1, 1);
-	ruclaimed = calloc(s.rules.n + 1, 1);
-	nclaimed = calloc(s.neighs.n + 1, 1);
-	aclaimed = calloc(s.addrs.n + 1, 1);
-	if (!claimed || !ruclaimed || !nclaimed || !aclaimed || kh_init(&hru, s.rules.n) ||
-	    kh_init(&hn, s.neighs.n) || kh_init(&ha, s.addrs.n) || kh_init(&hlk, s.links.n))
-		goto nomem;
-	for (i = 0; i < s.rules.n; i++)
-		kh_put(&hru, rule_hash(&s.rules.v[i]), i);
-	for (i = 0; i < s.neighs.n; i++)
-		kh_put(&hn, neigh_hash(&s.neighs.v[i]), i);
-	for (i = 0; i < s.addrs.n; i++)
-		kh_put(&ha, ifaddr_hash(&s.addrs.v[i]), i);
-	for (i = 0; i < s.links.n; i++)
-		kh_put(&hlk, link_hash(s.links.v[i].ifindex), i);
-
-	for (i = 0; i < p.wroutes.n; i++) {
-		const struct gnl_route *w = &p.wroutes.v[i];
-		struct gdp_result *wr = p.wroute_res.v[i];
-		long ki;
-
-		if (!wr)
-			continue;
-		if (wr->err) /* its object already failed (e.g. another of its routes) */
-			continue;
-		ki = rhash_find(&kh, s.routes.v, w);
-		if (ki < 0) {
-			if (add_op(&p, V_ADD, O_ROUTE, wr, w))
-				goto nomem;
-			continue;
-		}
-		claimed[ki] = 1;
-		if (s.routes.v[ki].protocol != k->proto) {
-			char t[200];
-
-			gdp_result_fail(wr, -EEXIST, "add route %s: exists and is not galactic's (protocol %u)",
-					gnl_route_str(w, t, sizeof(t)), s.routes.v[ki].protocol);
-			continue;
-		}
-		if (gnl_route_equal(&s.routes.v[ki], w))
-			res->unchanged++;
-		else if (add_op(&p, V_REPLACE, O_ROUTE, wr, w))
-			goto nomem;
-	}
-	for (i = 0; i < p.wants.n; i++) {
-		struct want *w = &p.wants.v[i];
-		bool found = false;
-
-		switch (w->k) {
-		case O_RULE:
-			KH_FOREACH(&hru, rule_hash(&w->o.ru), j)
-				if (!found && s.rules.v[j].protocol == k->proto && gnl_rule_equal(&s.rules.v[j], &w->o.ru))
-					found = true, ruclaimed[j] = 1;
-			if (!found && add_op(&p, V_ADD, O_RULE, w->res, &w->o.ru))
-				goto nomem;
-			break;
-		case O_NEIGH:
-			KH_FOREACH(&hn, neigh_hash(&w->o.n), j)
-				if (!found && neigh_key_eq(&s.neighs.v[j], &w->o.n)) {
-					const struct gnl_neigh *kn = &s.neighs.v[j];
-
-					found = true;
-					nclaimed[j] = 1;
-					if (kn->protocol != k->proto || kn->state != NUD_PERMANENT ||
-					    !kn->has_lladdr || memcmp(kn->lladdr, w->o.n.lladdr, 6)) {
-						if (add_op(&p, V_REPLACE, O_NEIGH, w->res, &w->o.n))
-							goto nomem;
-					} else {
-						res->unchanged++;
-					}
-				}
-			if (!found && add_op(&p, V_ADD, O_NEIGH, w->res, &w->o.n))
-				goto nomem;
-			break;
-		case O_ADDR:
-			KH_FOREACH(&ha, ifaddr_hash(&w->o.a), j)
-				if (!found && addr_key_eq(&s.addrs.v[j], &w->o.a))
-					found = true, aclaimed[j] = 1;
-			if (!found && add_op(&p, V_ADD, O_ADDR, w->res, &w->o.a))
-				goto nomem;
-			break;
-		case O_LINK:
-			KH_FOREACH(&hlk, link_hash(w->o.l.ifindex), j)
-				if (s.links.v[j].ifindex == w->o.l.ifindex) {
-					const struct gnl_link *kl = &s.links.v[j];
-
-					if (!(kl->flags & IFF_UP) || (w->o.l.mtu && kl->mtu != w->o.l.mtu)) {
-						if (add_op(&p, V_SET, O_LINK, w->res, &w->o.l))
-							goto nomem;
-					} else {
-						res->unchanged++;
-					}
-				}
-			break;
-		case O_ROUTE:
-			break;
-		}
-	}
-
-	/* Leftovers: ours (by protocol), unclaimed, not belonging to an invalid object. */
-	for (i = 0; i < s.routes.n; i++) {
-		const struct gnl_route *r = &s.routes.v[i];
-		bool prot = false;
-
-		if (claimed[i] || r->protocol != k->proto)
-			continue;
-		if (u32_in(p.prot_tables.v, p.prot_tables.n, r->table) ||
-		    (r->oif && u32_in(p.prot_ifindex.v, p.prot_ifindex.n, r->oif)))
-			prot = true;
-		for (j = 0; j < p.prot_routes.n && !prot; j++)
-			prot = gnl_route_same_key(&p.prot_routes.v[j], r);
-		if (!prot && add_op(&p, V_DEL, O_ROUTE, NULL, r))
-			goto nomem;
-	}
-	for (i = 0; i < s.rules.n; i++) {
-		const struct gnl_rule *r = &s.rules.v[i];
-		bool prot = false;
-
-		if (ruclaimed[i] || r->protocol != k->proto)
-			continue;
-		for (j = 0; j < d->n_atts && !prot; j++)
-			prot = ares[j]->err && !strcmp(d->atts[j].host_ifname, r->iifname);
-		prot = prot || u32_in(p.prot_tables.v, p.prot_tables.n, r->table);
-		if (!prot && add_op(&p, V_DEL, O_RULE, NULL, r))
-			goto nomem;
-	}
-	for (i = 0; i < s.neighs.n; i++)
-		if (!nclaimed[i] && s.neighs.v[i].protocol == k->proto &&
-		    !u32_in(p.prot_ifindex.v, p.prot_ifindex.n, s.neighs.v[i].ifindex) &&
-		    add_op(&p, V_DEL, O_NEIGH, NULL, &s.neighs.v[i]))
-			goto nomem;
-	for (i = 0; i < s.addrs.n; i++)
-		if (!aclaimed[i] && s.addrs.v[i].protocol == k->proto &&
-		    !u32_in(p.prot_ifindex.v, p.prot_ifindex.n, s.addrs.v[i].ifindex) &&
-		    add_op(&p, V_DEL, O_ADDR, NULL, &s.addrs.v[i]))
-			goto nomem;
 
 	if (dry) {
 		/* Objects that already failed (invalid, refused, host interface
@@ -1129,19 +1193,19 @@ thdone:;
 		for (i = 0; i < res->n; i++)
 			if (res->v[i].err)
 				res->failed++;
-		for (i = 0; i < p.ops.n; i++)
-			if (p.ops.v[i].res)
-				p.ops.v[i].res->programmed = false, p.ops.v[i].res->err = p.ops.v[i].res->err ? p.ops.v[i].res->err : -ENOENT;
-		pending = (int)p.ops.n;
-		for (i = 0; i < p.ops.n; i++)
-			if (p.ops.v[i].res && p.ops.v[i].res->msg[0] == 0) {
+		for (i = 0; i < ps.p.ops.n; i++)
+			if (ps.p.ops.v[i].res)
+				ps.p.ops.v[i].res->programmed = false, ps.p.ops.v[i].res->err = ps.p.ops.v[i].res->err ? ps.p.ops.v[i].res->err : -ENOENT;
+		pending = (int)ps.p.ops.n;
+		for (i = 0; i < ps.p.ops.n; i++)
+			if (ps.p.ops.v[i].res && ps.p.ops.v[i].res->msg[0] == 0) {
 				char dsc[256];
 
-				describe(&p.ops.v[i], dsc, sizeof(dsc));
-				snprintf(p.ops.v[i].res->msg, sizeof(p.ops.v[i].res->msg), "missing or different: %s", dsc);
+				describe(&ps.p.ops.v[i], dsc, sizeof(dsc));
+				snprintf(ps.p.ops.v[i].res->msg, sizeof(ps.p.ops.v[i].res->msg), "missing or different: %s", dsc);
 			}
 	} else {
-		rc = execute(k, &p, res, node_res);
+		rc = execute(k, &ps.p, res, node_res);
 	}
 	for (i = 0; i < res->n; i++) {
 		if (!res->v[i].err)
@@ -1160,18 +1224,8 @@ out:
 	free(ares);
 	free(rres);
 	free(vok);
-	free(claimed);
-	free(ruclaimed);
-	free(nclaimed);
-	free(aclaimed);
-	free(kh.slot);
-	free(wh.slot);
-	kh_free(&hru);
-	kh_free(&hn);
-	kh_free(&ha);
-	kh_free(&hlk);
-	plan_free(&p);
-	snap_free(&s);
+	plan_free(&ps.p);
+	snap_free(&ps.s);
 	return rc;
 }
 
