@@ -17,6 +17,7 @@
 #include <string.h>
 
 #define MAX_WORKERS 16
+#define CRD_SETTLE_S 1.0
 
 /* Handler data of a report informer: which mapping reads its objects. */
 struct rep_ud {
@@ -199,30 +200,46 @@ static void rep_delete(json_t *obj, void *ud)
 	enqueue_attachments_of(r->c, r->m, obj, false);
 }
 
-/* Every cached object of kind k. */
-static void enqueue_all(struct controller *c, enum tkind k)
+/* Every cached object of kind k (after delay_s seconds when > 0). */
+static void enqueue_all_after(struct controller *c, enum tkind k, double delay_s)
 {
 	json_t *keys = kube_store_keys(informer_store(c->inf[k])), *e;
 	size_t i;
 
 	json_array_foreach(keys, i, e) {
 		const char *s = json_string_value(e), *sl = s ? strchr(s, '/') : NULL;
-		char ns[256];
+		char ns[256], key[600];
 		if (!sl || (size_t)(sl - s) >= sizeof(ns))
 			continue;
 		memcpy(ns, s, (size_t)(sl - s));
 		ns[sl - s] = 0;
-		enqueue(c, k, ns, sl + 1);
+		if (qkey_format(k, ns, sl + 1, key, sizeof(key)))
+			continue;
+		if (delay_s > 0)
+			wq_add_after(c->q, key, delay_s);
+		else
+			wq_add(c->q, key);
 	}
 	json_decref(keys);
 }
 
+static void enqueue_all(struct controller *c, enum tkind k) { enqueue_all_after(c, k, 0); }
+
 /* A target CRD changed: what its schema can hold may have, too. */
-static void crd_changed(enum tkind k, void *ud)
+static void crd_changed(enum tkind k, bool first, void *ud)
 {
 	struct controller *c = ud;
+	if (first) {
+		if (c->inf[k])
+			enqueue_all(c, k);
+		return;
+	}
+	if (c->w)
+		writes_schema_changed(c->w);
+	/* The API server's own validator follows a CRD update a moment after its
+	 * watch event: look again once it has (a 422 meanwhile is retried, see writes.c). */
 	if (c->inf[k])
-		enqueue_all(c, k);
+		enqueue_all_after(c, k, CRD_SETTLE_S);
 }
 
 /* ---- workers ---- */

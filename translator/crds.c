@@ -32,10 +32,11 @@ static void set_from(struct crds *c, enum tkind k, const json_t *crd)
 	const json_t *s = crd ? schema_of_crd(crd, TKINDS[k].res.version) : NULL;
 	json_t *cp = s ? json_deep_copy(s) : NULL;
 	const char *rv = gj_str(crd, "metadata.resourceVersion");
-	bool changed;
+	bool changed, first;
 
 	pthread_mutex_lock(&c->mu);
 	changed = strcmp(c->rv[k], rv ? rv : "") != 0;
+	first = !c->rv[k][0];
 	json_decref(c->schema[k]);
 	c->schema[k] = cp;
 	snprintf(c->rv[k], sizeof(c->rv[k]), "%s", rv ? rv : "");
@@ -46,7 +47,7 @@ static void set_from(struct crds *c, enum tkind k, const json_t *crd)
 		TKINDS[k].crd, "version", TKINDS[k].res.version, "resourceVersion", rv ? rv : "",
 		NULL);
 	if (c->fn)
-		c->fn(k, c->fn_ud);
+		c->fn(k, first, c->fn_ud);
 }
 
 static void on_add(json_t *obj, void *ud)

@@ -16,8 +16,9 @@
 
 struct crds;
 
-/* Called from an informer thread when kind's CRD (its schema) changed or went. */
-typedef void (*crds_changed_fn)(enum tkind k, void *ud);
+/* Called from an informer thread when kind's CRD (its schema) changed or went;
+ * first: the first sight of it (start-up), not a change. */
+typedef void (*crds_changed_fn)(enum tkind k, bool first, void *ud);
 
 struct crds *crds_new(struct kube_client *kc, crds_changed_fn fn, void *ud);
 int crds_start(struct crds *c);

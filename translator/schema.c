@@ -87,6 +87,8 @@ static char *pattern_to_ere(const char *p)
 			case 's': rep = "[[:space:]]"; break;
 			case 'S': rep = "[^[:space:]]"; break;
 			case 'b': case 'B': case 'p': case 'P': case 'x': case 'A': case 'z':
+			case '1': case '2': case '3': case '4': case '5': case '6': case '7': case '8':
+			case '9': /* back-references: not RE2 (so never in a valid CRD), and slow in ERE */
 				free(o);
 				return NULL;
 			default: break;

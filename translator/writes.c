@@ -20,7 +20,8 @@ struct memo {
 	char uid[64];
 	uint64_t rv;      /* resourceVersion our last write returned */
 	char *intent;     /* its fingerprint */
-	char *refused;    /* fingerprint of an intent refused 422 for this uid */
+	char *refused;    /* fingerprint of an intent refused 422 for this uid (set aside) */
+	char *logged;     /* fingerprint of the last refusal logged (once per intent) */
 	json_t *reported; /* withheld fields already reported for this uid: {field: true} */
 };
 
@@ -31,9 +32,21 @@ struct writes {
 	char gate[512]; /* test hook directory, "" when off */
 	pthread_mutex_t mu;
 	struct gmap *memo;
+	double schema_changed_at; /* monotonic seconds of the last target-schema change, 0: never */
 	struct metric *m_writes, *m_skips, *m_errors, *m_conflicts, *m_takeover, *m_rejects,
 		*m_stale, *m_withheld, *m_refused;
 };
+
+/* Within this long after a target CRD changed, a 422 may be the API server's
+ * validator lagging the CRD: retried with backoff instead of set aside. */
+#define SCHEMA_SETTLE_S 30.0
+
+static double mono_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
 
 static void memo_free(void *p)
 {
@@ -42,6 +55,7 @@ static void memo_free(void *p)
 		return;
 	free(m->intent);
 	free(m->refused);
+	free(m->logged);
 	json_decref(m->reported);
 	free(m);
 }
@@ -189,6 +203,23 @@ static void memo_written(struct writes *w, const char *key, const json_t *out, c
 			m->intent = strdup(fp);
 			m->rv = rv;
 		}
+		free(m->refused);
+		m->refused = NULL;
+	}
+	pthread_mutex_unlock(&w->mu);
+}
+
+void writes_schema_changed(struct writes *w)
+{
+	struct gmap_iter it;
+	const char *k;
+	void *v;
+
+	pthread_mutex_lock(&w->mu);
+	w->schema_changed_at = mono_now();
+	gmap_iter_init(&it, w->memo);
+	while (gmap_next(&it, &k, &v)) {
+		struct memo *m = v;
 		free(m->refused);
 		m->refused = NULL;
 	}
@@ -374,21 +405,30 @@ static enum wres failed(struct writes *w, enum tkind k, const char *key, const c
 	}
 	if (err->http_status == 422 && fp) {
 		/* Invalid values anyway (a rule we cannot evaluate, e.g. CEL): log once per
-		 * intent and do not retry hot; a change of the object or intent retries. */
+		 * intent and do not retry hot; a new intent or a CRD change retries. */
 		struct memo *m;
-		bool first = false;
+		bool first = false, settling;
 		pthread_mutex_lock(&w->mu);
+		settling = w->schema_changed_at > 0 && mono_now() - w->schema_changed_at < SCHEMA_SETTLE_S;
 		/* The error names no uid; the memo of the key is for the incarnation we last saw. */
 		m = gmap_get(w->memo, key);
-		if (m && (!m->refused || strcmp(m->refused, fp))) {
+		if (m && (!m->logged || strcmp(m->logged, fp))) {
+			free(m->logged);
+			m->logged = strdup(fp);
+			first = true;
+		}
+		if (m && !settling && (!m->refused || strcmp(m->refused, fp))) {
 			free(m->refused);
 			m->refused = strdup(fp);
-			first = true;
 		}
 		pthread_mutex_unlock(&w->mu);
 		if (first)
-			glog_kv(GLOG_WARN, "translator", "status write refused as invalid; not retried until it changes",
+			glog_kv(GLOG_WARN, "translator",
+				settling ? "status write refused as invalid just after a CRD change; retrying with backoff"
+					 : "status write refused as invalid; not retried until it changes",
 				"object", key, "write", what, "error", err->message, NULL);
+		if (settling)
+			return WR_FAILED; /* not set aside while the validator may lag */
 		return WR_REFUSED;
 	}
 	glog_kv(GLOG_WARN, "translator", what, "object", key, "error", err->message, NULL);

@@ -59,6 +59,8 @@ void writes_skip(struct writes *w, enum tkind k);
  */
 bool writes_already_sent(struct writes *w, enum tkind k, const char *key, const json_t *obj,
 			 const char *fp);
+/* A target schema changed: intents refused before may be accepted now (send them again). */
+void writes_schema_changed(struct writes *w);
 /* The object is gone: forget its memo. */
 void writes_forget(struct writes *w, const char *key);
 /* Logs and counts every intended field/condition that another manager owns (force takes it). */

@@ -15,7 +15,9 @@
  *    vpcattachment.conditions.Programmed left to a stand-in of the cloud
  *    BGPAdvertisementReconciler (Status().Update: a whole-status PUT with
  *    resourceVersion), managedFields show neither writer owning the other's
- *    fields, across report flips.
+ *    fields, across report flips;
+ *  - a value only a CEL rule refuses (podSubnet isCIDR): the write is
+ *    refused 422, logged once and not retried hot; a new intent goes through.
  * Stand-ins write as upstream does: the VPC operator's Status().Update of
  * vpc/vpcAttachment/networkAttachmentDefinition/Ready (PUT of /status).
  */
@@ -57,6 +59,7 @@ static int port;
 static pid_t pid;
 static char gate_dir[300];
 static int standin_409s;
+static const char *report_subnet = "fd00:1::/64"; /* the report's primary pod subnet */
 
 static void start(const char *leave)
 {
@@ -185,6 +188,12 @@ static void vpcop_edit(json_t *st, void *ud)
 	set_cond(st, "Ready", "True", "Ready");
 }
 
+/* The VPC operator renames the attachment definition (a change that matters to nobody here). */
+static void nad_edit(json_t *st, void *ud)
+{
+	json_object_set_new(st, "networkAttachmentDefinition", json_string((const char *)ud));
+}
+
 /* The cloud BGPAdvertisementReconciler: hostInterface and Programmed (from Advertised). */
 struct bgp { const char *host, *programmed; };
 static void bgp_edit(json_t *st, void *ud)
@@ -205,8 +214,8 @@ static void report(const char *rname, const char *vpc, const char *vatt, const c
 		 "\"spec\":{\"node\":\"node-a\",\"vpc\":\"%s\",\"vpcAttachment\":\"%s\",\"containerID\":\"%s\","
 		 "\"pod\":{\"namespace\":\"" TNS "\",\"name\":\"pod-%s\"},\"hostInterface\":\"G%sH\","
 		 "\"guestInterface\":\"eth0\",\"vrfInterface\":\"G%sV\",\"table\":100,"
-		 "\"podSubnets\":[\"fd00:1::/64\"],\"localSID\":\"fc00:0:1:1:e001::\"}}",
-		 rname, vpc, vatt, cid, vatt, vatt, vatt);
+		 "\"podSubnets\":[\"%s\"],\"localSID\":\"fc00:0:1:1:e001::\"}}",
+		 rname, vpc, vatt, cid, vatt, vatt, vatt, report_subnet);
 	ck_assert_int_ge(kapply(&cp, p, AGENT_MGR, body, &standin_409s), 200);
 	/* The agent reports on the generation it programmed. */
 	json_t *ro = kget(&cp, p, NULL);
@@ -600,6 +609,69 @@ START_TEST(test_no_write_refused)
 	       metric("galactic_translator_status_writes_total{kind=\"NetworkInterfaceClaim\"}"),
 	       metric("galactic_translator_conflicts_total"), standin_409s);
 	ck_assert_double_eq(metric("galactic_translator_conflicts_total"), 0);
+}
+END_TEST
+
+/* Lines of the translator's log containing both needles. */
+static int log_lines(const char *a, const char *b)
+{
+	char path[400], line[4096];
+	FILE *f;
+	int n = 0;
+	snprintf(path, sizeof(path), "%s/translator-u.log", cp.dir);
+	ck_assert_ptr_nonnull(f = fopen(path, "r"));
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, a) && strstr(line, b);
+	fclose(f);
+	return n;
+}
+
+/*
+ * A value only a CEL rule refuses (upstream's podSubnet isCIDR): the write is
+ * refused 422 whole; logged once, counted once, not retried hot; a new intent
+ * goes through. (Run after test_no_write_refused: this one is meant to refuse.)
+ */
+START_TEST(test_cel_refusal_logged_once)
+{
+	struct ids ids = { "Vu4", "Au4" };
+	const char *m = "galactic_translator_writes_refused_total{kind=\"VPCAttachment\",code=\"422\"}";
+	double r0 = metric(m), sk;
+	json_t *o;
+
+	create_att("att-c");
+	put_status(ATT_PATH, "att-c", "vpc-operator", vpcop_edit, &ids);
+	report_subnet = "not-a-cidr";
+	report("node-a-vu4-au4", "Vu4", "Au4", CID46, "True");
+	for (double t0 = gt_now(); gt_now() - t0 < 20 && metric(m) < r0 + 1; usleep(20 * 1000))
+		;
+	ck_assert_double_eq(metric(m), r0 + 1);
+	sk = metric("galactic_translator_status_write_skips_total{kind=\"VPCAttachment\"}");
+	/* Reconciled again (an unrelated VPC operator write): skipped, not sent again. */
+	put_status(ATT_PATH, "att-c", "vpc-operator", nad_edit, "nad-Au4-b");
+	sleep(2);
+	ck_assert_double_eq(metric(m), r0 + 1);
+	ck_assert_double_gt(metric("galactic_translator_status_write_skips_total{kind=\"VPCAttachment\"}"), sk);
+	ck_assert_int_eq(log_lines("refused as invalid", "att-c"), 1);
+	o = obj(ATT_PATH, "att-c");
+	ck_assert_ptr_null(json_object_get(json_object_get(o, "status"), "node")); /* the whole write */
+	json_decref(o);
+	printf("MEASURE: CEL-refused write: 1 x 422, logged once, not retried over 2 s\n");
+	/* A subnet the rule accepts: a new intent, written. */
+	report_subnet = "fd00:4::/64";
+	report("node-a-vu4-au4", "Vu4", "Au4", CID46, "True");
+	/* (This process leaves Programmed to the incumbent: look at the fields.) */
+	for (double t0 = gt_now(); gt_now() - t0 < 20; usleep(20 * 1000)) {
+		o = obj(ATT_PATH, "att-c");
+		bool ok = !strcmp(kstr(json_object_get(o, "status"), "podSubnet", NULL) ?: "", "fd00:4::/64");
+		json_decref(o);
+		if (ok)
+			break;
+	}
+	o = obj(ATT_PATH, "att-c");
+	ck_assert_str_eq(kstr(json_object_get(o, "status"), "podSubnet", NULL) ?: "", "fd00:4::/64");
+	ck_assert_str_eq(kstr(json_object_get(o, "status"), "node", NULL) ?: "", "node-a");
+	json_decref(o);
+	ck_assert_double_eq(metric(m), r0 + 1);
 	stop();
 }
 END_TEST
@@ -619,6 +691,7 @@ int main(void)
 	tcase_add_test(tc, test_condition_write_refused_on_new_incarnation);
 	tcase_add_test(tc, test_staged_takeover);
 	tcase_add_test(tc, test_no_write_refused);
+	tcase_add_test(tc, test_cel_refusal_logged_once);
 	suite_add_tcase(s, tc);
 	return gt_run(s);
 }
