@@ -398,16 +398,6 @@ static int want_obj(struct plan *p, struct gdp_result *res, enum okind k, const 
 	return VEC_PUSH(p->wants, w);
 }
 
-static const struct gnl_link *find_link(const struct snap *s, const char *name)
-{
-	size_t i;
-
-	for (i = 0; i < s->links.n; i++)
-		if (!strcmp(s->links.v[i].name, name))
-			return &s->links.v[i];
-	return NULL;
-}
-
 static bool u32_in(const uint32_t *v, size_t n, uint32_t x)
 {
 	size_t i;
@@ -733,7 +723,24 @@ struct pass {
 	struct gdp_result **vres, **ares, **rres; /* results by model index */
 	bool *vok;                                /* VPCs that passed their checks */
 	uint32_t upidx;
+	struct khash names;                       /* dumped links by name */
 };
+
+static uint64_t name_hash(const char *name)
+{
+	return fnv(1469598103934665603ULL, name, strnlen(name, IFNAMSIZ));
+}
+
+/* The dumped link called name (by hash: one lookup per attachment). */
+static const struct gnl_link *pass_link(const struct pass *ps, const char *name)
+{
+	size_t j;
+
+	KH_FOREACH(&ps->names, name_hash(name), j)
+		if (!strcmp(ps->s.links.v[j].name, name))
+			return &ps->s.links.v[j];
+	return NULL;
+}
 
 /*
  * Plan: the kernel objects the valid model objects need (desired routes,
@@ -820,7 +827,7 @@ static int plan(struct pass *ps)
 	for (i = 0; i < d->n_atts; i++) {
 		const struct gdp_attachment *a = &d->atts[i];
 		const struct gdp_vpc *v = gdp_state_find_vpc(d, a->vpc);
-		const struct gnl_link *hl = find_link(&ps->s, a->host_ifname);
+		const struct gnl_link *hl = pass_link(ps, a->host_ifname);
 		int e = gdp_validate_attachment(d, i, err, sizeof(err));
 
 		if (!e && !vok[v - d->vpcs]) {
@@ -1173,7 +1180,11 @@ static int reconcile(struct kb *k, const struct gdp_state *d, struct gdp_results
 		gdp_result_fail(node_res, rc, "dump kernel state: %s", strerror(-rc));
 		goto out;
 	}
-	up = find_link(&ps.s, d->node.uplink[0] ? d->node.uplink : "lo");
+	if (kh_init(&ps.names, ps.s.links.n))
+		goto nomem;
+	for (i = 0; i < ps.s.links.n; i++)
+		kh_put(&ps.names, name_hash(ps.s.links.v[i].name), i);
+	up = pass_link(&ps, d->node.uplink[0] ? d->node.uplink : "lo");
 	if (!up) {
 		rc = -ENODEV;
 		gdp_result_fail(node_res, rc, "node: uplink %s not found", d->node.uplink);
@@ -1224,6 +1235,7 @@ out:
 	free(ares);
 	free(rres);
 	free(vok);
+	kh_free(&ps.names);
 	plan_free(&ps.p);
 	snap_free(&ps.s);
 	return rc;
