@@ -25,6 +25,7 @@ struct record {
 	struct gdp_node node;
 	bool have_node;
 	int uplink_mtu;
+	struct gdp_egress egress;   /* the node's own egress shard (agent/egress) */
 	struct rec_vpc *vpcs;
 	size_t nvpcs, capvpcs;
 	struct rec_att **atts;      /* pointers: a verb may hold one across an unlock */
@@ -169,6 +170,21 @@ static bool vpc_has_att(const struct record *r, const char *id, bool active_only
 	return false;
 }
 
+/* {"sid", "addressIPv6", "addressIPv4"?, "interface"?}: the shard identity the node routes toward. */
+static json_t *egress_json(const struct gdp_egress *e)
+{
+	char a[INET6_ADDRSTRLEN];
+	json_t *o = json_object();
+
+	json_object_set_new(o, "sid", json_string(inet_ntop(AF_INET6, &e->sid, a, sizeof(a))));
+	json_object_set_new(o, "addressIPv6", json_string(inet_ntop(AF_INET6, &e->addr6, a, sizeof(a))));
+	if (e->have_v4)
+		json_object_set_new(o, "addressIPv4", json_string(inet_ntop(AF_INET, &e->addr4, a, sizeof(a))));
+	if (e->oif[0])
+		json_object_set_new(o, "interface", json_string(e->oif));
+	return o;
+}
+
 /* Under mu. What is desired or declared; reservations of ADDs in flight are
  * not (a number reserved by an ADD that never completed must not outlive a
  * restart). */
@@ -187,6 +203,8 @@ static char *encode_main(const struct record *r)
 							 "nodeID", (int)r->node.node_id, "uplink",
 							 r->node.uplink, "uplinkMTU", r->uplink_mtu));
 	}
+	if (r->egress.have)
+		json_object_set_new(o, "egressShard", egress_json(&r->egress));
 	for (size_t i = 0; i < r->nvpcs; i++) {
 		const struct rec_vpc *v = &r->vpcs[i];
 		json_t *pf;
@@ -277,6 +295,27 @@ static char *encode_remotes(const struct rec_remotes *x)
 /* ---- record.json: parse (pure) -------------------------------------------- */
 
 #define BAD(...) do { snprintf(err, errlen, __VA_ARGS__); goto bad; } while (0)
+
+static int parse_egress(json_t *o, struct gdp_egress *e, char *err, size_t errlen)
+{
+	const char *sid = jstr(o, "sid"), *a6 = jstr(o, "addressIPv6"), *a4;
+
+	memset(e, 0, sizeof(*e));
+	if (!json_is_object(o) || !sid || inet_pton(AF_INET6, sid, &e->sid) != 1)
+		return snprintf(err, errlen, "egressShard: \"sid\" must be an IPv6 address"), -EINVAL;
+	if (!a6 || inet_pton(AF_INET6, a6, &e->addr6) != 1)
+		return snprintf(err, errlen, "egressShard: \"addressIPv6\" must be an IPv6 address"), -EINVAL;
+	if (json_object_get(o, "addressIPv4")) {
+		a4 = jstr(o, "addressIPv4");
+		if (!a4 || inet_pton(AF_INET, a4, &e->addr4) != 1)
+			return snprintf(err, errlen, "egressShard: \"addressIPv4\" must be an IPv4 address"), -EINVAL;
+		e->have_v4 = true;
+	}
+	if (jcopy(o, "interface", e->oif, sizeof(e->oif), false))
+		return snprintf(err, errlen, "egressShard: \"interface\" must be an interface name"), -EINVAL;
+	e->have = true;
+	return 0;
+}
 
 static int parse_node(json_t *n, struct rec_data *d, char *err, size_t errlen)
 {
@@ -409,6 +448,8 @@ int record_parse(const char *text, size_t len, struct rec_data *d, char *err, si
 		BAD("\"version\" must be %d (a newer agent wrote this record?)", RECORD_VERSION);
 	if ((x = json_object_get(o, "node")) && parse_node(x, d, err, errlen))
 		goto bad;
+	if ((x = json_object_get(o, "egressShard")) && parse_egress(x, &d->egress, err, errlen))
+		goto bad;
 	arr = json_object_get(o, "vpcs");
 	if (!json_is_array(arr) || !json_is_array(json_object_get(o, "attachments")))
 		BAD("\"vpcs\" and \"attachments\" must be arrays");
@@ -521,6 +562,7 @@ static void clear_locked(struct record *r)
 	r->natts = 0;
 	r->nvpcs = 0;
 	r->have_node = false;
+	memset(&r->egress, 0, sizeof(r->egress));
 	remotes_unref(r->remotes);
 	r->remotes = NULL;
 }
@@ -604,6 +646,7 @@ static int load_dir_locked(struct record *r, char *err, size_t errlen)
 	r->node = d.node;
 	r->have_node = d.have_node;
 	r->uplink_mtu = d.uplink_mtu;
+	r->egress = d.egress;
 	for (size_t i = 0; i < d.nvpcs; i++)
 		if (add_vpc_locked(r, &d.vpcs[i]))
 			goto nomem;
@@ -1092,6 +1135,32 @@ bool record_node_identity(struct record *r, struct gdp_node *n, int *uplink_mtu)
 	return h;
 }
 
+int record_set_egress(struct record *r, const struct gdp_egress *e)
+{
+	struct gdp_egress none = { 0 };
+
+	if (!e)
+		e = &none;
+	pthread_mutex_lock(&r->mu);
+	if (memcmp(&r->egress, e, sizeof(*e))) {
+		r->egress = *e;
+		r->main_gen = ++r->gen;
+	}
+	pthread_mutex_unlock(&r->mu);
+	return 0;
+}
+
+bool record_egress(struct record *r, struct gdp_egress *e)
+{
+	bool h;
+
+	pthread_mutex_lock(&r->mu);
+	*e = r->egress;
+	h = r->egress.have;
+	pthread_mutex_unlock(&r->mu);
+	return h;
+}
+
 int record_set_remotes(struct record *r, const struct gdp_remote *v, size_t n)
 {
 	int rc;
@@ -1244,6 +1313,7 @@ int record_snapshot(struct record *r, struct rec_snap *s)
 	s->gen = r->gen;
 	s->have_node = r->have_node;
 	s->st.node = r->node;
+	s->st.egress = r->egress;
 	for (size_t i = 0; i < r->natts; i++)
 		nact += r->atts[i]->active;
 	s->pods = calloc(nact + 1, sizeof(*s->pods));
@@ -1265,6 +1335,7 @@ int record_snapshot(struct record *r, struct rec_snap *s)
 		snprintf(p->guest_ifname, sizeof(p->guest_ifname), "%s", a->ifname);
 		if (gdp_state_add_attachment(&s->st, &a->m))
 			goto nomem;
+		s->st.atts[s->st.n_atts - 1].egress = a->egress; /* REC_FAM_* = GDP_FAM_* */
 	}
 	s->remotes = remotes_ref(r->remotes);
 	pthread_mutex_unlock(&r->mu);

@@ -66,7 +66,7 @@ struct rec_att {
 	char *netns;                       /* CNI_NETNS path (owned, may be NULL) */
 	char pod_ns[64], pod_name[254], pod_uid[64];
 	uint8_t host_mac[6];
-	unsigned egress;                   /* REC_FAM_*: declared internet egress (kept, unused yet) */
+	unsigned egress;                   /* REC_FAM_*: declared internet egress (the VPC's default route toward the node's shard) */
 	json_t *config;                    /* normalized CNI configuration (owned ref, may be NULL) */
 };
 
@@ -126,6 +126,13 @@ int record_import_legacy(struct record *r, char *err, size_t errlen);
 int record_set_node_identity(struct record *r, const struct gdp_node *n, int uplink_mtu);
 /* The node identity; false when none is known yet. */
 bool record_node_identity(struct record *r, struct gdp_node *n, int *uplink_mtu);
+/*
+ * The node's own egress shard (agent/egress: from the EgressShard whose
+ * targetRef names the node; NULL or !have clears it). Kept in record.json,
+ * so attachments keep their route toward the shard with the API down.
+ */
+int record_set_egress(struct record *r, const struct gdp_egress *e);
+bool record_egress(struct record *r, struct gdp_egress *e);
 /* Replaces the remote set (the route learner). Copies v. */
 int record_set_remotes(struct record *r, const struct gdp_remote *v, size_t n);
 
@@ -181,6 +188,7 @@ struct rec_data {
 	size_t nvpcs;
 	struct rec_att *atts;
 	size_t natts;
+	struct gdp_egress egress;  /* "egressShard" (have = false when absent) */
 };
 
 /*

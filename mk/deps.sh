@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 PKGS=(
   build-essential pkg-config clang llvm lld libclang-rt-14-dev
   bpftool libbpf-dev libelf-dev zlib1g-dev
-  libnl-3-dev libjansson-dev libcurl4-openssl-dev libmicrohttpd-dev libyaml-dev
+  libnl-3-dev libnftables-dev libjansson-dev libcurl4-openssl-dev libmicrohttpd-dev libyaml-dev
   check libsubunit-dev valgrind
   iproute2 iputils-ping iperf3 netcat-openbsd procps psmisc tcpdump ethtool
   openssl jq ca-certificates

@@ -9,7 +9,7 @@
 #   $(eval $(call bench,NAME,SRCS,LIBS,LDLIBS))       benchmark program run by `make bench` (release)
 #   $(eval $(call fuzzer,NAME,SRCS,LIBS,LDLIBS))      libFuzzer target (clang) run by `make fuzz`
 # LIBS are names declared with `lib` (order matters: dependants first).
-# LDLIBS are names of LIB_<name> below (jansson curl nl bpf check mhd yaml pthread m).
+# LDLIBS are names of LIB_<name> below (jansson curl nl bpf check mhd yaml nft pthread m).
 
 # Pattern rules list $$(GENERATED) (BPF skeletons, vmlinux.h) as order-only
 # prerequisites; fragments append to it after this file is read.
@@ -17,7 +17,7 @@
 
 CC      ?= cc
 CLANG   ?= clang
-PKGS    := jansson libcurl libnl-3.0 libbpf check libmicrohttpd yaml-0.1
+PKGS    := jansson libcurl libnl-3.0 libbpf check libmicrohttpd yaml-0.1 libnftables
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 # snprintf truncation is deliberate where used (bounded names); lengths that
 # matter are checked explicitly at input boundaries.
@@ -34,6 +34,7 @@ LIB_bpf     := $(shell pkg-config --libs libbpf 2>/dev/null) -lelf -lz
 LIB_check   := $(shell pkg-config --libs check 2>/dev/null)
 LIB_mhd     := $(shell pkg-config --libs libmicrohttpd 2>/dev/null)
 LIB_yaml    := $(shell pkg-config --libs yaml-0.1 2>/dev/null)
+LIB_nft     := $(shell pkg-config --libs libnftables 2>/dev/null)
 LIB_pthread := -lpthread
 LIB_m       := -lm
 

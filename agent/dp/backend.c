@@ -155,6 +155,7 @@ const char *gdp_obj_kind_str(enum gdp_obj_kind k)
 	case GDP_OBJ_VPC: return "vpc";
 	case GDP_OBJ_ATTACHMENT: return "attachment";
 	case GDP_OBJ_REMOTE: return "remote";
+	case GDP_OBJ_EGRESS: return "egress";
 	}
 	return "?";
 }

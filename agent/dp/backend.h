@@ -37,6 +37,7 @@ enum gdp_obj_kind {
 	GDP_OBJ_VPC,
 	GDP_OBJ_ATTACHMENT,
 	GDP_OBJ_REMOTE,
+	GDP_OBJ_EGRESS,     /* the node's egress shard (dp/egress.h); vpc and key empty */
 };
 
 /* One model object's outcome. */

@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "agent/dp/backend.h"
+#include "agent/dp/egress.h"
 #include "agent/nl/objects.h"
 
 #define V6_METRIC 1024
@@ -53,6 +54,8 @@ struct kb {
 	unsigned batch, max_retries;
 	struct gdp_caps caps;
 	char clsact_on[GDP_IFNAME_MAX + 1]; /* uplink that has its clsact */
+	char *egress_text;      /* the nftables program last applied (NULL: none) */
+	bool egress_clean;      /* no galactic_egress table is left (checked once when egress is off) */
 };
 
 #define VEC(T) struct { T *v; size_t n, cap; }
@@ -312,6 +315,10 @@ static uint64_t rule_hash(const struct gnl_rule *r)
 	h = fnv(h, &r->priority, sizeof(r->priority));
 	h = fnv(h, &r->table, sizeof(r->table));
 	h = fnv(h, r->iifname, strnlen(r->iifname, sizeof(r->iifname)));
+	h = fnv(h, &r->fwmark, sizeof(r->fwmark));
+	h = fnv(h, &r->fwmask, sizeof(r->fwmask));
+	if (r->dst.family)
+		h = addr_hash(h, &r->dst);
 	return fnv(h, r->oifname, strnlen(r->oifname, sizeof(r->oifname)));
 }
 
@@ -724,6 +731,11 @@ struct pass {
 	bool *vok;                                /* VPCs that passed their checks */
 	uint32_t upidx;
 	struct khash names;                       /* dumped links by name */
+	struct gdp_result *eres;                  /* the egress shard's result (NULL: no shard) */
+	unsigned *vegress;                        /* per VPC: families routed toward the shard */
+	struct gde_vpc *evpcs;                    /* the shard's VPCs (nftables) */
+	size_t n_evpcs;
+	struct gde_shard shard;
 };
 
 static uint64_t name_hash(const char *name)
@@ -740,6 +752,247 @@ static const struct gnl_link *pass_link(const struct pass *ps, const char *name)
 		if (!strcmp(ps->s.links.v[j].name, name))
 			return &ps->s.links.v[j];
 	return NULL;
+}
+
+/* ------------------------------------------------------------ egress shard */
+
+static int write_sysctl(const char *path, const char *val);
+
+/* Runs fn's nftables work inside the backend's netns (libnftables uses the thread's namespace). */
+static int in_netns(const char *netns, int (*fn)(void *), void *arg, char *err, size_t errlen)
+{
+	int orig = -1, ns = -1, rc;
+	char path[512];
+
+	if (!netns)
+		return fn(arg);
+	snprintf(path, sizeof(path), strchr(netns, '/') ? "%s" : "/run/netns/%s", netns);
+	orig = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	ns = open(path, O_RDONLY | O_CLOEXEC);
+	if (orig < 0 || ns < 0 || setns(ns, CLONE_NEWNET) < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "enter netns %s: %s", netns, strerror(errno));
+		goto out;
+	}
+	rc = fn(arg);
+	if (setns(orig, CLONE_NEWNET) < 0)
+		abort(); /* a thread left in the wrong namespace would program the wrong node */
+out:
+	if (orig >= 0)
+		close(orig);
+	if (ns >= 0)
+		close(ns);
+	return rc;
+}
+
+struct nft_job {
+	const char *text;       /* program to run; NULL: only check the table exists */
+	char err[512];
+};
+
+static int nft_job_run(void *arg)
+{
+	struct nft_job *j = arg;
+
+	if (j->text)
+		return gde_nft_apply(j->text, j->err, sizeof(j->err));
+	return gde_nft_counter("decap", j->err, sizeof(j->err)) < 0 ? -ENOENT : 0;
+}
+
+static int sysctl_job(void *arg)
+{
+	(void)arg;
+	/* seg6local's decapsulated packets pass netfilter only with this (global static key). */
+	return write_sysctl("/proc/sys/net/netfilter/nf_hooks_lwtunnel", "1");
+}
+
+/*
+ * The shard of this node: which VPCs egress (an attachment declares it),
+ * the default routes of those VPCs toward their shard SIDs (a throw for each
+ * SID so the encapsulated packet leaves the VPC table), the SIDs' decap in
+ * the main table, and the mark rules of the translator (dp/egress.h).
+ */
+static int plan_egress(struct pass *ps)
+{
+	struct kb *k = ps->k;
+	struct plan *p = &ps->p;
+	const struct gdp_state *d = ps->d;
+	uint32_t upidx = ps->upidx;
+	const bool *vok = ps->vok;
+	struct gdp_result **vres = ps->vres, *eres = ps->eres;
+	unsigned *vegress = ps->vegress;
+	struct gde_vpc *evpcs = ps->evpcs;
+	size_t *n_evpcs = &ps->n_evpcs;
+	struct gde_shard *sh = &ps->shard;
+	const struct gnl_link *ol;
+	char err[320];
+	struct gnl_rule ru;
+	size_t i, j;
+	int rc = 0;
+
+	memset(sh, 0, sizeof(*sh));
+	sh->sid = d->egress.sid;
+	sh->addr6 = d->egress.addr6;
+	sh->have_v4 = d->egress.have_v4;
+	sh->addr4 = d->egress.addr4;
+	snprintf(sh->oif, sizeof(sh->oif), "%s",
+		 d->egress.oif[0] ? d->egress.oif : d->node.uplink[0] ? d->node.uplink : "lo");
+	if (gde_validate_shard(sh, err, sizeof(err))) {
+		gdp_result_fail(eres, -EINVAL, "egress shard: %s", err);
+		return 0;
+	}
+	ol = pass_link(ps, sh->oif);
+	if (!ol) {
+		gdp_result_fail(eres, -ENODEV, "egress shard: internet interface %s not found", sh->oif);
+		return 0;
+	}
+	for (i = 0; i < d->n_atts; i++) {
+		const struct gdp_vpc *v = gdp_state_find_vpc(d, d->atts[i].vpc);
+
+		if (v && vok[v - d->vpcs])
+			vegress[v - d->vpcs] |= d->atts[i].egress & (GDP_FAM_V6 | (sh->have_v4 ? GDP_FAM_V4 : 0));
+	}
+	for (i = 0; i < d->n_vpcs; i++) {
+		const struct gdp_vpc *v = &d->vpcs[i];
+
+		if (!vegress[i])
+			continue;
+		evpcs[(*n_evpcs)++] = (struct gde_vpc){ .arg = v->arg, .table = v->table };
+		for (j = 0; j < 2; j++) {
+			int af = j ? AF_INET : AF_INET6;
+			struct in6_addr sid;
+			struct gnl_route r;
+
+			if (!(vegress[i] & (j ? GDP_FAM_V4 : GDP_FAM_V6)))
+				continue;
+			gde_vpc_sid(&sh->sid, af, v->arg, &sid);
+			/* default route of the VPC toward its shard SID */
+			base_route(k, &r, af, v->table);
+			r.oif = upidx;
+			if (af == AF_INET)
+				r.scope = RT_SCOPE_LINK;
+			r.encap = GNL_ENCAP_SEG6;
+			r.seg6.mode = SEG6_IPTUN_MODE_ENCAP_RED;
+			r.seg6.nsegs = 1;
+			r.seg6.segs[0] = sid;
+			rc |= want_route(p, vres[i], &r);
+			/* the encapsulated packet (iif still the pod's veth) goes on to the main table */
+			base_route(k, &r, AF_INET6, v->table);
+			v6_addr(&sid, 128, &r.dst);
+			r.type = RTN_THROW;
+			rc |= want_route(p, vres[i], &r);
+			/* decap on this node: inner routed by its destination (mark rule: main table) */
+			base_route(k, &r, AF_INET6, RT_TABLE_MAIN);
+			v6_addr(&sid, 128, &r.dst);
+			r.oif = ol->ifindex;
+			r.encap = GNL_ENCAP_SEG6LOCAL;
+			r.s6l.action = af == AF_INET ? SEG6_LOCAL_ACTION_END_DX4 : SEG6_LOCAL_ACTION_END_DX6;
+			rc |= want_route(p, eres, &r);
+		}
+		/* replies, un-translated, carry the VPC's reply mark: back into its table */
+		memset(&ru, 0, sizeof(ru));
+		ru.priority = k->rule_prio > 2 ? k->rule_prio - 1 : k->rule_prio;
+		ru.table = v->table;
+		ru.action = FR_ACT_TO_TBL;
+		ru.protocol = k->proto;
+		ru.fwmark = GDE_MARK_REPLY | v->arg;
+		ru.fwmask = GDE_MARK_MASK;
+		for (j = 0; j < 2; j++) {
+			ru.family = j ? AF_INET : AF_INET6;
+			rc |= want_obj(p, eres, O_RULE, &ru, sizeof(ru));
+		}
+	}
+	/* the shard's addresses on the internet interface (what Programmed=AddressesProgrammed observes) */
+	{
+		struct gnl_ifaddr ad;
+
+		memset(&ad, 0, sizeof(ad));
+		ad.ifindex = ol->ifindex;
+		ad.protocol = k->proto;
+		ad.scope = RT_SCOPE_UNIVERSE;
+		ad.family = AF_INET6;
+		v6_addr(&sh->addr6, 128, &ad.addr);
+		ad.flags = IFA_F_NODAD | IFA_F_PERMANENT;
+		rc |= want_obj(p, eres, O_ADDR, &ad, sizeof(ad));
+		if (sh->have_v4) {
+			ad.family = AF_INET;
+			v4_addr(sh->addr4, 32, &ad.addr);
+			ad.flags = IFA_F_PERMANENT;
+			rc |= want_obj(p, eres, O_ADDR, &ad, sizeof(ad));
+		}
+	}
+	/* decapsulated toward the internet: the main table, never a VPC table again */
+	memset(&ru, 0, sizeof(ru));
+	ru.priority = k->rule_prio > 2 ? k->rule_prio - 2 : k->rule_prio;
+	ru.table = RT_TABLE_MAIN;
+	ru.action = FR_ACT_TO_TBL;
+	ru.protocol = k->proto;
+	ru.fwmark = GDE_MARK_OUT;
+	ru.fwmask = GDE_MARK_KIND;
+	for (j = 0; j < 2; j++) {
+		ru.family = j ? AF_INET : AF_INET6;
+		rc |= want_obj(p, eres, O_RULE, &ru, sizeof(ru));
+	}
+	return rc ? -ENOMEM : 0;
+}
+
+/* The translator's nftables table: applied (or checked, dry) as one program; removed when no shard. */
+static void egress_nft(struct kb *k, struct gdp_result *eres, const struct gde_shard *sh,
+		       const struct gde_vpc *v, size_t n, bool dry, int *pending)
+{
+	struct nft_job j = { 0 };
+	char *text = NULL;
+	int rc;
+
+	if (!eres) {
+		if (dry || k->egress_clean)
+			return;
+		j.text = gde_render_remove();
+		/* a failure is retried on the next pass (egress_clean stays false) */
+		if (!in_netns(k->netns, nft_job_run, &j, j.err, sizeof(j.err))) {
+			k->egress_clean = true;
+			free(k->egress_text);
+			k->egress_text = NULL;
+		}
+		return;
+	}
+	if (eres->err)
+		return;
+	rc = gde_render(sh, v, n, &text, j.err, sizeof(j.err));
+	if (rc) {
+		gdp_result_fail(eres, rc, "egress shard: %s", j.err);
+		return;
+	}
+	/* the table must exist and be the program last applied */
+	rc = in_netns(k->netns, nft_job_run, &j, j.err, sizeof(j.err));
+	if (!rc && k->egress_text && !strcmp(k->egress_text, text)) {
+		free(text);
+		return;
+	}
+	if (dry) {
+		gdp_result_fail(eres, -ENOENT, "missing or different: nftables table inet %s", GDE_TABLE);
+		(*pending)++;
+		free(text);
+		return;
+	}
+	j.text = NULL;
+	rc = in_netns(k->netns, sysctl_job, NULL, j.err, sizeof(j.err));
+	if (rc) {
+		gdp_result_fail(eres, rc, "egress shard: sysctl net.netfilter.nf_hooks_lwtunnel=1: %s",
+				strerror(-rc));
+		free(text);
+		return;
+	}
+	j.text = text;
+	rc = in_netns(k->netns, nft_job_run, &j, j.err, sizeof(j.err));
+	if (rc) {
+		gdp_result_fail(eres, rc, "egress shard: %s", j.err);
+		free(text);
+		return;
+	}
+	free(k->egress_text);
+	k->egress_text = text;
+	k->egress_clean = false;
 }
 
 /*
@@ -796,6 +1049,9 @@ static int plan(struct pass *ps)
 		vok[i] = true;
 	}
 
+	if (ps->eres && plan_egress(ps))
+		return -ENOMEM;
+
 	for (i = 0; i < d->n_vpcs; i++) {
 		const struct gdp_vpc *v = &d->vpcs[i];
 		struct gnl_route r;
@@ -814,13 +1070,14 @@ static int plan(struct pass *ps)
 		r.s6l.table = v->table;
 		if (want_route(&ps->p, vres[i], &r))
 			return -ENOMEM;
+		/* The table ends in unreachable, unless the family egresses through the shard. */
 		base_route(k, &r, AF_INET6, v->table);
 		r.type = RTN_UNREACHABLE;
-		if (want_route(&ps->p, vres[i], &r))
+		if (!(ps->vegress[i] & GDP_FAM_V6) && want_route(&ps->p, vres[i], &r))
 			return -ENOMEM;
 		base_route(k, &r, AF_INET, v->table);
 		r.type = RTN_UNREACHABLE;
-		if (want_route(&ps->p, vres[i], &r))
+		if (!(ps->vegress[i] & GDP_FAM_V4) && want_route(&ps->p, vres[i], &r))
 			return -ENOMEM;
 	}
 
@@ -1138,12 +1395,14 @@ static int reconcile(struct kb *k, const struct gdp_state *d, struct gdp_results
 	ares = calloc(d->n_atts + 1, sizeof(*ares));
 	rres = calloc(d->n_remotes + 1, sizeof(*rres));
 	vok = calloc(d->n_vpcs + 1, sizeof(*vok));
-	if (!vres || !ares || !rres || !vok) {
+	ps.vegress = calloc(d->n_vpcs + 1, sizeof(*ps.vegress));
+	ps.evpcs = calloc(d->n_vpcs + 1, sizeof(*ps.evpcs));
+	if (!vres || !ares || !rres || !vok || !ps.vegress || !ps.evpcs) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	if (res->cap < 1 + d->n_vpcs + d->n_atts + d->n_remotes) {
-		size_t nc = 1 + d->n_vpcs + d->n_atts + d->n_remotes;
+	if (res->cap < 2 + d->n_vpcs + d->n_atts + d->n_remotes) {
+		size_t nc = 2 + d->n_vpcs + d->n_atts + d->n_remotes;
 		struct gdp_result *nv = realloc(res->v, nc * sizeof(*nv));
 
 		if (!nv) {
@@ -1173,6 +1432,12 @@ static int reconcile(struct kb *k, const struct gdp_state *d, struct gdp_results
 		rres[i]->kind = GDP_OBJ_REMOTE;
 		snprintf(rres[i]->vpc, sizeof(rres[i]->vpc), "%s", d->remotes[i].vpc);
 		gdp_prefix_str(&d->remotes[i].prefix, rres[i]->key, sizeof(rres[i]->key));
+	}
+
+	if (d->egress.have) {
+		ps.eres = &res->v[res->n++];
+		memset(ps.eres, 0, sizeof(*ps.eres));
+		ps.eres->kind = GDP_OBJ_EGRESS;
 	}
 
 	rc = snapshot(k, &ps.s);
@@ -1218,6 +1483,8 @@ static int reconcile(struct kb *k, const struct gdp_state *d, struct gdp_results
 	} else {
 		rc = execute(k, &ps.p, res, node_res);
 	}
+	if (rc != -ENOMEM)
+		egress_nft(k, ps.eres, &ps.shard, ps.evpcs, ps.n_evpcs, dry, &pending);
 	for (i = 0; i < res->n; i++) {
 		if (!res->v[i].err)
 			res->v[i].programmed = true;
@@ -1235,6 +1502,8 @@ out:
 	free(ares);
 	free(rres);
 	free(vok);
+	free(ps.vegress);
+	free(ps.evpcs);
 	kh_free(&ps.names);
 	plan_free(&ps.p);
 	snap_free(&ps.s);
@@ -1354,6 +1623,7 @@ static int kb_open(struct gdp_backend **out, const struct gdp_backend_opts *o, c
 	return 0;
 fail:
 	gnl_close(k->nl);
+	free(k->egress_text);
 	free(k->netns);
 	free(k);
 	return rc;

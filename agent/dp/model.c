@@ -78,6 +78,7 @@ int gdp_state_copy(struct gdp_state *dst, const struct gdp_state *src)
 {
 	gdp_state_init(dst);
 	dst->node = src->node;
+	dst->egress = src->egress;
 	dst->vpcs = dup(src->vpcs, src->n_vpcs, sizeof(*src->vpcs));
 	dst->atts = dup(src->atts, src->n_atts, sizeof(*src->atts));
 	dst->remotes = dup(src->remotes, src->n_remotes, sizeof(*src->remotes));

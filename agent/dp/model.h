@@ -72,6 +72,7 @@ struct gdp_attachment {
 	struct in_addr nh4;             /* per-attachment link-local next hop for End.DX4 (0 = none) */
 	uint8_t pod_mac[6];             /* guest interface MAC (all zero = unknown: no permanent neigh) */
 	uint32_t mtu;                   /* host interface MTU (0 = leave as is) */
+	unsigned egress;                /* GDP_FAM_*: families declared for internet egress */
 };
 
 /* A prefix of a VPC hosted elsewhere, reached through that node's SID. */
@@ -79,6 +80,25 @@ struct gdp_remote {
 	char vpc[GDP_ID_MAX + 1];
 	struct gdp_prefix prefix;
 	struct in6_addr sid;
+};
+
+/* Families of an egress declaration (same bits as REC_FAM_* and CNI_FAM_*). */
+enum { GDP_FAM_V4 = 1u << 0, GDP_FAM_V6 = 1u << 1 };
+
+/*
+ * The node's own egress shard (docs/dataplane-egress.md), as the agent last
+ * learned it from the EgressShard whose targetRef names the node. When set,
+ * the backend programs the shard (decap of its per-VPC SIDs, the nftables
+ * translator) and gives every VPC with an egress-declaring attachment a
+ * default route toward it.
+ */
+struct gdp_egress {
+	bool have;
+	struct in6_addr sid;            /* spec.shardSID (bytes 10-15 zero) */
+	struct in6_addr addr6;          /* shardAddressIPv6 */
+	bool have_v4;
+	struct in_addr addr4;           /* shardAddressIPv4 */
+	char oif[GDP_IFNAME_MAX + 1];   /* internet-facing device; empty = the node's uplink */
 };
 
 struct gdp_state {
@@ -89,6 +109,7 @@ struct gdp_state {
 	size_t n_atts, cap_atts;
 	struct gdp_remote *remotes;
 	size_t n_remotes, cap_remotes;
+	struct gdp_egress egress;
 };
 
 void gdp_state_init(struct gdp_state *s);

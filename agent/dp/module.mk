@@ -1,5 +1,7 @@
 # libgdp: desired-state model, backend interface, kernel backend + reconciler.
-GDP_SRCS := agent/dp/model.c agent/dp/backend.c agent/dp/kernel.c
+GDP_SRCS := agent/dp/model.c agent/dp/backend.c agent/dp/kernel.c agent/dp/egress.c
+# the egress shard's translator (agent/dp/egress.h) runs nftables through libnftables
+LIBDEPS_gdp := nft
 $(eval $(call lib,gdp,$(GDP_SRCS)))
 # Kernel tests with real traffic between network-namespace nodes (tests/lib/topo.*).
 $(eval $(call netns_test,test_kernel_traffic,tests/netns/test_kernel_traffic.c tests/lib/topo.c,gagent gdp gnl gcommon,jansson nl pthread))
@@ -7,3 +9,6 @@ $(eval $(call netns_test,test_kernel_traffic,tests/netns/test_kernel_traffic.c t
 $(eval $(call bench,bench_routes,tests/bench/bench_routes.c tests/bench/bench.c,gdp gnl,nl jansson))
 $(eval $(call unit_test,test_nl_model,tests/unit/test_nl_model.c,gagent gdp gnl gcommon,jansson nl pthread))
 $(eval $(call netns_test,test_kernel_nl,tests/netns/test_kernel_nl.c tests/lib/topo.c,gdp gnl,nl jansson))
+$(eval $(call unit_test,test_egress_render,tests/unit/test_egress_render.c,gdp gnl,nl jansson))
+# The egress shard with real traffic: two VPCs with the same addresses through one shard, an internet host.
+$(eval $(call netns_test,test_egress_dp,tests/netns/test_egress_dp.c tests/lib/topo.c,gdp gnl,nl jansson))

@@ -73,6 +73,8 @@ struct gnl_rule {
 	uint8_t protocol;
 	char iifname[IFNAMSIZ];
 	char oifname[IFNAMSIZ];
+	uint32_t fwmark, fwmask;    /* 0/0 = no fwmark selector */
+	struct gnl_addr dst;        /* `to` selector (family 0 = none; dst.len = prefix length) */
 };
 
 int gnl_rule_msg(struct nl_msg **out, int cmd, int flags, const struct gnl_rule *r);

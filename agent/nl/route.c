@@ -49,9 +49,10 @@ static int put_seg6local(struct nl_msg *m, const struct gnl_seg6local *l)
 		rc = nla_put_u32(m, SEG6_LOCAL_TABLE, l->table);
 	if (!rc && l->vrftable)
 		rc = nla_put_u32(m, SEG6_LOCAL_VRFTABLE, l->vrftable);
-	if (!rc && l->nh4.s_addr)
+	/* End.DX4/End.DX6 require their next hop; 0.0.0.0 / :: mean "the inner destination". */
+	if (!rc && (l->nh4.s_addr || l->action == SEG6_LOCAL_ACTION_END_DX4))
 		rc = nla_put(m, SEG6_LOCAL_NH4, 4, &l->nh4);
-	if (!rc && !IN6_IS_ADDR_UNSPECIFIED(&l->nh6))
+	if (!rc && (!IN6_IS_ADDR_UNSPECIFIED(&l->nh6) || l->action == SEG6_LOCAL_ACTION_END_DX6))
 		rc = nla_put(m, SEG6_LOCAL_NH6, 16, &l->nh6);
 	if (!rc && l->iif)
 		rc = nla_put_u32(m, SEG6_LOCAL_IIF, l->iif);

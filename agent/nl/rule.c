@@ -1,4 +1,5 @@
 /* Policy routing rules. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -12,13 +13,15 @@ int gnl_rule_msg(struct nl_msg **out, int cmd, int flags, const struct gnl_rule 
 {
 	struct fib_rule_hdr frh = {
 		.family = (uint8_t)r->family,
+		.dst_len = r->dst.family ? r->dst.len : 0,
 		.table = r->table < 256 ? (uint8_t)r->table : RT_TABLE_UNSPEC,
 		.action = r->action ? r->action : FR_ACT_TO_TBL,
 	};
 	struct nl_msg *m;
 
 	*out = NULL;
-	if (r->family != AF_INET && r->family != AF_INET6)
+	if ((r->family != AF_INET && r->family != AF_INET6) ||
+	    (r->dst.family && r->dst.family != r->family))
 		return -EINVAL;
 	m = nlmsg_alloc_simple(cmd, flags);
 	if (!m)
@@ -28,7 +31,10 @@ int gnl_rule_msg(struct nl_msg **out, int cmd, int flags, const struct gnl_rule 
 	    nla_put_u32(m, FRA_PRIORITY, r->priority) < 0 ||
 	    (r->iifname[0] && nla_put_string(m, FRA_IIFNAME, r->iifname) < 0) ||
 	    (r->oifname[0] && nla_put_string(m, FRA_OIFNAME, r->oifname) < 0) ||
-	    (r->protocol && nla_put_u8(m, FRA_PROTOCOL, r->protocol) < 0)) {
+	    (r->protocol && nla_put_u8(m, FRA_PROTOCOL, r->protocol) < 0) ||
+	    ((r->fwmark || r->fwmask) && nla_put_u32(m, FRA_FWMARK, r->fwmark) < 0) ||
+	    (r->fwmask && nla_put_u32(m, FRA_FWMASK, r->fwmask) < 0) ||
+	    (r->dst.family && nla_put(m, FRA_DST, (int)gnl_addr_bytes(r->dst.family), r->dst.a.raw) < 0)) {
 		nlmsg_free(m);
 		return -ENOMEM;
 	}
@@ -71,6 +77,17 @@ int gnl_rule_parse(const struct nlmsghdr *h, struct gnl_rule *r)
 		get_name(tb[FRA_OIFNAME], r->oifname);
 	if (tb[FRA_PROTOCOL] && nla_len(tb[FRA_PROTOCOL]) == 1)
 		r->protocol = nla_get_u8(tb[FRA_PROTOCOL]);
+	if (tb[FRA_FWMARK] && nla_len(tb[FRA_FWMARK]) == 4)
+		r->fwmark = nla_get_u32(tb[FRA_FWMARK]);
+	if (tb[FRA_FWMASK] && nla_len(tb[FRA_FWMASK]) == 4)
+		r->fwmask = nla_get_u32(tb[FRA_FWMASK]);
+	if (tb[FRA_DST] && (r->family == AF_INET || r->family == AF_INET6) &&
+	    (size_t)nla_len(tb[FRA_DST]) == gnl_addr_bytes(r->family) &&
+	    frh->dst_len <= gnl_addr_bytes(r->family) * 8) {
+		r->dst.family = r->family;
+		r->dst.len = frh->dst_len;
+		memcpy(r->dst.a.raw, nla_data(tb[FRA_DST]), gnl_addr_bytes(r->family));
+	}
 	return 0;
 }
 
@@ -94,12 +111,25 @@ bool gnl_rule_equal(const struct gnl_rule *a, const struct gnl_rule *b)
 {
 	return a->family == b->family && a->priority == b->priority && a->table == b->table &&
 	       (a->action ? a->action : FR_ACT_TO_TBL) == (b->action ? b->action : FR_ACT_TO_TBL) &&
-	       !strcmp(a->iifname, b->iifname) && !strcmp(a->oifname, b->oifname);
+	       !strcmp(a->iifname, b->iifname) && !strcmp(a->oifname, b->oifname) &&
+	       a->fwmark == b->fwmark && a->fwmask == b->fwmask && a->dst.family == b->dst.family &&
+	       (!a->dst.family || (a->dst.len == b->dst.len &&
+				   !memcmp(a->dst.a.raw, b->dst.a.raw, gnl_addr_bytes(a->dst.family))));
 }
 
 char *gnl_rule_str(const struct gnl_rule *r, char *buf, size_t n)
 {
-	snprintf(buf, n, "%s rule pref %u%s%s lookup %u", r->family == AF_INET ? "ipv4" : "ipv6",
-		 r->priority, r->iifname[0] ? " iif " : "", r->iifname, r->table);
+	char d[INET6_ADDRSTRLEN + 8] = "", fm[32] = "";
+
+	if (r->dst.family) {
+		char a[INET6_ADDRSTRLEN];
+
+		inet_ntop(r->dst.family, r->dst.a.raw, a, sizeof(a));
+		snprintf(d, sizeof(d), " to %s/%u", a, r->dst.len);
+	}
+	if (r->fwmark || r->fwmask)
+		snprintf(fm, sizeof(fm), " fwmark 0x%x/0x%x", r->fwmark, r->fwmask);
+	snprintf(buf, n, "%s rule pref %u%s%s%s%s lookup %u", r->family == AF_INET ? "ipv4" : "ipv6",
+		 r->priority, r->iifname[0] ? " iif " : "", r->iifname, d, fm, r->table);
 	return buf;
 }

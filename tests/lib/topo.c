@@ -148,6 +148,11 @@ int topo_add_pod(struct topo *t, int node, const char *name, const char *vpc, co
 	return t->npods++;
 }
 
+int topo_add_internet(struct topo *t)
+{
+	return topo_sh("%s/tests/lib/topo.sh internet %s %d", top(), t->prefix, t->nodes) ? -1 : 0;
+}
+
 const struct topo_pod *topo_pod(const struct topo *t, const char *name)
 {
 	int i;

@@ -53,6 +53,12 @@ int topo_add_pod(struct topo *t, int node, const char *name, const char *vpc, co
 		 const char *a4);
 const struct topo_pod *topo_pod(const struct topo *t, const char *name);
 /*
+ * Adds the "internet" host <prefix>-inet on the fabric (2001:db8:f::ff/64,
+ * 203.0.113.254/24; documentation ranges, never routed outside the test) and
+ * gives every node 203.0.113.<i>/24 on up0 and default routes toward it.
+ */
+int topo_add_internet(struct topo *t);
+/*
  * Writes <dir>/n<node>/state.json (both VPCs, the node's pods) and
  * remotes.json (the other nodes' pods of the same VPC: IPv6 to the VPC decap
  * SID, IPv4 to the pod's End.DX4 SID) plus extra_remotes extra /128s in vpcA

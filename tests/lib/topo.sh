@@ -59,6 +59,27 @@ pod() {
 	ip -n "$ns" -j link show eth0 | sed -n 's/.*"address":"\([0-9a-f:]*\)".*/\1/p'
 }
 
+# An "internet" host on the fabric, documentation-range addresses only
+# (2001:db8:f::ff/64, 203.0.113.254/24), so traffic never leaves the test's
+# namespaces; every node gets 203.0.113.<i>/24 on up0 and default routes to it.
+internet() {
+	local p=$1 n=$2 i
+	ip netns add "$p-inet"
+	ip -n "$p-inet" link set lo up
+	ip -n "$p-inet" link add up0 type veth peer name inet netns "$p-fab"
+	ip -n "$p-fab" link set inet master br0 up
+	ip netns exec "$p-inet" sysctl -qw net.ipv6.conf.up0.accept_dad=0
+	ip -n "$p-inet" addr add 2001:db8:f::ff/64 dev up0 nodad
+	ip -n "$p-inet" addr add 203.0.113.254/24 dev up0
+	ip -n "$p-inet" link set up0 up
+	for ((i = 1; i <= n; i++)); do
+		ip netns exec "$p-n$i" sysctl -qw net.ipv4.ip_forward=1
+		ip -n "$p-n$i" addr add "203.0.113.$i/24" dev up0
+		ip -n "$p-n$i" -6 route add default via 2001:db8:f::ff dev up0
+		ip -n "$p-n$i" -4 route add default via 203.0.113.254 dev up0
+	done
+}
+
 down() {
 	local p=$1 ns
 	for ns in $(ip netns list | awk '{print $1}' | grep -E "^$p-" || true); do
@@ -73,6 +94,7 @@ shift || true
 case "$cmd" in
 up) up "$@" ;;
 pod) pod "$@" ;;
+internet) internet "$@" ;;
 down) down "$@" ;;
 run)
 	export TOPO_PREFIX=${TOPO_PREFIX:-gt$$}

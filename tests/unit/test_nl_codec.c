@@ -268,6 +268,37 @@ START_TEST(t_rule_vector)
 }
 END_TEST
 
+/* The egress shard's rules: fwmark/mask and a `to` selector survive encode -> decode. */
+START_TEST(t_rule_fwmark_dst)
+{
+	struct gnl_rule r = { .family = AF_INET6, .priority = 999, .table = 16385, .protocol = 154,
+			      .fwmark = 0x200001, .fwmask = 0x300fff }, back;
+	struct nl_msg *m;
+	char s[160];
+
+	ck_assert_int_eq(gnl_rule_msg(&m, RTM_NEWRULE, NLM_F_CREATE, &r), 0);
+	ck_assert_int_eq(gnl_rule_parse(nlmsg_hdr(m), &back), 0);
+	ck_assert(gnl_rule_equal(&r, &back));
+	ck_assert_uint_eq(back.fwmark, 0x200001);
+	ck_assert_uint_eq(back.fwmask, 0x300fff);
+	ck_assert_str_eq(gnl_rule_str(&back, s, sizeof(s)), "ipv6 rule pref 999 fwmark 0x200001/0x300fff lookup 16385");
+	back.fwmark++;
+	ck_assert(!gnl_rule_equal(&r, &back));
+	nlmsg_free(m);
+	gnl_addr_parse("fcbb:bb00:1:1:f000::/80", &r.dst);
+	r.fwmark = r.fwmask = 0;
+	ck_assert_int_eq(gnl_rule_msg(&m, RTM_NEWRULE, NLM_F_CREATE, &r), 0);
+	ck_assert_int_eq(gnl_rule_parse(nlmsg_hdr(m), &back), 0);
+	ck_assert(gnl_rule_equal(&r, &back));
+	ck_assert_uint_eq(back.dst.len, 80);
+	ck_assert_str_eq(gnl_rule_str(&back, s, sizeof(s)), "ipv6 rule pref 999 to fcbb:bb00:1:1:f000::/80 lookup 16385");
+	nlmsg_free(m);
+	/* a `to` of the other family is refused, never sent */
+	gnl_addr_parse("10.0.0.0/8", &r.dst);
+	ck_assert_int_eq(gnl_rule_msg(&m, RTM_NEWRULE, NLM_F_CREATE, &r), -EINVAL);
+}
+END_TEST
+
 /* ip neigh replace 10.1.0.2 lladdr 02:00:00:00:00:01 dev 5 nud permanent proto 154 */
 static const uint8_t neigh_vec[] = {
 	0x38, 0x00, 0x00, 0x00, 0x1c, 0x00, 0x00, 0x05, 0, 0, 0, 0, 0, 0, 0, 0,
@@ -400,6 +431,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, t_seg6local_actions_roundtrip);
 	tcase_add_test(tc, t_route_malformed_rejected);
 	tcase_add_test(tc, t_rule_vector);
+	tcase_add_test(tc, t_rule_fwmark_dst);
 	tcase_add_test(tc, t_neigh_vector);
 	tcase_add_test(tc, t_addr_roundtrip);
 	tcase_add_test(tc, t_link_veth_vrf_encoding);

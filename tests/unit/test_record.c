@@ -144,6 +144,54 @@ START_TEST(t_allocate_commit_reload)
 }
 END_TEST
 
+/* The node's shard identity survives a restart, reaches the snapshot with the attachments' declarations. */
+START_TEST(t_egress_shard_kept)
+{
+	struct gdp_node n = { .block = { 0xfc, 0xbb, 0xbb, 0, 0, 1 }, .node_id = 7 };
+	struct gdp_egress e = { .have = true, .have_v4 = true, .oif = "inet0" }, got;
+	struct rec_data d;
+	struct record *r;
+	struct rec_att *a;
+	struct rec_snap s;
+	char err[256];
+
+	inet_pton(AF_INET6, "fcbb:bb00:1:7:f000::", &e.sid);
+	inet_pton(AF_INET6, "2001:db8:5::7", &e.addr6);
+	inet_pton(AF_INET, "203.0.113.7", &e.addr4);
+	mkdir_tmp();
+	r = open_rec();
+	ck_assert(!record_egress(r, &got));
+	record_set_node_identity(r, &n, 1500);
+	record_set_egress(r, &e);
+	a = reserve(r, "vpcA", "a1", "fd00:a::1");
+	a->egress = REC_FAM_V6;
+	record_lock(r);
+	record_activate(r, a);
+	record_unlock(r);
+	commit(r);
+	record_close(r);
+
+	r = open_rec();
+	ck_assert(record_egress(r, &got));
+	ck_assert_mem_eq(&got, &e, sizeof(e));
+	ck_assert_int_eq(record_snapshot(r, &s), 0);
+	ck_assert(s.st.egress.have);
+	ck_assert_mem_eq(&s.st.egress.addr4, &e.addr4, 4);
+	ck_assert_uint_eq(s.st.n_atts, 1);
+	ck_assert_uint_eq(s.st.atts[0].egress, GDP_FAM_V6);
+	record_snap_free(&s);
+	/* withdrawn: gone from the record and the next snapshot */
+	record_set_egress(r, NULL);
+	ck_assert(!record_egress(r, &got));
+	record_close(r);
+	rm_tmp();
+	/* the strict parser names the bad field */
+	ck_assert_int_eq(record_parse("{\"version\":1,\"egressShard\":{\"sid\":\"x\"},\"vpcs\":[],\"attachments\":[]}",
+				      66, &d, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "egressShard"));
+}
+END_TEST
+
 START_TEST(t_migrates_legacy_files)
 {
 	struct record *r;
@@ -291,6 +339,7 @@ static Suite *suite(void)
 	TCase *tc = tcase_create("record");
 
 	tcase_add_test(tc, t_allocate_commit_reload);
+	tcase_add_test(tc, t_egress_shard_kept);
 	tcase_add_test(tc, t_migrates_legacy_files);
 	tcase_add_test(tc, t_damaged_record_is_held);
 	tcase_add_test(tc, t_remotes_replaced_and_filtered);
