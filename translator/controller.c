@@ -8,6 +8,7 @@
 #include "translator/intent.h"
 #include "translator/kinds.h"
 #include "translator/reconcile.h"
+#include "translator/rec_egress.h"
 #include "translator/writes.h"
 
 #include <pthread.h>
@@ -30,7 +31,8 @@ struct controller {
 	const struct mapping_set *maps;
 	struct controller_opts o;
 	struct leader *leader;
-	struct informer *inf[TK_N]; /* VPCAttachments, NetworkInterfaces, NetworkInterfaceClaims */
+	struct informer *inf[TK_N]; /* one per kind (the egress kinds NULL without egress) */
+	struct egress_ctx *eg;      /* NULL without egress */
 	struct informer **rep;      /* one per mapping entry */
 	struct rep_ud *rud;         /* handler data of each report informer */
 	struct crds *crds;
@@ -109,8 +111,11 @@ static void att_changed(struct controller *c, const json_t *att, bool self)
 
 	if (!att || !ns || !ifn)
 		return;
-	if (self)
+	if (self) {
 		enqueue_obj(c, TK_VPCATT, att);
+		if (c->eg)
+			enqueue_obj(c, TK_ESC, att);
+	}
 	enqueue(c, TK_NI, ns, ifn);
 	iface = kube_store_get_nn(informer_store(c->inf[TK_NI]), ns, ifn);
 	enqueue_claims_of_iface(c, ns, ifn, gj_str(iface, "spec.claimRef.name"));
@@ -200,11 +205,104 @@ static void rep_delete(json_t *obj, void *ud)
 	enqueue_attachments_of(r->c, r->m, obj, false);
 }
 
-/* Every cached object of kind k (after delay_s seconds when > 0). */
-static void enqueue_all_after(struct controller *c, enum tkind k, double delay_s)
+/* ---- egress kinds ---- */
+
+static void att_vpc_index(const json_t *obj, struct kube_index_values *out, void *ud)
 {
-	json_t *keys = kube_store_keys(informer_store(c->inf[k])), *e;
+	char k[520];
+	(void)ud;
+	if (gj_str(obj, "metadata.namespace") && gj_str(obj, "spec.vpc.name")) {
+		snprintf(k, sizeof(k), "%s/%s", gj_str(obj, "metadata.namespace"),
+			 gj_str(obj, "spec.vpc.name"));
+		kube_index_values_add(out, k);
+	}
+}
+
+/* The claim key (= the attachment's) and the attachment's condition. */
+static void enqueue_egress(struct controller *c, const char *ns, const char *name)
+{
+	enqueue(c, TK_ESC, ns, name);
+	enqueue(c, TK_VPCATT, ns, name);
+}
+
+/* enqueue_egress for every object of kind k whose index has value v. */
+static void enqueue_egress_by(struct controller *c, enum tkind k, const char *index, const char *v)
+{
+	json_t *l = v ? kube_store_by_index(informer_store(c->inf[k]), index, v) : NULL, *o;
 	size_t i;
+	json_array_foreach(l, i, o)
+		enqueue_egress(c, gj_str(o, "metadata.namespace"), gj_str(o, "metadata.name"));
+	json_decref(l);
+}
+
+static void nsname(const json_t *o, char *k, size_t n)
+{
+	snprintf(k, n, "%s/%s", gj_str(o, "metadata.namespace") ?: "", gj_str(o, "metadata.name") ?: "");
+}
+
+static void nc_changed(struct controller *c, const json_t *o)
+{
+	char k[520];
+	if (!o)
+		return;
+	nsname(o, k, sizeof(k));
+	enqueue_egress_by(c, TK_VPCATT, "vpcname", k);
+}
+static void nc_add(json_t *obj, void *ud) { nc_changed(ud, obj); }
+static void nc_update(json_t *old, json_t *nw, void *ud)
+{
+	(void)old;
+	nc_changed(ud, nw);
+}
+static void nc_delete(json_t *obj, void *ud) { nc_changed(ud, obj); }
+
+static void esc_changed(struct controller *c, const json_t *o)
+{
+	struct kube_index_values iv = { 0 };
+	if (!o)
+		return;
+	enqueue_egress(c, gj_str(o, "metadata.namespace"), gj_str(o, "metadata.name"));
+	/* The shards it names (label, shardRef) may be released now. */
+	egress_claim_shard_index(o, &iv, c->eg);
+	for (int i = 0; i < iv.n; i++)
+		enqueue(c, TK_ES, egress_ctx_shard_ns(c->eg), strchr(iv.v[i], '/') + 1);
+}
+static void esc_add(json_t *obj, void *ud) { esc_changed(ud, obj); }
+static void esc_update(json_t *old, json_t *nw, void *ud)
+{
+	esc_changed(ud, old);
+	esc_changed(ud, nw);
+}
+static void esc_delete(json_t *obj, void *ud) { esc_changed(ud, obj); }
+
+static void es_changed(struct controller *c, const json_t *o)
+{
+	char k[520];
+	if (!o)
+		return;
+	enqueue_obj(c, TK_ES, o);
+	nsname(o, k, sizeof(k));
+	/* Claims bound to it or on its node; attachments without a claim do not depend on shards. */
+	enqueue_egress_by(c, TK_ESC, "shard", k);
+	enqueue_egress_by(c, TK_ESC, "node", gj_str(o, "spec.targetRef.name"));
+}
+static void es_add(json_t *obj, void *ud) { es_changed(ud, obj); }
+static void es_update(json_t *old, json_t *nw, void *ud)
+{
+	es_changed(ud, old);
+	es_changed(ud, nw);
+}
+static void es_delete(json_t *obj, void *ud) { es_changed(ud, obj); }
+
+/* Every cached object of kind `from`, queued as kind k (after delay_s seconds when > 0). */
+static void enqueue_all_as(struct controller *c, enum tkind from, enum tkind k, double delay_s)
+{
+	json_t *keys, *e;
+	size_t i;
+
+	if (!c->inf[from])
+		return;
+	keys = kube_store_keys(informer_store(c->inf[from]));
 
 	json_array_foreach(keys, i, e) {
 		const char *s = json_string_value(e), *sl = s ? strchr(s, '/') : NULL;
@@ -221,6 +319,13 @@ static void enqueue_all_after(struct controller *c, enum tkind k, double delay_s
 			wq_add(c->q, key);
 	}
 	json_decref(keys);
+}
+
+static void enqueue_all_after(struct controller *c, enum tkind k, double delay_s)
+{
+	enqueue_all_as(c, k, k, delay_s);
+	if (k == TK_VPCATT && c->eg) /* a claim exists only once its attachment's key ran */
+		enqueue_all_as(c, TK_VPCATT, TK_ESC, delay_s);
 }
 
 static void enqueue_all(struct controller *c, enum tkind k) { enqueue_all_after(c, k, 0); }
@@ -261,6 +366,8 @@ static int reconcile_key(struct controller *c, const char *key, double *after)
 	case TK_VPCATT: return rec_attachment(&c->rc, &k, after);
 	case TK_NI: return rec_interface(&c->rc, &k);
 	case TK_NIC: return rec_claim(&c->rc, &k);
+	case TK_ESC: return rec_egress(&c->rc, &k);
+	case TK_ES: return rec_shard(&c->rc, &k);
 	default: return 0;
 	}
 }
@@ -294,12 +401,15 @@ static struct informer *kind_informer(struct controller *c, enum tkind k,
 	struct informer *inf;
 
 	io.res = TKINDS[k].res;
-	io.ns = c->o.watch_ns;
+	io.ns = k == TK_ES ? egress_ctx_shard_ns(c->eg) : c->o.watch_ns;
 	io.name = TKINDS[k].res.resource;
 	/* managedFields stay in the caches: the skip checks read them. */
 	if (!(inf = informer_new(c->kc, &io)))
 		return NULL;
 	if ((k == TK_VPCATT && informer_add_index(inf, "ids", att_ids_index, NULL)) ||
+	    (k == TK_VPCATT && informer_add_index(inf, "vpcname", att_vpc_index, NULL)) ||
+	    (k == TK_ESC && informer_add_index(inf, "shard", egress_claim_shard_index, c->eg)) ||
+	    (k == TK_ESC && informer_add_index(inf, "node", egress_claim_node_index, NULL)) ||
 	    (k == TK_NIC && informer_add_index(inf, "ifref", nic_ifref_index, NULL)) ||
 	    informer_add_handlers(inf, h)) {
 		informer_free(inf);
@@ -344,6 +454,26 @@ struct controller *controller_new(struct kube_client *kc, const struct mapping_s
 	metric_add(c->m_reconciles, NULL, 0);
 	metric_set(c->m_leader, NULL, 0);
 
+	if (!o->no_egress) {
+		c->eg = egress_ctx_new(kc, m,
+				       &(struct egress_opts){ .shard_ns = o->egress_shard_ns,
+							      .watch_ns = o->watch_ns,
+							      .instance = o->identity,
+							      .may_write = may_write, .ud = c });
+		if (!c->eg ||
+		    !(c->inf[TK_NC] = kind_informer(c, TK_NC,
+						    &(struct informer_handlers){ nc_add, nc_update,
+										 nc_delete, c })) ||
+		    !(c->inf[TK_ESC] = kind_informer(c, TK_ESC,
+						     &(struct informer_handlers){ esc_add, esc_update,
+										  esc_delete, c })) ||
+		    !(c->inf[TK_ES] = kind_informer(c, TK_ES,
+						    &(struct informer_handlers){ es_add, es_update,
+										 es_delete, c })))
+			goto fail;
+		egress_ctx_set_stores(c->eg, informer_store(c->inf[TK_NC]),
+				      informer_store(c->inf[TK_ESC]), informer_store(c->inf[TK_ES]));
+	}
 	if (!(c->inf[TK_VPCATT] = kind_informer(c, TK_VPCATT,
 						 &(struct informer_handlers){ att_add, att_update,
 									      att_delete, c })) ||
@@ -376,6 +506,7 @@ struct controller *controller_new(struct kube_client *kc, const struct mapping_s
 				  .crds = c->crds,
 				  .w = c->w,
 				  .own = o->ownership,
+				  .eg = c->eg,
 				  .m_deferred = c->m_deferred };
 	c->rc.rep = calloc(maps->n ? maps->n : 1, sizeof(*c->rc.rep));
 	if (!c->rc.rep)
@@ -417,7 +548,7 @@ int controller_start(struct controller *c)
 		if (informer_start(c->rep[i]))
 			return -1;
 	for (int k = 0; k < TK_N; k++)
-		if (informer_start(c->inf[k]))
+		if (c->inf[k] && informer_start(c->inf[k]))
 			return -1;
 	if (crds_start(c->crds))
 		return -1;
@@ -439,7 +570,7 @@ bool controller_synced(void *ud)
 		if (!informer_synced(c->rep[i]))
 			return false;
 	for (int k = 0; k < TK_N; k++)
-		if (!informer_synced(c->inf[k]))
+		if (c->inf[k] && !informer_synced(c->inf[k]))
 			return false;
 	return crds_synced(c->crds);
 }
@@ -481,6 +612,7 @@ void controller_free(struct controller *c)
 	for (int k = 0; k < TK_N; k++)
 		informer_free(c->inf[k]);
 	writes_free(c->w);
+	egress_ctx_free(c->eg);
 	wq_free(c->q);
 	free(c);
 }

@@ -28,6 +28,8 @@ struct controller_opts {
 	int workers;            /* 0: 2 */
 	const char *identity;   /* this replica (Event reportingInstance) */
 	const struct ownership *ownership; /* rows left to incumbents (NULL: all ours); borrowed */
+	bool no_egress;              /* no EgressShardClaim binding, no InternetEgressReady */
+	const char *egress_shard_ns; /* namespace of the EgressShards (NULL: galactic-system) */
 };
 
 struct controller;

@@ -14,6 +14,15 @@ const struct tkind_info TKINDS[TK_N] = {
 		     "networking.datumapis.com/v1alpha",
 		     "networkinterfaceclaims.networking.datumapis.com",
 		     { "networking.datumapis.com", "v1alpha", "networkinterfaceclaims", true } },
+	[TK_ESC] = { "EgressShardClaim", "egressshardclaim", "network.datumapis.com/v1alpha1",
+		     "egressshardclaims.network.datumapis.com",
+		     { "network.datumapis.com", "v1alpha1", "egressshardclaims", true } },
+	[TK_ES] = { "EgressShard", "egressshard", "network.datumapis.com/v1alpha1",
+		    "egressshards.network.datumapis.com",
+		    { "network.datumapis.com", "v1alpha1", "egressshards", true } },
+	[TK_NC] = { "NetworkContext", "networkcontext", "networking.datumapis.com/v1alpha",
+		    "networkcontexts.networking.datumapis.com",
+		    { "networking.datumapis.com", "v1alpha", "networkcontexts", true } },
 };
 
 static bool is_name(const char *s)

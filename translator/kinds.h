@@ -1,5 +1,5 @@
 /*
- * The three upstream kinds the translator writes, and its typed work-queue
+ * The upstream kinds the translator writes or reads, and its typed work-queue
  * keys (kind + namespace/name). Pure.
  */
 #ifndef GALACTIC_TRANSLATOR_KINDS_H
@@ -10,7 +10,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-enum tkind { TK_VPCATT, TK_NI, TK_NIC, TK_N };
+/* TK_ESC: the egress binder's key (the attachment's namespace/name, which is the
+ * claim's); TK_ES: a shard whose finalizer may be released; TK_NC: read only. */
+enum tkind { TK_VPCATT, TK_NI, TK_NIC, TK_ESC, TK_ES, TK_NC, TK_N };
 
 struct tkind_info {
 	const char *kind;        /* "VPCAttachment" */

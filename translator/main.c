@@ -7,6 +7,7 @@
  *       [--lease-duration S] [--renew-deadline S] [--retry-period S]
  *       [--metrics-addr HOST:PORT] [--mapping-config FILE] [--workers N]
  *       [--leave-to-incumbent ROW[,ROW...]] [--ownership-config FILE]
+ *       [--egress-shard-namespace NS] [--no-egress]
  *       [--log-level debug|info|warn|error]
  *
  * Without --kubeconfig: $KUBECONFIG, then the in-cluster service account,
@@ -39,6 +40,7 @@ static void usage(FILE *f)
 		"         [--lease-duration S] [--renew-deadline S] [--retry-period S]\n"
 		"         [--metrics-addr HOST:PORT] [--mapping-config FILE] [--workers N]\n"
 		"         [--leave-to-incumbent ROW[,ROW...]] [--ownership-config FILE]\n"
+		"         [--egress-shard-namespace NS] [--no-egress]\n"
 		"         [--log-level debug|info|warn|error]\n");
 }
 
@@ -102,6 +104,8 @@ int main(int argc, char **argv)
 		{ "log-level", required_argument, NULL, 'l' },
 		{ "leave-to-incumbent", required_argument, NULL, 'I' },
 		{ "ownership-config", required_argument, NULL, 'O' },
+		{ "egress-shard-namespace", required_argument, NULL, 'E' },
+		{ "no-egress", no_argument, NULL, 'X' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -113,7 +117,8 @@ int main(int argc, char **argv)
 	char host[64], idbuf[HOST_NAME_MAX + 32], err[512];
 	struct mapping_set maps = { 0 };
 	struct ownership own;
-	const char *own_file = NULL;
+	const char *own_file = NULL, *shard_ns = NULL;
+	bool no_egress = false;
 	struct kube_config *cfg = NULL;
 	struct kube_client *kc = NULL;
 	struct metrics *m = NULL;
@@ -165,6 +170,8 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'O': own_file = optarg; break;
+		case 'E': shard_ns = optarg; break;
+		case 'X': no_egress = true; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -237,7 +244,8 @@ int main(int argc, char **argv)
 	ctl = controller_new(kc, &maps, m,
 			     &(struct controller_opts){ .report_ns = ns, .watch_ns = watch_ns,
 							.workers = workers, .identity = id,
-							.ownership = &own });
+							.ownership = &own, .no_egress = no_egress,
+							.egress_shard_ns = shard_ns });
 	if (!ctl) {
 		glog_kv(GLOG_ERROR, "translator", "cannot set up the controller", NULL);
 		goto out;

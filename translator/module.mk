@@ -1,7 +1,7 @@
 # galactic-translator: reports -> upstream status (docs/translator.md).
 TRANSLATOR_SRCS := translator/mapping.c translator/kinds.c translator/ssa.c translator/intent.c translator/nic.c \
 	translator/schema.c translator/ownership.c translator/crds.c translator/writes.c \
-	translator/rec_common.c translator/rec_attachment.c translator/rec_interface.c translator/rec_claim.c \
+	translator/rec_common.c translator/rec_attachment.c translator/rec_interface.c translator/rec_claim.c translator/egress.c translator/rec_egress.c \
 	translator/controller.c
 TRANSLATOR_LDLIBS := curl jansson mhd pthread m
 
@@ -20,4 +20,6 @@ $(eval $(call e2e_test,test_translator_nic_maplist,tests/e2e/test_translator_nic
 $(eval $(call unit_test,test_translator_schema,tests/unit/test_translator_schema.c,gtranslator gcommon,$(TRANSLATOR_LDLIBS)))
 $(eval $(call e2e_test,test_translator_upstream,tests/e2e/test_translator_upstream.c $(TRANSLATOR_E2E_LIB),,curl jansson pthread))
 $(eval $(call e2e_test,test_translator_upstream_maplist,tests/e2e/test_translator_upstream_maplist.c $(TRANSLATOR_E2E_LIB),,curl jansson pthread))
+$(eval $(call e2e_test,test_translator_egress,tests/e2e/test_translator_egress.c $(TRANSLATOR_E2E_LIB),,curl jansson pthread))
+$(eval $(call unit_test,test_translator_egress_unit,tests/unit/test_translator_egress.c,gtranslator gcommon,$(TRANSLATOR_LDLIBS)))
 $(eval $(call fuzzer,fuzz_translator_schema,tests/fuzz/fuzz_translator_schema.c,gtranslator gcommon,$(TRANSLATOR_LDLIBS)))

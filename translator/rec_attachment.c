@@ -4,6 +4,7 @@
 #include "common/json.h"
 #include "common/log.h"
 #include "translator/intent.h"
+#include "translator/rec_egress.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +88,7 @@ int rec_attachment(const struct rec_ctx *c, const struct qkey *k, double *retry_
 			NULL);
 		goto out;
 	}
+	rec_egress_att_condition(c, att, intent, now);
 	ret = rec_write(c, TK_VPCATT, key, att, intent);
 out:
 	json_decref(intent);

@@ -20,6 +20,8 @@
 #include "translator/ownership.h"
 #include "translator/writes.h"
 
+struct egress_ctx;
+
 struct rec_ctx {
 	struct kube_store *att, *ni, *nic; /* caches of the three kinds */
 	struct kube_store **rep;           /* one per mapping entry */
@@ -27,6 +29,7 @@ struct rec_ctx {
 	struct crds *crds;
 	struct writes *w;
 	const struct ownership *own;
+	struct egress_ctx *eg; /* NULL: egress off (translator/rec_egress.h) */
 	struct metric *m_deferred;
 };
 
