@@ -23,3 +23,4 @@ $(eval $(call e2e_test,test_translator_upstream_maplist,tests/e2e/test_translato
 $(eval $(call e2e_test,test_translator_egress,tests/e2e/test_translator_egress.c $(TRANSLATOR_E2E_LIB),,curl jansson pthread))
 $(eval $(call unit_test,test_translator_egress_unit,tests/unit/test_translator_egress.c,gtranslator gcommon,$(TRANSLATOR_LDLIBS)))
 $(eval $(call fuzzer,fuzz_translator_schema,tests/fuzz/fuzz_translator_schema.c,gtranslator gcommon,$(TRANSLATOR_LDLIBS)))
+$(eval $(call fuzzer,fuzz_translator_egress,tests/fuzz/fuzz_translator_egress.c,gtranslator gcommon,$(TRANSLATOR_LDLIBS)))

@@ -64,6 +64,20 @@ static void token(const char *sa, const char *pod_name, const char *pod_uid, cha
 	json_decref(r);
 }
 
+/* A request retried while a new CRD's storage answers 429/503 (initializing). */
+static long req_ready(const char *method, const char *path, const char *ctype, const char *body,
+		      const char *token)
+{
+	long code = 0;
+	for (int i = 0; i < 100; i++) {
+		code = req(method, path, ctype, body, token, NULL);
+		if (code != 429 && code != 503)
+			break;
+		usleep(100 * 1000);
+	}
+	return code;
+}
+
 static long create(const char *path, const char *body)
 {
 	long code = 0;
@@ -300,6 +314,28 @@ START_TEST(test_translator_writes_only_owned_status)
 			     "{\"apiVersion\":\"v1\",\"kind\":\"Event\",\"metadata\":{\"generateName\":\"att1.\"},"
 			     "\"involvedObject\":{\"kind\":\"VPCAttachment\",\"name\":\"att1\",\"namespace\":\"default\"},"
 			     "\"reason\":\"FieldWithheld\",\"message\":\"m\",\"type\":\"Warning\"}", translator, NULL), 201);
+	/* Egress binding: read NetworkContexts (never write them), manage claims, hold shards
+	 * (patch of the shard itself for the finalizer), never the shard's status. */
+	ck_assert_int_eq(req_ready("GET", "/apis/networking.datumapis.com/v1alpha/networkcontexts", NULL, NULL, translator), 200);
+	ck_assert_int_eq(req("PATCH", "/apis/networking.datumapis.com/v1alpha/namespaces/default/networkcontexts/x",
+			     "application/merge-patch+json", "{\"spec\":{}}", translator, NULL), 403);
+	snprintf(path, sizeof(path), "%s/egressshardclaims", NET);
+	ck_assert_int_eq(req_ready("GET", path, NULL, NULL, translator), 200);
+	snprintf(path, sizeof(path), "%s/namespaces/default/egressshardclaims?dryRun=All", NET);
+	ck_assert_int_eq(req_ready("POST", path, "application/json",
+			     "{\"apiVersion\":\"network.datumapis.com/v1alpha1\",\"kind\":\"EgressShardClaim\","
+			     "\"metadata\":{\"name\":\"c1\"},\"spec\":{\"attachment\":{\"name\":\"c1\"},"
+			     "\"vpc\":{\"name\":\"v\"},\"nodeName\":\"node-a\",\"families\":[\"IPv6\"]}}",
+			     translator), 201);
+	snprintf(path, sizeof(path), "%s/namespaces/%s/egressshards", NET, NS);
+	ck_assert_int_eq(req_ready("GET", path, NULL, NULL, translator), 200);
+	ck_assert_int_eq(req("POST", path, "application/json",
+			     "{\"apiVersion\":\"network.datumapis.com/v1alpha1\",\"kind\":\"EgressShard\","
+			     "\"metadata\":{\"name\":\"s1\"},\"spec\":{\"targetRef\":{\"kind\":\"Node\",\"name\":\"node-a\"}}}",
+			     translator, NULL), 403);
+	snprintf(path, sizeof(path), "%s/namespaces/%s/egressshards/s1/status?fieldManager=galactic-translator", NET, NS);
+	ck_assert_int_eq(req("PATCH", path, "application/merge-patch+json",
+			     "{\"status\":{\"shardSID\":\"\"}}", translator, NULL), 403);
 	/* Reports belong to the agents. */
 	snprintf(path, sizeof(path), "%s/namespaces/%s/nodeattachments/node-b-2-2/status?fieldManager=galactic-translator", NET, NS);
 	ck_assert_int_eq(req("PATCH", path, "application/merge-patch+json",
