@@ -432,6 +432,18 @@ int rec_egress(const struct rec_ctx *c, const struct qkey *k)
 			rc = claim_status(c, claim, key, bound, "False", ER_MISSING, msg);
 			goto out;
 		}
+		if (strcmp(gj_str(shard, "spec.targetRef.name") ?: "", w.node)) {
+			/* Upstream has no immutability rule on targetRef: the shard moved away. */
+			const json_t *other = egress_pick_shard(shards, w.node);
+			if (other && !egress_refusal(other, w.node, w.families, w.nfam, msg, sizeof(msg))) {
+				rc = claim_delete(e, claim, key, "bound shard moved");
+				goto out;
+			}
+			snprintf(msg, sizeof(msg), "EgressShard %s/%s now targets node %s, not %s", e->shard_ns,
+				 bound, gj_str(shard, "spec.targetRef.name") ?: "none", w.node);
+			rc = claim_status(c, claim, key, bound, "False", ER_MISMATCH, msg);
+			goto out;
+		}
 		/* Held and labelled again (re-asserted), then the status. */
 		rc = bind(c, claim, shard, key);
 		goto out;

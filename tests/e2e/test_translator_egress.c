@@ -643,6 +643,17 @@ START_TEST(test_node_move)
 	wait_fin("shard-q", true);
 	json_decref(wait_cond(ATT_PATH, "att-5", "InternetEgressReady", "True", "Ready"));
 	ck_assert_double_ge(metric("galactic_translator_egress_finalizer_releases_total"), 1);
+	/* The bound shard is re-targeted (upstream has no immutability rule on targetRef):
+	 * ShardMismatch, the shard still held; back on the node: bound again. */
+	json_patch(ES_PATH, "shard-q", "[{\"op\":\"replace\",\"path\":\"/spec/targetRef/name\",\"value\":\"node-x\"}]");
+	c = wait_cond(ESC_PATH, "att-5", "Ready", "False", "ShardMismatch");
+	ck_assert_ptr_nonnull(strstr(cstr(c, "Ready", "message"), "node-x"));
+	json_decref(c);
+	json_decref(wait_cond(ATT_PATH, "att-5", "InternetEgressReady", "False", "Unavailable"));
+	wait_fin("shard-q", true);
+	json_patch(ES_PATH, "shard-q", "[{\"op\":\"replace\",\"path\":\"/spec/targetRef/name\",\"value\":\"node-q\"}]");
+	json_decref(wait_cond(ESC_PATH, "att-5", "Ready", "True", "Bound"));
+	json_decref(wait_cond(ATT_PATH, "att-5", "InternetEgressReady", "True", "Ready"));
 }
 END_TEST
 
