@@ -67,13 +67,16 @@ json_t *egress_claim_new(const json_t *att, const struct egress_want *w)
 	}
 	for (size_t i = 0; i < w->nfam; i++)
 		json_array_append_new(fams, json_string(w->families[i]));
-	return json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}, s:[{s:s, s:s, s:s, s:s, s:b, s:b}]},"
+	/* No blockOwnerDeletion: setting it needs update on vpcattachments/finalizers
+	 * where OwnerReferencesPermissionEnforcement is on, and nothing here needs
+	 * a foreground deletion of the attachment to wait for its claim. */
+	return json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}, s:[{s:s, s:s, s:s, s:s, s:b}]},"
 			 " s:{s:{s:s}, s:{s:s}, s:s, s:o}}",
 			 "apiVersion", "network.datumapis.com/v1alpha1", "kind", "EgressShardClaim",
 			 "metadata", "name", name, "namespace", ns, "labels", EGRESS_NODE_LABEL, w->node,
 			 "ownerReferences", "apiVersion",
 			 str_or(att, "apiVersion", "cloud.datumapis.com/v1alpha1"), "kind", "VPCAttachment",
-			 "name", name, "uid", uid, "controller", 1, "blockOwnerDeletion", 1, "spec",
+			 "name", name, "uid", uid, "controller", 1, "spec",
 			 "attachment", "name", name, "vpc", "name", w->vpc, "nodeName", w->node,
 			 "families", fams);
 }
