@@ -11,9 +11,18 @@
  * remotes.json drop-in + SIGHUP, standing in for the report watch: the
  * report -> API -> learner path is not in this figure).
  *
- * The issue's target (p99 <= 0.2x the reference ptp + host-local plugins
- * under the same burst) is reported as not measured until those plugins are
- * built; that fails make bench. Results in build/bench-results/bench_cni.json.
+ * The reference, in the same run and before our burst: the reference
+ * ptp + host-local plugins (containernetworking/plugins, built by
+ * tests/controlplane/build-cni.sh), IPv4 only so that duplicate address
+ * detection does not dominate, host-local with a private data dir. The same
+ * namespace setup (pod netns made by the runtime, not timed; the plugin runs
+ * in node 1's namespace, the node's host side, where the agent puts its
+ * host veths), the same fork+exec driver and the same span (fork+exec of the
+ * plugin until it is reaped): nref ADDs one after another, then n at once,
+ * then n DELs at once; the DELs must leave no veth, no host-local
+ * allocation and no namespace behind. Target (issue 13): our burst's p99 <=
+ * 0.2x the reference burst's p99. Results in
+ * build/bench-results/bench_cni.json.
  *
  *   build/rel/bench/bench_cni [N]      (N concurrent ADDs, default 200)
  *
@@ -86,35 +95,35 @@ static int wait_socket(int node, double timeout_ms)
 	return -1;
 }
 
-/* ADD of pod <name> on node: fork+exec of the plugin; returns its exit code. */
-static int cni_add(int node, const char *name, const char *att, int idx)
+/*
+ * The driver both sides share, as a runtime calls a plugin: fork, (ref only:
+ * setns into the node's host namespace), exec bin with the CNI_* environment
+ * and conf on stdin, stdout to /dev/null, reap. Returns the exit code.
+ */
+static int cni_exec(const char *bin, const char *cmd, const char *conf, const char *pod, const char *cid,
+		    const char *cni_path, int hostns)
 {
-	char conf[1024], sock[512], bin[512], nsenv[300], cid[64];
+	char nsenv[300], cidenv[80], cmdenv[32], pathenv[600];
 	int in[2], st;
 	pid_t pid;
 
-	sock_path(node, sock, sizeof(sock));
-	snprintf(conf, sizeof(conf),
-		 "{\"cniVersion\":\"1.1.0\",\"name\":\"bench\",\"type\":\"galactic-cni\",\"vpc\":\"%s\","
-		 "\"vpcattachment\":\"%s\",\"ipFamilies\":[\"IPv6\",\"IPv4\"],"
-		 "\"addresses\":[{\"address\":\"fd00:a::%x:%x/128\",\"gateway\":\"fe80::1\"},"
-		 "{\"address\":\"10.1.%d.%d/32\",\"gateway\":\"169.254.1.1\"}],\"mtu\":1400,"
-		 "\"agentSocket\":\"%s\",\"timeoutSeconds\":300}",
-		 TOPO_VPC_A, att, node, idx + 1, 10 * node + idx / 250, idx % 250 + 1, sock);
 	if (pipe(in))
 		return -1;
 	pid = fork();
 	if (pid == 0) {
-		snprintf(bin, sizeof(bin), "%s/build/rel/bin/galactic-cni", top());
-		snprintf(nsenv, sizeof(nsenv), "CNI_NETNS=/run/netns/%s-%s", T.prefix, name);
-		snprintf(cid, sizeof(cid), "CNI_CONTAINERID=c%s", name);
+		snprintf(nsenv, sizeof(nsenv), "CNI_NETNS=/run/netns/%s-%s", T.prefix, pod);
+		snprintf(cidenv, sizeof(cidenv), "CNI_CONTAINERID=%s", cid);
+		snprintf(cmdenv, sizeof(cmdenv), "CNI_COMMAND=%s", cmd);
+		snprintf(pathenv, sizeof(pathenv), "CNI_PATH=%s", cni_path);
+		if (hostns >= 0 && setns(hostns, CLONE_NEWNET))
+			_exit(125);
 		dup2(in[0], 0);
 		close(in[1]);
 		if (!freopen("/dev/null", "w", stdout))
 			_exit(126);
-		execve(bin, (char *[]){ bin, NULL },
-		       (char *[]){ "CNI_COMMAND=ADD", cid, nsenv, "CNI_IFNAME=eth0",
-				   "CNI_ARGS=IgnoreUnknown=1;K8S_POD_NAMESPACE=bench", "CNI_PATH=/opt/cni/bin",
+		execve(bin, (char *[]){ (char *)bin, NULL },
+		       (char *[]){ cmdenv, cidenv, nsenv, "CNI_IFNAME=eth0",
+				   "CNI_ARGS=IgnoreUnknown=1;K8S_POD_NAMESPACE=bench", pathenv,
 				   "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL });
 		_exit(127);
 	}
@@ -124,6 +133,96 @@ static int cni_add(int node, const char *name, const char *att, int idx)
 	close(in[1]);
 	waitpid(pid, &st, 0);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+/* Ours: ADD of pod <name> on node through galactic-cni -> the node's agent. */
+static int cni_add(int node, const char *name, const char *att, int idx)
+{
+	char conf[1024], sock[512], bin[512], cid[64];
+
+	sock_path(node, sock, sizeof(sock));
+	snprintf(conf, sizeof(conf),
+		 "{\"cniVersion\":\"1.1.0\",\"name\":\"bench\",\"type\":\"galactic-cni\",\"vpc\":\"%s\","
+		 "\"vpcattachment\":\"%s\",\"ipFamilies\":[\"IPv6\",\"IPv4\"],"
+		 "\"addresses\":[{\"address\":\"fd00:a::%x:%x/128\",\"gateway\":\"fe80::1\"},"
+		 "{\"address\":\"10.1.%d.%d/32\",\"gateway\":\"169.254.1.1\"}],\"mtu\":1400,"
+		 "\"agentSocket\":\"%s\",\"timeoutSeconds\":300}",
+		 TOPO_VPC_A, att, node, idx + 1, 10 * node + idx / 250, idx % 250 + 1, sock);
+	snprintf(bin, sizeof(bin), "%s/build/rel/bin/galactic-cni", top());
+	snprintf(cid, sizeof(cid), "c%s", name);
+	return cni_exec(bin, "ADD", conf, name, cid, "/opt/cni/bin", -1);
+}
+
+/* The reference: ptp + host-local (IPv4), run in node 1's namespace. */
+static char ref_bin[512];      /* the directory build-cni.sh built them in */
+static char ref_data[512];     /* host-local's private data dir */
+static int ref_hostns = -1;
+
+static int ref_call(const char *cmd, const char *name)
+{
+	char conf[1024], bin[600], cid[64];
+
+	snprintf(conf, sizeof(conf),
+		 "{\"cniVersion\":\"1.1.0\",\"name\":\"benchref\",\"type\":\"ptp\",\"ipMasq\":false,\"mtu\":1400,"
+		 "\"ipam\":{\"type\":\"host-local\",\"ranges\":[[{\"subnet\":\"10.2.0.0/16\"}]],"
+		 "\"dataDir\":\"%s\"}}",
+		 ref_data);
+	snprintf(bin, sizeof(bin), "%s/ptp", ref_bin);
+	snprintf(cid, sizeof(cid), "c%s", name);
+	return cni_exec(bin, cmd, conf, name, cid, ref_bin, ref_hostns);
+}
+
+/* host-local allocations left in its data dir (one file per address). */
+static long ref_allocations(void)
+{
+	char out[64];
+
+	if (topo_out(out, sizeof(out), "find %s -type f -name '10.2.*' 2>/dev/null | wc -l", ref_data))
+		return -1;
+	return strtol(out, NULL, 10);
+}
+
+/* veths in node 1's namespace (its uplink is one). */
+static long node_veths(void)
+{
+	char out[64];
+
+	if (topo_out(out, sizeof(out), "ip -n %s-n1 -o link show type veth | wc -l", T.prefix))
+		return -1;
+	return strtol(out, NULL, 10);
+}
+
+/*
+ * n plugin calls at once: one child per pod, each timing its own call
+ * (fork+exec until reaped) into lat[i] (shared memory); done[i] 1 or -1.
+ * kind 'b': ours (ADD of b<i>), 'p': reference ADD of p<i>, 'd': its DEL.
+ * Returns the wall time until all returned (ms).
+ */
+static double burst(char kind, int n, double *lat, int *done)
+{
+	double t0 = now_ms();
+
+	fflush(stdout); /* before the forks */
+	for (int i = 0; i < n; i++) {
+		if (fork() == 0) {
+			char name[16], att[16];
+			double s = now_ms();
+			int rc;
+
+			snprintf(name, sizeof(name), "%c%d", kind == 'b' ? 'b' : 'p', i);
+			snprintf(att, sizeof(att), "B%d", i);
+			rc = kind == 'b' ? cni_add(1, name, att, i) : ref_call(kind == 'p' ? "ADD" : "DEL", name);
+			lat[i] = now_ms() - s;
+			done[i] = rc == 0 ? 1 : -1;
+			_exit(rc ? 1 : 0);
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		int st;
+
+		wait(&st);
+	}
+	return now_ms() - t0;
 }
 
 static int cmp_d(const void *a, const void *b)
@@ -164,7 +263,9 @@ int main(int argc, char **argv)
 	int nref = getenv("BENCH_SEQ") ? atoi(getenv("BENCH_SEQ")) : 20;
 	unsigned nremotes = getenv("BENCH_REMOTES") ? (unsigned)atoi(getenv("BENCH_REMOTES")) : 0;
 	const char *bk = getenv("BENCH_BACKEND") ? getenv("BENCH_BACKEND") : "kernel";
-	double *lat, *ref, *ref_sorted, t0, t_adds, t_ping = 0;
+	double *lat, *ref, *ref_sorted, *rlat, *rdel, *rseq, t0, t_adds, t_ping = 0, t_radds;
+	long veths0, veths_added, allocs_added, veths_left, allocs_left;
+	int *rdone, rfails = 0, rdfails = 0;
 	char rss_seq[128] = "", rss_end[128] = "";
 	unsigned long c0, c1;
 	char extra[600], sock[512];
@@ -179,9 +280,21 @@ int main(int argc, char **argv)
 		nref = 20;
 	ref = calloc((size_t)nref, sizeof(double));
 	ref_sorted = calloc((size_t)nref, sizeof(double));
+	rseq = calloc((size_t)nref, sizeof(double));
 	lat = mmap(NULL, sizeof(double) * (size_t)n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	rlat = mmap(NULL, sizeof(double) * (size_t)n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	rdel = mmap(NULL, sizeof(double) * (size_t)n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	done = mmap(NULL, sizeof(int) * (size_t)n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (lat == MAP_FAILED || done == MAP_FAILED || topo_sh("mkdir -p -m 0700 /run/galactic") || topo_up(&T, 2)) {
+	rdone = mmap(NULL, sizeof(int) * (size_t)n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	/* The reference plugins (cached by version; built on a cold machine). */
+	if (topo_out(ref_bin, sizeof(ref_bin), "%s/tests/controlplane/build-cni.sh 2>&1 | tail -1", top()) ||
+	    topo_sh("test -x %s/ptp -a -x %s/host-local", ref_bin, ref_bin)) {
+		bench_error(b, "building the reference ptp + host-local plugins failed (tests/controlplane/build-cni.sh, "
+			    "needs go): %s", ref_bin);
+		return bench_end(b);
+	}
+	if (lat == MAP_FAILED || rlat == MAP_FAILED || rdel == MAP_FAILED || done == MAP_FAILED ||
+	    rdone == MAP_FAILED || topo_sh("mkdir -p -m 0700 /run/galactic") || topo_up(&T, 2)) {
 		bench_error(b, "setup failed (topology)");
 		return bench_end(b);
 	}
@@ -209,6 +322,10 @@ int main(int argc, char **argv)
 			fprintf(f, "netns add %s-b%d\n", T.prefix, i);
 		for (int i = 0; i < nref; i++)
 			fprintf(f, "netns add %s-r%d\n", T.prefix, i);
+		for (int i = 0; i < n; i++)
+			fprintf(f, "netns add %s-p%d\n", T.prefix, i);
+		for (int i = 0; i < nref; i++)
+			fprintf(f, "netns add %s-q%d\n", T.prefix, i);
 		fprintf(f, "netns add %s-target\n", T.prefix);
 		fclose(f);
 		if (topo_sh("ip -batch %s", path)) {
@@ -248,29 +365,84 @@ int main(int argc, char **argv)
 		ref = ref_sorted;
 	}
 
+	/* The reference plugins, the same way: sequential, then the burst, then DELs. */
+	{
+		char path[512];
+
+		snprintf(ref_data, sizeof(ref_data), "%s/host-local", T.dir);
+		snprintf(path, sizeof(path), "/run/netns/%s-n1", T.prefix);
+		ref_hostns = open(path, O_RDONLY | O_CLOEXEC);
+		if (ref_hostns < 0 || (veths0 = node_veths()) < 0) {
+			bench_error(b, "opening %s: %s", path, strerror(errno));
+			return bench_end(b);
+		}
+	}
+	for (int i = 0; i < nref; i++) {
+		char name[16];
+		double s = now_ms();
+
+		snprintf(name, sizeof(name), "q%d", i);
+		if (ref_call("ADD", name)) {
+			bench_error(b, "sequential reference ptp ADD %d failed", i);
+			return bench_end(b);
+		}
+		rseq[i] = now_ms() - s;
+	}
+	for (int i = 0; i < nref; i++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "q%d", i);
+		if (ref_call("DEL", name)) {
+			bench_error(b, "sequential reference ptp DEL %d failed", i);
+			return bench_end(b);
+		}
+	}
+	t_radds = burst('p', n, rlat, rdone);
+	for (int i = 0; i < n; i++)
+		rfails += rdone[i] != 1;
+	veths_added = node_veths() - veths0;
+	allocs_added = ref_allocations();
+	burst('d', n, rdel, rdone);
+	for (int i = 0; i < n; i++)
+		rdfails += rdone[i] != 1;
+	veths_left = node_veths() - veths0;
+	allocs_left = ref_allocations();
+	close(ref_hostns);
+	ref_hostns = -1;
+	{
+		char path[512];
+		FILE *f;
+
+		/* the runtime's part: the reference pods' namespaces go, then host-local's dir */
+		snprintf(path, sizeof(path), "%s/netns-ref.batch", T.dir);
+		f = fopen(path, "w");
+		for (int i = 0; i < n; i++)
+			fprintf(f, "netns del %s-p%d\n", T.prefix, i);
+		for (int i = 0; i < nref; i++)
+			fprintf(f, "netns del %s-q%d\n", T.prefix, i);
+		fclose(f);
+		bench_check(b, topo_sh("ip -batch %s", path) == 0, "deleting the reference pods' namespaces");
+		topo_sh("rm -rf %s", ref_data);
+	}
+	qsort(rlat, (size_t)n, sizeof(double), cmp_d);
+	qsort(rdel, (size_t)n, sizeof(double), cmp_d);
+	qsort(rseq, (size_t)nref, sizeof(double), cmp_d);
+	printf("bench_cni: reference ptp + host-local: %d sequential ADDs p50 %.1f ms; %d at once: p50 %.1f, "
+	       "p99 %.1f, max %.1f ms, %d failed; %d DELs at once p99 %.1f ms, %d failed\n",
+	       nref, pct(rseq, nref, 0.5), n, pct(rlat, n, 0.5), pct(rlat, n, 0.99), rlat[n - 1], rfails, n,
+	       pct(rdel, n, 0.99), rdfails);
+	bench_check(b, rfails == 0, "%d of %d concurrent reference ADDs failed", rfails, n);
+	bench_check(b, veths_added == n && allocs_added == n,
+		    "reference burst: %ld veths and %ld host-local allocations for %d ADDs", veths_added,
+		    allocs_added, n);
+	bench_check(b, rdfails == 0, "%d of %d concurrent reference DELs failed", rdfails, n);
+	bench_check(b, veths_left == 0 && allocs_left == 0,
+		    "reference DELs left %ld veths and %ld host-local allocations behind", veths_left, allocs_left);
+
 	/* The measured run: n ADDs at once. */
 	c0 = commits_from_log(1);
 	t0 = now_ms();
-	for (int i = 0; i < n; i++) {
-		if (fork() == 0) {
-			char name[16], att[16];
-			double s = now_ms();
-			int rc;
-
-			snprintf(name, sizeof(name), "b%d", i);
-			snprintf(att, sizeof(att), "B%d", i);
-			rc = cni_add(1, name, att, i);
-			lat[i] = now_ms() - s;
-			done[i] = rc == 0 ? 1 : -1;
-			_exit(rc ? 1 : 0);
-		}
-	}
-	for (int i = 0; i < n; i++) {
-		int st;
-
-		wait(&st);
-	}
-	t_adds = now_ms() - t0;
+	t_adds = burst('b', n, lat, done);
 	c1 = commits_from_log(1);
 	for (int i = 0; i < n; i++)
 		fails += done[i] != 1;
@@ -385,19 +557,36 @@ int main(int argc, char **argv)
 	rss(1, rss_end, sizeof(rss_end));
 	printf("bench_cni: agent n1 RSS after the sequential ADDs: %s; at the end: %s\n", rss_seq, rss_end);
 	{
-		double p50 = pct(lat, n, 0.5), p99 = pct(lat, n, 0.99), r50 = pct(ref, nref, 0.5);
-		double rate = n / (t_adds / 1e3), commits = (double)(c1 - c0), failed = fails;
-		char what[160];
+		double p50 = pct(lat, n, 0.5), p90 = pct(lat, n, 0.9), p99 = pct(lat, n, 0.99), r50 = pct(ref, nref, 0.5);
+		double rp50 = pct(rlat, n, 0.5), rp90 = pct(rlat, n, 0.9), rp99 = pct(rlat, n, 0.99);
+		double rdp99 = pct(rdel, n, 0.99);
+		double rate = n / (t_adds / 1e3), rrate = n / (t_radds / 1e3), commits = (double)(c1 - c0);
+		double failed = fails;
+		char what[200], rwhat[200], name[160];
 
 		bench_check(b, fails == 0, "%d of %d concurrent ADDs failed or never reached node 2", fails, n);
 		snprintf(what, sizeof(what), "%d galactic-cni ADDs one after another (uncontended ADD)", nref);
 		bench_fact(b, "sequential ADD", "ms", what, ref, (size_t)nref);
+		snprintf(what, sizeof(what), "%d reference ptp + host-local ADDs one after another", nref);
+		bench_fact(b, "reference sequential ADD", "ms", what, rseq, (size_t)nref);
 		snprintf(what, sizeof(what), "%d concurrent galactic-cni ADDs on one node, p50", n);
 		bench_fact(b, "concurrent ADD p50", "ms", what, &p50, 1);
+		snprintf(what, sizeof(what), "%d concurrent galactic-cni ADDs on one node, p90", n);
+		bench_fact(b, "concurrent ADD p90", "ms", what, &p90, 1);
 		snprintf(what, sizeof(what), "%d concurrent galactic-cni ADDs on one node, p99", n);
 		bench_fact(b, "concurrent ADD p99", "ms", what, &p99, 1);
 		bench_fact(b, "concurrent ADD max", "ms", "the slowest of them", &lat[n - 1], 1);
 		bench_fact(b, "concurrent ADD rate", "ADD/s", "n / time until all returned", &rate, 1);
+		snprintf(what, sizeof(what), "%d concurrent reference ptp + host-local ADDs, p50", n);
+		bench_fact(b, "reference concurrent ADD p50", "ms", what, &rp50, 1);
+		snprintf(what, sizeof(what), "%d concurrent reference ptp + host-local ADDs, p90", n);
+		bench_fact(b, "reference concurrent ADD p90", "ms", what, &rp90, 1);
+		snprintf(what, sizeof(what), "%d concurrent reference ptp + host-local ADDs, p99", n);
+		bench_fact(b, "reference concurrent ADD p99", "ms", what, &rp99, 1);
+		bench_fact(b, "reference concurrent ADD max", "ms", "the slowest of them", &rlat[n - 1], 1);
+		bench_fact(b, "reference concurrent ADD rate", "ADD/s", "n / time until all returned", &rrate, 1);
+		snprintf(what, sizeof(what), "%d concurrent reference DELs, p99", n);
+		bench_fact(b, "reference concurrent DEL p99", "ms", what, &rdp99, 1);
 		bench_fact(b, "backend commits for the burst", "", "group commits the agent logged", &commits, 1);
 		bench_fact(b, "failed ADDs", "", "in the burst", &failed, 1);
 		printf("bench_cni: concurrent p50 is %.1fx the uncontended ADD; throughput %.1fx the sequential rate\n",
@@ -405,9 +594,12 @@ int main(int argc, char **argv)
 		snprintf(what, sizeof(what), "first ADD -> last of %d pods pinging a pod on node 2 (routes fed by "
 			 "hand through remotes.json, not through reports)", n);
 		bench_fact(b, "first ADD to last pod pings", "ms", what, &t_ping, 1);
-		/* The issue's target compares with the reference plugins under the same burst. */
-		bench_not_measured(b, "200 concurrent ADDs p99: galactic-cni / reference ptp + host-local", 0.2,
-				   "reference plugins not built: tests/controlplane builds no ptp/host-local yet");
+		/* The issue's target: the bursts' p99s, ours / the reference's. */
+		snprintf(name, sizeof(name), "%d concurrent CNI ADDs p99: galactic-cni / reference ptp + host-local", n);
+		snprintf(what, sizeof(what), "p99 of %d concurrent galactic-cni ADDs (dual-stack, through the agent)", n);
+		snprintf(rwhat, sizeof(rwhat), "p99 of %d concurrent ptp + host-local ADDs (IPv4), same driver", n);
+		bench_target(b, name, "ms", &(struct bench_side){ what, &p99, 1 }, &(struct bench_side){ rwhat, &rp99, 1 },
+			     0.2);
 	}
 	if (getenv("BENCH_KEEP"))
 		topo_sh("cp %s/n1/agent.log /tmp/bench_cni_agent.log", T.dir);
