@@ -257,6 +257,55 @@ static unsigned long commits_from_log(int node)
 	return strtoul(out, NULL, 10);
 }
 
+/* Sum of the durations of node's last k reconciles (ms, from the agent's log). */
+static double commit_ms_from_log(int node, unsigned long k)
+{
+	char out[64];
+
+	if (!k || topo_out(out, sizeof(out),
+			   "grep 'reconcile #' %s/n%d/agent.log | tail -n %lu | sed -E 's/.*\\(([0-9.]+) ms\\).*/\\1/' | "
+			   "awk '{s += $1} END {printf \"%%.1f\", s}'",
+			   T.dir, node, k))
+		return 0;
+	return strtod(out, NULL);
+}
+
+/* CPU of node's agent so far (ms; its threads included): user, system. */
+static int agent_cpu_ms(int node, double *user, double *sys)
+{
+	char path[64], buf[1024], *p;
+	unsigned long ut = 0, st = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)topo_agent_pid(&T, node));
+	f = fopen(path, "r");
+	*user = *sys = 0;
+	if (!f)
+		return -1;
+	p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+	fclose(f);
+	/* after "pid (comm)": state is field 3, utime 14, stime 15 */
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+		return -1;
+	*user = (double)ut * 1e3 / (double)sysconf(_SC_CLK_TCK);
+	*sys = (double)st * 1e3 / (double)sysconf(_SC_CLK_TCK);
+	return 0;
+}
+
+/* The 1-minute load average: how busy the shared machine was. */
+static double loadavg(void)
+{
+	double l = -1;
+	FILE *f = fopen("/proc/loadavg", "r");
+
+	if (f) {
+		if (fscanf(f, "%lf", &l) != 1)
+			l = -1;
+		fclose(f);
+	}
+	return l;
+}
+
 int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 200, fails = 0;
@@ -264,6 +313,7 @@ int main(int argc, char **argv)
 	unsigned nremotes = getenv("BENCH_REMOTES") ? (unsigned)atoi(getenv("BENCH_REMOTES")) : 0;
 	const char *bk = getenv("BENCH_BACKEND") ? getenv("BENCH_BACKEND") : "kernel";
 	double *lat, *ref, *ref_sorted, *rlat, *rdel, *rseq, t0, t_adds, t_ping = 0, t_radds;
+	double load0, load1, commit_ms, usr0, sys0, usr1, sys1;
 	long veths0, veths_added, allocs_added, veths_left, allocs_left;
 	int *rdone, rfails = 0, rdfails = 0;
 	char rss_seq[128] = "", rss_end[128] = "";
@@ -397,6 +447,7 @@ int main(int argc, char **argv)
 			return bench_end(b);
 		}
 	}
+	load0 = loadavg();
 	t_radds = burst('p', n, rlat, rdone);
 	for (int i = 0; i < n; i++)
 		rfails += rdone[i] != 1;
@@ -440,10 +491,16 @@ int main(int argc, char **argv)
 		    "reference DELs left %ld veths and %ld host-local allocations behind", veths_left, allocs_left);
 
 	/* The measured run: n ADDs at once. */
+	load1 = loadavg();
 	c0 = commits_from_log(1);
+	agent_cpu_ms(1, &usr0, &sys0);
 	t0 = now_ms();
 	t_adds = burst('b', n, lat, done);
 	c1 = commits_from_log(1);
+	commit_ms = commit_ms_from_log(1, c1 - c0);
+	agent_cpu_ms(1, &usr1, &sys1);
+	usr1 -= usr0;
+	sys1 -= sys0;
 	for (int i = 0; i < n; i++)
 		fails += done[i] != 1;
 
@@ -588,7 +645,15 @@ int main(int argc, char **argv)
 		snprintf(what, sizeof(what), "%d concurrent reference DELs, p99", n);
 		bench_fact(b, "reference concurrent DEL p99", "ms", what, &rdp99, 1);
 		bench_fact(b, "backend commits for the burst", "", "group commits the agent logged", &commits, 1);
+		bench_fact(b, "agent commit time for the burst", "ms",
+			   "sum of the durations of those commits (the agent's log): they run one after another", &commit_ms, 1);
+		bench_fact(b, "agent user CPU for the burst", "ms", "the agent on n1, during the burst", &usr1, 1);
+		bench_fact(b, "agent system CPU for the burst", "ms", "the agent on n1 (kernel: netlink, namespaces)",
+			   &sys1, 1);
 		bench_fact(b, "failed ADDs", "", "in the burst", &failed, 1);
+		bench_fact(b, "load average before the reference burst", "", "1 minute, /proc/loadavg (shared machine)",
+			   &load0, 1);
+		bench_fact(b, "load average before our burst", "", "1 minute, /proc/loadavg", &load1, 1);
 		printf("bench_cni: concurrent p50 is %.1fx the uncontended ADD; throughput %.1fx the sequential rate\n",
 		       p50 / r50, rate / (1e3 / r50));
 		snprintf(what, sizeof(what), "first ADD -> last of %d pods pinging a pod on node 2 (routes fed by "
