@@ -408,6 +408,43 @@ int gnl_dump(struct gnl_sock *s, struct nl_msg *req, gnl_dump_cb cb, void *arg)
 	}
 }
 
+int gnl_get(struct gnl_sock *s, struct nl_msg *req, gnl_dump_cb cb, void *arg)
+{
+	struct nlmsghdr *rh = nlmsg_hdr(req);
+	uint32_t seq = s->seq++;
+	int stop = 0;
+
+	rh->nlmsg_flags = (uint16_t)((rh->nlmsg_flags & ~NLM_F_DUMP) | NLM_F_REQUEST | NLM_F_ACK);
+	rh->nlmsg_seq = seq;
+	rh->nlmsg_pid = 0;
+	if (send_all(s, rh, rh->nlmsg_len) < 0)
+		return -EIO;
+	for (;;) {
+		ssize_t got = recv(gnl_fd(s), s->rbuf, RECV_BUF, 0);
+		struct nlmsghdr *h;
+		int left;
+
+		if (got < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		left = (int)got;
+		for (h = (struct nlmsghdr *)s->rbuf; msg_ok(h, left); h = NLMSG_NEXT(h, left)) {
+			if (h->nlmsg_seq != seq)
+				continue;
+			/* The ack (or the error) comes last: the socket is in sync again. */
+			if (h->nlmsg_type == NLMSG_ERROR) {
+				const struct nlmsgerr *e = NLMSG_DATA(h);
+
+				return e->error ? e->error : stop;
+			}
+			if (!stop)
+				stop = cb(h, arg);
+		}
+	}
+}
+
 /* ---------------------------------------------------------- notifications */
 
 int gnl_open_monitor(struct gnl_sock **out, const char *netns, const unsigned *groups, size_t n,

@@ -72,6 +72,12 @@ int gnl_talk(struct gnl_sock *s, struct nl_msg *msg, char *ext, size_t extlen);
 /* Dumps: cb is called for every message; a non-zero return stops with that value. */
 typedef int (*gnl_dump_cb)(const struct nlmsghdr *h, void *arg);
 int gnl_dump(struct gnl_sock *s, struct nl_msg *req, gnl_dump_cb cb, void *arg);
+/*
+ * One request that is not a dump (RTM_GET* of one object): its reply to cb,
+ * then its ack. Returns the kernel's error (-ENODEV ...), cb's non-zero
+ * return, or 0.
+ */
+int gnl_get(struct gnl_sock *s, struct nl_msg *req, gnl_dump_cb cb, void *arg);
 
 /* --- notifications ----------------------------------------------------- */
 
