@@ -4,6 +4,9 @@
  *    dump decoder reads back field by field, and what we write iproute2 shows;
  *  - a batch with bad requests in it: each error lands on its own request;
  *  - links, addresses, neighbours, rules through libgnl;
+ *  - a link looked up by name (one request, not a dump): the right one, a
+ *    missing or impossible name is ENODEV, an alternative name does not
+ *    count, and the socket stays in step for the requests after it;
  *  - 50,000 seg6 routes in one batch run: all present, ENOMEM retried.
  */
 #include <arpa/inet.h>
@@ -308,6 +311,50 @@ START_TEST(t_links_addrs_neigh_rules)
 }
 END_TEST
 
+START_TEST(t_link_get_by_name)
+{
+	struct gnl_link l;
+	char out[32], ext[128];
+	int idx;
+
+	NEED();
+	ck_assert_int_eq(topo_out(out, sizeof(out), "ip netns exec %s cat /sys/class/net/up0/ifindex", NS), 0);
+	idx = atoi(out);
+	ck_assert_int_eq(gnl_link_get(nl, "up0", &l), 0);
+	ck_assert_int_eq((int)l.ifindex, idx);
+	ck_assert_str_eq(l.name, "up0");
+	ck_assert_str_eq(l.kind, "veth");
+	ck_assert_int_eq(gnl_link_get(nl, "nosuch0", &l), -ENODEV);
+	ck_assert_int_eq(gnl_link_get(nl, "", &l), -ENODEV);
+	ck_assert_int_eq(gnl_link_get(nl, "a-name-far-too-long-for-a-link", &l), -ENODEV);
+	/* every reply and ack was read: the next request gets its own answer */
+	ck_assert_int_eq(gnl_link_get(nl, "lo", &l), 0);
+	ck_assert_str_eq(l.name, "lo");
+	gnl_link_init(&l);
+	l.ifindex = (uint32_t)idx;
+	l.mtu = 1420;
+	ck_assert_int_eq(gnl_link_set(nl, &l, ext, sizeof(ext)), 0);
+	ck_assert_int_eq(gnl_link_get(nl, "up0", &l), 0);
+	ck_assert_int_eq(l.mtu, 1420);
+	ck_assert_int_eq(gnl_ifindex(nl, "up0"), idx);
+}
+END_TEST
+
+START_TEST(t_link_get_ignores_altnames)
+{
+	struct gnl_link l;
+
+	NEED();
+	if (topo_sh("ip -n %s link property add dev up0 altname galt0 2>/dev/null", NS))
+		GT_SKIP("kernel or iproute2 without alternative link names (ip link property add ... altname)");
+	ck_assert_int_eq(topo_sh("ip -n %s link show galt0 >/dev/null", NS), 0);
+	/* the kernel finds up0 by its alternative name; only the name itself counts */
+	ck_assert_int_eq(gnl_link_get(nl, "galt0", &l), -ENODEV);
+	ck_assert_int_eq(gnl_link_get(nl, "up0", &l), 0);
+	ck_assert_int_eq(topo_sh("ip -n %s link property del dev up0 altname galt0", NS), 0);
+}
+END_TEST
+
 START_TEST(t_50k_seg6_routes_none_lost)
 {
 	struct gnl_batch b;
@@ -403,6 +450,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, t_iproute2_reads_what_we_wrote);
 	tcase_add_test(tc, t_batch_errors_land_on_their_request);
 	tcase_add_test(tc, t_links_addrs_neigh_rules);
+	tcase_add_test(tc, t_link_get_by_name);
+	tcase_add_test(tc, t_link_get_ignores_altnames);
 	tcase_add_test(tc, t_50k_seg6_routes_none_lost);
 	tcase_add_test(tc, t_topology_removed_on_failure);
 	suite_add_tcase(s, tc);
