@@ -17,7 +17,8 @@
 struct gcni_verbs {
 	struct gcni_verbs_opts o;
 	pthread_mutex_t mu;      /* busy keys and setup slots; taken after the record's lock, never before */
-	pthread_cond_t cv;
+	pthread_cond_t cv;       /* a busy key released */
+	pthread_cond_t slot_cv;  /* a setup slot freed: wakes one waiter, not all of them */
 	char (*busy)[300];       /* attachment keys a request works on */
 	size_t nbusy, capbusy;
 	unsigned setups, max_setups;
@@ -384,13 +385,14 @@ static json_t *add_locked(struct gcni_verbs *v, struct cni_req *q, int nsfd, int
 	/* The slow, parallel part: nothing shared is touched here. */
 	pthread_mutex_lock(&v->mu);
 	while (v->setups >= v->max_setups)
-		pthread_cond_wait(&v->cv, &v->mu);
+		pthread_cond_wait(&v->slot_cv, &v->mu);
 	v->setups++;
 	pthread_mutex_unlock(&v->mu);
 	rc = pod_setup(v->o.netns, nsfd, c, &link, &clash, err, sizeof(err));
 	pthread_mutex_lock(&v->mu);
 	v->setups--;
-	pthread_cond_broadcast(&v->cv);
+	/* one slot, one waiter: a broadcast woke every queued ADD (200 in a burst) per setup */
+	pthread_cond_signal(&v->slot_cv);
 	pthread_mutex_unlock(&v->mu);
 
 	record_lock(rec);
@@ -695,6 +697,7 @@ int gcni_verbs_new(struct gcni_verbs **out, const struct gcni_verbs_opts *o, cha
 	v->max_setups = o->max_setups ? o->max_setups : 4 * (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
 	pthread_mutex_init(&v->mu, NULL);
 	pthread_cond_init(&v->cv, NULL);
+	pthread_cond_init(&v->slot_cv, NULL);
 	*out = v;
 	return 0;
 }
@@ -706,5 +709,6 @@ void gcni_verbs_free(struct gcni_verbs *v)
 	free(v->busy);
 	pthread_mutex_destroy(&v->mu);
 	pthread_cond_destroy(&v->cv);
+	pthread_cond_destroy(&v->slot_cv);
 	free(v);
 }
