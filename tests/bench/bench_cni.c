@@ -4,29 +4,33 @@
  * Two nodes (tests/lib/topo.*), galactic-agent with its CNI server on each.
  * First 20 ADDs one after another (the uncontended ADD, same invocation).
  * Then 200 pods on node 1 are ADDed at once (each a fork+exec of
- * galactic-cni with CNI_* and stdin, as a runtime does): p50/p99/max ADD
- * latency, the number of backend commits the agent needed, and the time
+ * galactic-cni with CNI_* and stdin, as a runtime does): p50/p90/p99/max ADD
+ * latency, the number of backend commits the agent needed, its commit time
+ * and CPU, and (last round) the time
  * from the first ADD until the last of the 200 pods got an IPv6 echo reply
  * from a pod on node 2 (node 2 learns the 200 prefixes from a hand-written
  * remotes.json drop-in + SIGHUP, standing in for the report watch: the
  * report -> API -> learner path is not in this figure).
  *
- * The reference, in the same run and before our burst: the reference
+ * The reference, in the same run, before ours in each round: the reference
  * ptp + host-local plugins (containernetworking/plugins, built by
  * tests/controlplane/build-cni.sh), IPv4 only so that duplicate address
  * detection does not dominate, host-local with a private data dir. The same
  * namespace setup (pod netns made by the runtime, not timed; the plugin runs
  * in node 1's namespace, the node's host side, where the agent puts its
  * host veths), the same fork+exec driver and the same span (fork+exec of the
- * plugin until it is reaped): nref ADDs one after another, then n at once,
- * then n DELs at once; the DELs must leave no veth, no host-local
- * allocation and no namespace behind. Target (issue 13): our burst's p99 <=
- * 0.2x the reference burst's p99. Results in
- * build/bench-results/bench_cni.json.
+ * plugin until it is reaped): nref ADDs one after another, then the bursts
+ * in rounds (BENCH_ROUNDS, default 3): the reference's n ADDs at once and
+ * its n DELs at once, then our n ADDs at once and (but in the last round)
+ * their DELs. Every DEL must leave node 1 as it was (no veth, no host-local
+ * allocation); no namespace is left. Target (issue 13): our burst's p99 <=
+ * 0.2x the reference burst's p99, the median of the per-round ratios.
+ * Results in build/bench-results/bench_cni.json.
  *
  *   build/rel/bench/bench_cni [N]      (N concurrent ADDs, default 200)
  *
- * Environment: BENCH_SEQ=M sequential reference ADDs (default 20; the first
+ * Environment: BENCH_ROUNDS=R rounds of bursts (default 3, at most 15),
+ * BENCH_SEQ=M sequential ADDs of each plugin (default 20; the first
  * and last tenth are reported apart: the last must be as fast as the first),
  * BENCH_REMOTES=R remote routes on node 1 before any ADD (the cost of an
  * ADD must not grow with what the node holds), BENCH_BACKEND=bpf. The agent
@@ -38,6 +42,7 @@
 #include <netinet/icmp6.h>
 #include <poll.h>
 #include <sched.h>
+#include <stddef.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
@@ -135,8 +140,10 @@ static int cni_exec(const char *bin, const char *cmd, const char *conf, const ch
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
 
-/* Ours: ADD of pod <name> on node through galactic-cni -> the node's agent. */
-static int cni_add(int node, const char *name, const char *att, int idx)
+static int round_no; /* in the container ids: each round's pods are new to both plugins */
+
+/* Ours: ADD (or DEL) of pod <name> on node through galactic-cni -> the node's agent. */
+static int cni_call(const char *cmd, int node, const char *name, const char *att, int idx)
 {
 	char conf[1024], sock[512], bin[512], cid[64];
 
@@ -149,8 +156,13 @@ static int cni_add(int node, const char *name, const char *att, int idx)
 		 "\"agentSocket\":\"%s\",\"timeoutSeconds\":300}",
 		 TOPO_VPC_A, att, node, idx + 1, 10 * node + idx / 250, idx % 250 + 1, sock);
 	snprintf(bin, sizeof(bin), "%s/build/rel/bin/galactic-cni", top());
-	snprintf(cid, sizeof(cid), "c%s", name);
-	return cni_exec(bin, "ADD", conf, name, cid, "/opt/cni/bin", -1);
+	snprintf(cid, sizeof(cid), "c%s.%d", name, round_no);
+	return cni_exec(bin, cmd, conf, name, cid, "/opt/cni/bin", -1);
+}
+
+static int cni_add(int node, const char *name, const char *att, int idx)
+{
+	return cni_call("ADD", node, name, att, idx);
 }
 
 /* The reference: ptp + host-local (IPv4), run in node 1's namespace. */
@@ -168,7 +180,7 @@ static int ref_call(const char *cmd, const char *name)
 		 "\"dataDir\":\"%s\"}}",
 		 ref_data);
 	snprintf(bin, sizeof(bin), "%s/ptp", ref_bin);
-	snprintf(cid, sizeof(cid), "c%s", name);
+	snprintf(cid, sizeof(cid), "c%s.%d", name, round_no);
 	return cni_exec(bin, cmd, conf, name, cid, ref_bin, ref_hostns);
 }
 
@@ -195,7 +207,7 @@ static long node_veths(void)
 /*
  * n plugin calls at once: one child per pod, each timing its own call
  * (fork+exec until reaped) into lat[i] (shared memory); done[i] 1 or -1.
- * kind 'b': ours (ADD of b<i>), 'p': reference ADD of p<i>, 'd': its DEL.
+ * kind 'b': ours (ADD of b<i>), 'e': its DEL, 'p': reference ADD of p<i>, 'd': its DEL.
  * Returns the wall time until all returned (ms).
  */
 static double burst(char kind, int n, double *lat, int *done)
@@ -209,9 +221,12 @@ static double burst(char kind, int n, double *lat, int *done)
 			double s = now_ms();
 			int rc;
 
-			snprintf(name, sizeof(name), "%c%d", kind == 'b' ? 'b' : 'p', i);
+			snprintf(name, sizeof(name), "%c%d", kind == 'b' || kind == 'e' ? 'b' : 'p', i);
 			snprintf(att, sizeof(att), "B%d", i);
-			rc = kind == 'b' ? cni_add(1, name, att, i) : ref_call(kind == 'p' ? "ADD" : "DEL", name);
+			if (kind == 'b' || kind == 'e')
+				rc = cni_call(kind == 'b' ? "ADD" : "DEL", 1, name, att, i);
+			else
+				rc = ref_call(kind == 'p' ? "ADD" : "DEL", name);
 			lat[i] = now_ms() - s;
 			done[i] = rc == 0 ? 1 : -1;
 			_exit(rc ? 1 : 0);
@@ -306,18 +321,48 @@ static double loadavg(void)
 	return l;
 }
 
+/* One round: the reference burst (ADDs, then DELs), then ours. */
+struct round {
+	double p50, p90, p99, max, rate, commits, commit_ms, usr, sys, load;
+	double rp50, rp90, rp99, rmax, rrate, rdp99, rload;
+};
+
+#define MAX_ROUNDS 15
+
+/* bench_fact over one field of every round. */
+static void round_fact(struct bench *b, const struct round *rd, int nr, size_t off, const char *name,
+		       const char *unit, const char *what)
+{
+	double v[MAX_ROUNDS];
+
+	for (int r = 0; r < nr; r++)
+		v[r] = *(const double *)((const char *)&rd[r] + off);
+	bench_fact(b, name, unit, what, v, (size_t)nr);
+}
+
+/* Waits until node 1 holds want veths again (DELs done); returns what it holds. */
+static long wait_veths(long want, double timeout_ms)
+{
+	double end = now_ms() + timeout_ms;
+	long have;
+
+	while ((have = node_veths()) != want && now_ms() < end)
+		usleep(50000);
+	return have;
+}
+
 int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 200, fails = 0;
 	int nref = getenv("BENCH_SEQ") ? atoi(getenv("BENCH_SEQ")) : 20;
 	unsigned nremotes = getenv("BENCH_REMOTES") ? (unsigned)atoi(getenv("BENCH_REMOTES")) : 0;
 	const char *bk = getenv("BENCH_BACKEND") ? getenv("BENCH_BACKEND") : "kernel";
-	double *lat, *ref, *ref_sorted, *rlat, *rdel, *rseq, t0, t_adds, t_ping = 0, t_radds;
-	double load0, load1, commit_ms, usr0, sys0, usr1, sys1;
-	long veths0, veths_added, allocs_added, veths_left, allocs_left;
-	int *rdone, rfails = 0, rdfails = 0;
+	double *lat, *ref, *ref_sorted, *rlat, *rdel, *rseq, t0 = 0, t_ping = 0;
+	int rounds = getenv("BENCH_ROUNDS") ? atoi(getenv("BENCH_ROUNDS")) : 3;
+	struct round rd[MAX_ROUNDS];
+	long veths0;
+	int *rdone;
 	char rss_seq[128] = "", rss_end[128] = "";
-	unsigned long c0, c1;
 	char extra[600], sock[512];
 	int *done;
 	struct bench *b = bench_begin("bench_cni");
@@ -328,6 +373,9 @@ int main(int argc, char **argv)
 		n = 200;
 	if (nref < 10 || nref > 1000)
 		nref = 20;
+	if (rounds < 1 || rounds > MAX_ROUNDS)
+		rounds = 3;
+	memset(rd, 0, sizeof(rd));
 	ref = calloc((size_t)nref, sizeof(double));
 	ref_sorted = calloc((size_t)nref, sizeof(double));
 	rseq = calloc((size_t)nref, sizeof(double));
@@ -447,17 +495,87 @@ int main(int argc, char **argv)
 			return bench_end(b);
 		}
 	}
-	load0 = loadavg();
-	t_radds = burst('p', n, rlat, rdone);
-	for (int i = 0; i < n; i++)
-		rfails += rdone[i] != 1;
-	veths_added = node_veths() - veths0;
-	allocs_added = ref_allocations();
-	burst('d', n, rdel, rdone);
-	for (int i = 0; i < n; i++)
-		rdfails += rdone[i] != 1;
-	veths_left = node_veths() - veths0;
-	allocs_left = ref_allocations();
+	qsort(rseq, (size_t)nref, sizeof(double), cmp_d);
+
+	/*
+	 * The bursts, in rounds: the reference's n ADDs then its n DELs, then
+	 * our n ADDs (and, but in the last round, their DELs), so that a
+	 * machine whose load drifts moves both sides of a round alike. Every
+	 * DEL must leave node 1 as it was: no veth, no host-local allocation.
+	 */
+	for (int r = 0; r < rounds; r++) {
+		struct round *x = &rd[r];
+		unsigned long c0, c1;
+		double usr0, sys0, usr1, sys1, t;
+		long veths, allocs;
+		int rf = 0, rdf = 0, f = 0;
+
+		round_no = r;
+		x->rload = loadavg();
+		t = burst('p', n, rlat, rdone);
+		for (int i = 0; i < n; i++)
+			rf += rdone[i] != 1;
+		veths = node_veths() - veths0;
+		allocs = ref_allocations();
+		bench_check(b, rf == 0, "round %d: %d of %d concurrent reference ADDs failed", r + 1, rf, n);
+		bench_check(b, veths == n && allocs == n,
+			    "round %d: the reference burst made %ld veths and %ld host-local allocations for %d ADDs",
+			    r + 1, veths, allocs, n);
+		qsort(rlat, (size_t)n, sizeof(double), cmp_d);
+		x->rp50 = pct(rlat, n, 0.5);
+		x->rp90 = pct(rlat, n, 0.9);
+		x->rp99 = pct(rlat, n, 0.99);
+		x->rmax = rlat[n - 1];
+		x->rrate = n / (t / 1e3);
+		burst('d', n, rdel, rdone);
+		for (int i = 0; i < n; i++)
+			rdf += rdone[i] != 1;
+		veths = node_veths() - veths0;
+		allocs = ref_allocations();
+		bench_check(b, rdf == 0, "round %d: %d of %d concurrent reference DELs failed", r + 1, rdf, n);
+		bench_check(b, veths == 0 && allocs == 0,
+			    "round %d: the reference DELs left %ld veths and %ld host-local allocations behind", r + 1,
+			    veths, allocs);
+		qsort(rdel, (size_t)n, sizeof(double), cmp_d);
+		x->rdp99 = pct(rdel, n, 0.99);
+
+		x->load = loadavg();
+		c0 = commits_from_log(1);
+		agent_cpu_ms(1, &usr0, &sys0);
+		t0 = now_ms();
+		t = burst('b', n, lat, done);
+		c1 = commits_from_log(1);
+		x->commits = (double)(c1 - c0);
+		x->commit_ms = commit_ms_from_log(1, c1 - c0);
+		agent_cpu_ms(1, &usr1, &sys1);
+		x->usr = usr1 - usr0;
+		x->sys = sys1 - sys0;
+		x->rate = n / (t / 1e3);
+		for (int i = 0; i < n; i++)
+			f += done[i] != 1;
+		bench_check(b, f == 0, "round %d: %d of %d concurrent galactic-cni ADDs failed", r + 1, f, n);
+		qsort(lat, (size_t)n, sizeof(double), cmp_d);
+		x->p50 = pct(lat, n, 0.5);
+		x->p90 = pct(lat, n, 0.9);
+		x->p99 = pct(lat, n, 0.99);
+		x->max = lat[n - 1];
+		printf("bench_cni: round %d (load %.1f): reference ptp + host-local p50 %.1f p99 %.1f max %.1f ms "
+		       "(DELs p99 %.1f); galactic-cni p50 %.1f p99 %.1f max %.1f ms, %.0f commits; p99 ratio %.3f\n",
+		       r + 1, x->load, x->rp50, x->rp99, x->rmax, x->rdp99, x->p50, x->p99, x->max, x->commits,
+		       x->rp99 > 0 ? x->p99 / x->rp99 : 0);
+		fflush(stdout);
+		if (r == rounds - 1)
+			break; /* the last round's pods stay: they ping node 2 below */
+		burst('e', n, rdel, rdone);
+		f = 0;
+		for (int i = 0; i < n; i++)
+			f += rdone[i] != 1;
+		veths = wait_veths(veths0, 10000) - veths0;
+		bench_check(b, f == 0 && veths == 0, "round %d: %d of %d galactic-cni DELs failed, %ld veths left behind",
+			    r + 1, f, n, veths);
+		if (bench_failed(b))
+			break;
+	}
 	close(ref_hostns);
 	ref_hostns = -1;
 	{
@@ -475,35 +593,11 @@ int main(int argc, char **argv)
 		bench_check(b, topo_sh("ip -batch %s", path) == 0, "deleting the reference pods' namespaces");
 		topo_sh("rm -rf %s", ref_data);
 	}
-	qsort(rlat, (size_t)n, sizeof(double), cmp_d);
-	qsort(rdel, (size_t)n, sizeof(double), cmp_d);
-	qsort(rseq, (size_t)nref, sizeof(double), cmp_d);
-	printf("bench_cni: reference ptp + host-local: %d sequential ADDs p50 %.1f ms; %d at once: p50 %.1f, "
-	       "p99 %.1f, max %.1f ms, %d failed; %d DELs at once p99 %.1f ms, %d failed\n",
-	       nref, pct(rseq, nref, 0.5), n, pct(rlat, n, 0.5), pct(rlat, n, 0.99), rlat[n - 1], rfails, n,
-	       pct(rdel, n, 0.99), rdfails);
-	bench_check(b, rfails == 0, "%d of %d concurrent reference ADDs failed", rfails, n);
-	bench_check(b, veths_added == n && allocs_added == n,
-		    "reference burst: %ld veths and %ld host-local allocations for %d ADDs", veths_added,
-		    allocs_added, n);
-	bench_check(b, rdfails == 0, "%d of %d concurrent reference DELs failed", rdfails, n);
-	bench_check(b, veths_left == 0 && allocs_left == 0,
-		    "reference DELs left %ld veths and %ld host-local allocations behind", veths_left, allocs_left);
-
-	/* The measured run: n ADDs at once. */
-	load1 = loadavg();
-	c0 = commits_from_log(1);
-	agent_cpu_ms(1, &usr0, &sys0);
-	t0 = now_ms();
-	t_adds = burst('b', n, lat, done);
-	c1 = commits_from_log(1);
-	commit_ms = commit_ms_from_log(1, c1 - c0);
-	agent_cpu_ms(1, &usr1, &sys1);
-	usr1 -= usr0;
-	sys1 -= sys0;
 	for (int i = 0; i < n; i++)
 		fails += done[i] != 1;
 
+	if (bench_failed(b))
+		goto out; /* a round failed: nothing to ping */
 	/* Node 2 learns the n prefixes (one write, like one watch batch). */
 	{
 		char path[512], sid[64];
@@ -610,62 +704,63 @@ int main(int argc, char **argv)
 		free(ok);
 		free(pf);
 	}
-	qsort(lat, (size_t)n, sizeof(double), cmp_d);
 	rss(1, rss_end, sizeof(rss_end));
 	printf("bench_cni: agent n1 RSS after the sequential ADDs: %s; at the end: %s\n", rss_seq, rss_end);
-	{
-		double p50 = pct(lat, n, 0.5), p90 = pct(lat, n, 0.9), p99 = pct(lat, n, 0.99), r50 = pct(ref, nref, 0.5);
-		double rp50 = pct(rlat, n, 0.5), rp90 = pct(rlat, n, 0.9), rp99 = pct(rlat, n, 0.99);
-		double rdp99 = pct(rdel, n, 0.99);
-		double rate = n / (t_adds / 1e3), rrate = n / (t_radds / 1e3), commits = (double)(c1 - c0);
-		double failed = fails;
+	if (!bench_failed(b)) {
+		double r50 = pct(ref, nref, 0.5), failed = fails, ours[MAX_ROUNDS], theirs[MAX_ROUNDS];
 		char what[200], rwhat[200], name[160];
+		int nr = rounds;
+		const struct round *last = &rd[nr - 1];
 
-		bench_check(b, fails == 0, "%d of %d concurrent ADDs failed or never reached node 2", fails, n);
+		bench_check(b, fails == 0, "%d of %d concurrent ADDs (last round) failed or never reached node 2", fails, n);
 		snprintf(what, sizeof(what), "%d galactic-cni ADDs one after another (uncontended ADD)", nref);
 		bench_fact(b, "sequential ADD", "ms", what, ref, (size_t)nref);
 		snprintf(what, sizeof(what), "%d reference ptp + host-local ADDs one after another", nref);
 		bench_fact(b, "reference sequential ADD", "ms", what, rseq, (size_t)nref);
-		snprintf(what, sizeof(what), "%d concurrent galactic-cni ADDs on one node, p50", n);
-		bench_fact(b, "concurrent ADD p50", "ms", what, &p50, 1);
-		snprintf(what, sizeof(what), "%d concurrent galactic-cni ADDs on one node, p90", n);
-		bench_fact(b, "concurrent ADD p90", "ms", what, &p90, 1);
-		snprintf(what, sizeof(what), "%d concurrent galactic-cni ADDs on one node, p99", n);
-		bench_fact(b, "concurrent ADD p99", "ms", what, &p99, 1);
-		bench_fact(b, "concurrent ADD max", "ms", "the slowest of them", &lat[n - 1], 1);
-		bench_fact(b, "concurrent ADD rate", "ADD/s", "n / time until all returned", &rate, 1);
-		snprintf(what, sizeof(what), "%d concurrent reference ptp + host-local ADDs, p50", n);
-		bench_fact(b, "reference concurrent ADD p50", "ms", what, &rp50, 1);
-		snprintf(what, sizeof(what), "%d concurrent reference ptp + host-local ADDs, p90", n);
-		bench_fact(b, "reference concurrent ADD p90", "ms", what, &rp90, 1);
-		snprintf(what, sizeof(what), "%d concurrent reference ptp + host-local ADDs, p99", n);
-		bench_fact(b, "reference concurrent ADD p99", "ms", what, &rp99, 1);
-		bench_fact(b, "reference concurrent ADD max", "ms", "the slowest of them", &rlat[n - 1], 1);
-		bench_fact(b, "reference concurrent ADD rate", "ADD/s", "n / time until all returned", &rrate, 1);
-		snprintf(what, sizeof(what), "%d concurrent reference DELs, p99", n);
-		bench_fact(b, "reference concurrent DEL p99", "ms", what, &rdp99, 1);
-		bench_fact(b, "backend commits for the burst", "", "group commits the agent logged", &commits, 1);
-		bench_fact(b, "agent commit time for the burst", "ms",
-			   "sum of the durations of those commits (the agent's log): they run one after another", &commit_ms, 1);
-		bench_fact(b, "agent user CPU for the burst", "ms", "the agent on n1, during the burst", &usr1, 1);
-		bench_fact(b, "agent system CPU for the burst", "ms", "the agent on n1 (kernel: netlink, namespaces)",
-			   &sys1, 1);
-		bench_fact(b, "failed ADDs", "", "in the burst", &failed, 1);
-		bench_fact(b, "load average before the reference burst", "", "1 minute, /proc/loadavg (shared machine)",
-			   &load0, 1);
-		bench_fact(b, "load average before our burst", "", "1 minute, /proc/loadavg", &load1, 1);
-		printf("bench_cni: concurrent p50 is %.1fx the uncontended ADD; throughput %.1fx the sequential rate\n",
-		       p50 / r50, rate / (1e3 / r50));
-		snprintf(what, sizeof(what), "first ADD -> last of %d pods pinging a pod on node 2 (routes fed by "
-			 "hand through remotes.json, not through reports)", n);
+#define RF(field, fname, unit, fmt)                                                 \
+	do {                                                                        \
+		snprintf(what, sizeof(what), fmt ", one sample per round", n);      \
+		round_fact(b, rd, nr, offsetof(struct round, field), fname, unit, what); \
+	} while (0)
+		RF(p50, "concurrent ADD p50", "ms", "%d concurrent galactic-cni ADDs on one node, p50");
+		RF(p90, "concurrent ADD p90", "ms", "%d concurrent galactic-cni ADDs on one node, p90");
+		RF(p99, "concurrent ADD p99", "ms", "%d concurrent galactic-cni ADDs on one node, p99");
+		RF(max, "concurrent ADD max", "ms", "the slowest of %d concurrent galactic-cni ADDs");
+		RF(rate, "concurrent ADD rate", "ADD/s", "%d / time until all returned");
+		RF(rp50, "reference concurrent ADD p50", "ms", "%d concurrent reference ptp + host-local ADDs, p50");
+		RF(rp90, "reference concurrent ADD p90", "ms", "%d concurrent reference ptp + host-local ADDs, p90");
+		RF(rp99, "reference concurrent ADD p99", "ms", "%d concurrent reference ptp + host-local ADDs, p99");
+		RF(rmax, "reference concurrent ADD max", "ms", "the slowest of %d concurrent reference ADDs");
+		RF(rrate, "reference concurrent ADD rate", "ADD/s", "%d / time until all returned");
+		RF(rdp99, "reference concurrent DEL p99", "ms", "%d concurrent reference DELs, p99");
+		RF(commits, "backend commits for the burst", "", "group commits the agent logged during %d ADDs");
+		RF(commit_ms, "agent commit time for the burst", "ms",
+		   "sum of the durations of those commits (agent log; they run one after another), %d ADDs");
+		RF(usr, "agent user CPU for the burst", "ms", "the agent on n1 during %d ADDs");
+		RF(sys, "agent system CPU for the burst", "ms", "the agent on n1 during %d ADDs (kernel: netlink)");
+		RF(rload, "load average before the reference burst", "",
+		   "1 minute, /proc/loadavg (shared machine), before %d reference ADDs");
+		RF(load, "load average before our burst", "", "1 minute, /proc/loadavg, before %d galactic-cni ADDs");
+#undef RF
+		bench_fact(b, "failed ADDs", "", "in the last round's burst", &failed, 1);
+		printf("bench_cni: concurrent p50 is %.1fx the uncontended ADD; throughput %.1fx the sequential rate "
+		       "(last round)\n",
+		       last->p50 / r50, last->rate / (1e3 / r50));
+		snprintf(what, sizeof(what), "first ADD -> last of %d pods pinging a pod on node 2 (last round; routes "
+			 "fed by hand through remotes.json, not through reports)", n);
 		bench_fact(b, "first ADD to last pod pings", "ms", what, &t_ping, 1);
-		/* The issue's target: the bursts' p99s, ours / the reference's. */
+		/* The issue's target: the bursts' p99s, ours / the reference's, paired by round. */
+		for (int r = 0; r < nr; r++) {
+			ours[r] = rd[r].p99;
+			theirs[r] = rd[r].rp99;
+		}
 		snprintf(name, sizeof(name), "%d concurrent CNI ADDs p99: galactic-cni / reference ptp + host-local", n);
 		snprintf(what, sizeof(what), "p99 of %d concurrent galactic-cni ADDs (dual-stack, through the agent)", n);
 		snprintf(rwhat, sizeof(rwhat), "p99 of %d concurrent ptp + host-local ADDs (IPv4), same driver", n);
-		bench_target(b, name, "ms", &(struct bench_side){ what, &p99, 1 }, &(struct bench_side){ rwhat, &rp99, 1 },
-			     0.2);
+		bench_target(b, name, "ms", &(struct bench_side){ what, ours, (size_t)nr },
+			     &(struct bench_side){ rwhat, theirs, (size_t)nr }, 0.2);
 	}
+out:
 	if (getenv("BENCH_KEEP"))
 		topo_sh("cp %s/n1/agent.log /tmp/bench_cni_agent.log", T.dir);
 	topo_sh("rm -f /run/galactic/%s-n*.sock", T.prefix);
