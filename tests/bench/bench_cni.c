@@ -323,8 +323,8 @@ static double loadavg(void)
 
 /* One round: the reference burst (ADDs, then DELs), then ours. */
 struct round {
-	double p50, p90, p99, max, rate, commits, commit_ms, usr, sys, load;
-	double rp50, rp90, rp99, rmax, rrate, rdp99, rload;
+	double p50, p90, p99, max, rate, commits, commit_ms, usr, sys;
+	double rp50, rp90, rp99, rmax, rrate, rdp99;
 };
 
 #define MAX_ROUNDS 15
@@ -360,6 +360,7 @@ int main(int argc, char **argv)
 	double *lat, *ref, *ref_sorted, *rlat, *rdel, *rseq, t0 = 0, t_ping = 0;
 	int rounds = getenv("BENCH_ROUNDS") ? atoi(getenv("BENCH_ROUNDS")) : 3;
 	struct round rd[MAX_ROUNDS];
+	double load;
 	long veths0;
 	int *rdone;
 	char rss_seq[128] = "", rss_end[128] = "";
@@ -496,6 +497,7 @@ int main(int argc, char **argv)
 		}
 	}
 	qsort(rseq, (size_t)nref, sizeof(double), cmp_d);
+	load = loadavg(); /* before the bursts: later it counts their own processes */
 
 	/*
 	 * The bursts, in rounds: the reference's n ADDs then its n DELs, then
@@ -511,7 +513,6 @@ int main(int argc, char **argv)
 		int rf = 0, rdf = 0, f = 0;
 
 		round_no = r;
-		x->rload = loadavg();
 		t = burst('p', n, rlat, rdone);
 		for (int i = 0; i < n; i++)
 			rf += rdone[i] != 1;
@@ -539,7 +540,6 @@ int main(int argc, char **argv)
 		qsort(rdel, (size_t)n, sizeof(double), cmp_d);
 		x->rdp99 = pct(rdel, n, 0.99);
 
-		x->load = loadavg();
 		c0 = commits_from_log(1);
 		agent_cpu_ms(1, &usr0, &sys0);
 		t0 = now_ms();
@@ -559,9 +559,9 @@ int main(int argc, char **argv)
 		x->p90 = pct(lat, n, 0.9);
 		x->p99 = pct(lat, n, 0.99);
 		x->max = lat[n - 1];
-		printf("bench_cni: round %d (load %.1f): reference ptp + host-local p50 %.1f p99 %.1f max %.1f ms "
+		printf("bench_cni: round %d: reference ptp + host-local p50 %.1f p99 %.1f max %.1f ms "
 		       "(DELs p99 %.1f); galactic-cni p50 %.1f p99 %.1f max %.1f ms, %.0f commits; p99 ratio %.3f\n",
-		       r + 1, x->load, x->rp50, x->rp99, x->rmax, x->rdp99, x->p50, x->p99, x->max, x->commits,
+		       r + 1, x->rp50, x->rp99, x->rmax, x->rdp99, x->p50, x->p99, x->max, x->commits,
 		       x->rp99 > 0 ? x->p99 / x->rp99 : 0);
 		fflush(stdout);
 		if (r == rounds - 1)
@@ -738,10 +738,9 @@ int main(int argc, char **argv)
 		   "sum of the durations of those commits (agent log; they run one after another), %d ADDs");
 		RF(usr, "agent user CPU for the burst", "ms", "the agent on n1 during %d ADDs");
 		RF(sys, "agent system CPU for the burst", "ms", "the agent on n1 during %d ADDs (kernel: netlink)");
-		RF(rload, "load average before the reference burst", "",
-		   "1 minute, /proc/loadavg (shared machine), before %d reference ADDs");
-		RF(load, "load average before our burst", "", "1 minute, /proc/loadavg, before %d galactic-cni ADDs");
 #undef RF
+		bench_fact(b, "load average before the bursts", "",
+			   "1 minute, /proc/loadavg: how busy the shared machine was", &load, 1);
 		bench_fact(b, "failed ADDs", "", "in the last round's burst", &failed, 1);
 		printf("bench_cni: concurrent p50 is %.1fx the uncontended ADD; throughput %.1fx the sequential rate "
 		       "(last round)\n",
