@@ -37,6 +37,7 @@
 #include "agent/cni/verbs.h"
 #include "agent/dp/backend.h"
 #include "agent/dp/bpf/bpf_backend.h"
+#include "agent/egress/egress.h"
 #include "agent/health/health.h"
 #include "agent/identity/identity.h"
 #include "agent/nl/objects.h"
@@ -71,6 +72,7 @@ struct agent {
 	struct rpt *rpt;               /* reports + learned routes (--node), or NULL */
 	struct ghealth *health;        /* --metrics-addr, or NULL */
 	struct gid_daemon *ident;      /* node identity from the API (--node), or NULL */
+	struct ges_daemon *egress;     /* the node's EgressShard (--node), or NULL */
 	int drift;                     /* consecutive verify ticks that found drift */
 };
 
@@ -120,6 +122,28 @@ static void health_report(struct agent *ag, const struct rec_snap *snap, const s
 			    ok ? "Verified" : snap->have_node ? "NotVerified" : "NoIdentity", why);
 }
 
+/* The node's egress shard from the API goes into the record (in process); a pass applies it. */
+static void on_shard(void *ctx, const struct gdp_egress *e)
+{
+	struct agent *ag = ctx;
+
+	if (record_set_egress(ag->rec, e) == 0 && ag->pl)
+		pipeline_kick(ag->pl);
+}
+
+/* What the pass did with the shard goes to the EgressShard status. */
+static void egress_report(struct agent *ag, const struct rec_snap *snap, const struct gdp_results *res)
+{
+	const struct gdp_result *er = NULL;
+
+	for (size_t i = 0; ag->egress && i < res->n && !er; i++)
+		if (res->v[i].kind == GDP_OBJ_EGRESS)
+			er = &res->v[i];
+	if (ag->egress)
+		ges_daemon_datapath(ag->egress, &snap->st.egress, er && er->programmed && !er->err,
+				    er ? er->msg : snap->st.egress.have ? "the datapath did not program the shard" : "");
+}
+
 /* The route learner's output goes into the record (in process). */
 static int learned_remotes(void *ctx, const struct gdp_remote *v, size_t n)
 {
@@ -138,6 +162,7 @@ static void on_pass(void *ctx, const struct rec_snap *snap, const struct gdp_res
 	struct rpt_pod *pods;
 
 	health_report(ag, snap, res, false, true, 0);
+	egress_report(ag, snap, res);
 	if (!ag->rpt)
 		return;
 	pods = calloc(snap->st.n_atts + 1, sizeof(*pods));
@@ -256,7 +281,8 @@ static void usage(void)
 			"       [--bpffs DIR] [--netns NAME]\n"
 			"       [--interval SEC] [--once] [--rtproto N] [--tables MIN-MAX] [--batch N]\n"
 			"       [--cni-socket PATH] [--kubeconfig PATH --node NAME --report-namespace NS]\n"
-			"       [--metrics-addr HOST:PORT] [--verify-interval SEC]\n");
+			"       [--metrics-addr HOST:PORT] [--verify-interval SEC]\n"
+			"       [--egress-namespace NS (galactic-system)] [--egress-interface DEV (the uplink)]\n");
 }
 
 int main(int argc, char **argv)
@@ -271,6 +297,7 @@ int main(int argc, char **argv)
 		{ "report-namespace", required_argument, 0, 'R' },
 		{ "bpffs", required_argument, 0, 'F' },     { "fallback", no_argument, 0, 'f' },
 		{ "metrics-addr", required_argument, 0, 'M' }, { "verify-interval", required_argument, 0, 'V' },
+		{ "egress-namespace", required_argument, 0, 'E' }, { "egress-interface", required_argument, 0, 'I' },
 		{ "help", no_argument, 0, 'h' },            { 0, 0, 0, 0 },
 	};
 	struct gdp_backend_opts bo = { 0 };
@@ -287,6 +314,7 @@ int main(int argc, char **argv)
 	struct sigaction sa = { .sa_handler = on_signal };
 	double interval = 30, verify_s = 5, last_verify = 0;
 	struct gid_daemon_opts io = { 0 };
+	struct ges_daemon_opts eo = { 0 };
 	const char *capv[5];
 	const char *metrics_addr = NULL;
 	bool once = false, fallback = false;
@@ -322,6 +350,8 @@ int main(int argc, char **argv)
 		case 'f': fallback = true; break;
 		case 'M': metrics_addr = optarg; break;
 		case 'V': verify_s = atof(optarg); break;
+		case 'E': eo.ns = optarg; break;
+		case 'I': eo.oif = optarg; break;
 		default: usage(); return c == 'h' ? 0 : 2;
 		}
 	}
@@ -426,6 +456,11 @@ int main(int argc, char **argv)
 		glogf(GLOG_ERROR, COMP, "%s", err);
 		goto fail;
 	}
+	eo.kubeconfig = ro.kubeconfig, eo.node = ro.node, eo.on_shard = on_shard, eo.ud = &ag;
+	if (ro.node && ges_daemon_start(&ag.egress, &eo, err, sizeof(err))) {
+		glogf(GLOG_ERROR, COMP, "%s", err);
+		goto fail;
+	}
 	/* The socket answers at once: an ADD waits for the pass that includes it,
 	 * the first one adopts what the record says is in the kernel. */
 	if (cni_socket) {
@@ -499,6 +534,8 @@ fail:
 	/* Requests in progress finish (their passes still run), then the rest. */
 	gcni_listener_stop(cni);
 	gid_daemon_stop(ag.ident);
+	ges_daemon_stop(ag.egress);
+	ag.egress = NULL;
 	pipeline_free(ag.pl);
 	gcni_verbs_free(verbs);
 	rpt_stop(ag.rpt);

@@ -9,6 +9,8 @@
  *     a pod-bound token); an unbound token writes nothing.
  *   - galactic-agent and node IDs: may create and delete only NodeID holds
  *     of its own node, controlled by its own NodeDataplane; reads them all.
+ *   - galactic-agent and EgressShards: reads them, writes the status of its
+ *     own node's shard only (spec.targetRef.name), never a spec or a claim.
  *   - galactic-translator: may patch only the status subresources it owns,
  *     never a spec, never a report.
  */
@@ -446,6 +448,64 @@ START_TEST(test_agent_probes_use_its_health_endpoints)
 }
 END_TEST
 
+/* The agent writes the status of its own node's EgressShard only (admission: spec.targetRef.name), reads shards, never specs or claims. */
+START_TEST(test_agent_writes_only_its_shards_status)
+{
+#define SHARD_FMT "{\"apiVersion\":\"network.datumapis.com/v1alpha1\",\"kind\":\"EgressShard\"," \
+				       "\"metadata\":{\"name\":\"%s\"},\"spec\":{\"targetRef\":{\"kind\":\"Node\",\"name\":\"%s\"}," \
+				       "\"shardSID\":\"fcbb:bb00:1:%x:f000::\",\"shardAddressIPv6\":\"2001:db8:5::%x\"}}"
+#define STATUS_FMT "{\"apiVersion\":\"network.datumapis.com/v1alpha1\",\"kind\":\"EgressShard\"," \
+					 "\"metadata\":{\"name\":\"%s\",\"namespace\":\"" NS "\"},\"status\":{\"observedGeneration\":1," \
+					 "\"shardSID\":\"fcbb:bb00:1:1:f000::\",\"shardAddressIPv6\":\"2001:db8:5::1\"," \
+					 "\"conditions\":[{\"type\":\"Programmed\",\"status\":\"True\",\"reason\":\"AddressesProgrammed\"," \
+					 "\"message\":\"\",\"lastTransitionTime\":\"2026-01-01T00:00:00Z\",\"observedGeneration\":1}," \
+					 "{\"type\":\"Ready\",\"status\":\"True\",\"reason\":\"DatapathAttached\",\"message\":\"\"," \
+					 "\"lastTransitionTime\":\"2026-01-01T00:00:00Z\",\"observedGeneration\":1}]}}"
+	char path[256], body[1024];
+	json_t *o, *mf, *m;
+	size_t i, n = 0;
+
+	snprintf(path, sizeof(path), "%s/namespaces/%s/egressshards", NET, NS);
+	snprintf(body, sizeof(body), SHARD_FMT, "shard-a", "node-a", 1, 1);
+	ck_assert_int_eq(create(path, body), 201);
+	snprintf(body, sizeof(body), SHARD_FMT, "shard-b", "node-b", 2, 2);
+	ck_assert_int_eq(create(path, body), 201);
+	/* reads: yes */
+	ck_assert_int_eq(req("GET", path, NULL, NULL, agent_a, NULL), 200);
+	/* its own shard's status, by server-side apply under its node's manager */
+	snprintf(path, sizeof(path), "%s/namespaces/%s/egressshards/shard-a/status?fieldManager=galactic-agent/node-a", NET, NS);
+	snprintf(body, sizeof(body), STATUS_FMT, "shard-a");
+	ck_assert_int_eq(req("PATCH", path, "application/apply-patch+yaml", body, agent_a, NULL), 200);
+	snprintf(path, sizeof(path), "%s/namespaces/%s/egressshards/shard-a", NET, NS);
+	o = kget(&cp, path, NULL);
+	ck_assert_ptr_nonnull(o);
+	ck_assert_str_eq(kstr(kcond(o, "Programmed"), "reason", NULL), "AddressesProgrammed");
+	mf = json_object_get(json_object_get(o, "metadata"), "managedFields");
+	json_array_foreach(mf, i, m)
+		if (!strcmp(kstr(m, "subresource", NULL) ? kstr(m, "subresource", NULL) : "", "status")) {
+			ck_assert_str_eq(kstr(m, "manager", NULL), "galactic-agent/node-a");
+			n++;
+		}
+	ck_assert_uint_eq(n, 1);
+	json_decref(o);
+	/* another node's shard: refused by the admission policy */
+	snprintf(path, sizeof(path), "%s/namespaces/%s/egressshards/shard-b/status?fieldManager=galactic-agent/node-a", NET, NS);
+	snprintf(body, sizeof(body), STATUS_FMT, "shard-b");
+	ck_assert_int_eq(req("PATCH", path, "application/apply-patch+yaml", body, agent_a, NULL), 403);
+	/* an unbound token: nothing */
+	snprintf(path, sizeof(path), "%s/namespaces/%s/egressshards/shard-a/status?fieldManager=galactic-agent/x", NET, NS);
+	snprintf(body, sizeof(body), STATUS_FMT, "shard-a");
+	ck_assert_int_eq(req("PATCH", path, "application/apply-patch+yaml", body, agent_unbound, NULL), 403);
+	/* never a spec, never a claim */
+	snprintf(path, sizeof(path), "%s/namespaces/%s/egressshards/shard-a?fieldManager=galactic-agent/node-a", NET, NS);
+	ck_assert_int_eq(req("PATCH", path, "application/merge-patch+json", "{\"spec\":{\"drain\":true}}", agent_a, NULL), 403);
+	snprintf(path, sizeof(path), "%s/namespaces/%s/egressshardclaims", NET, NS);
+	ck_assert_int_eq(req("GET", path, NULL, NULL, agent_a, NULL), 403);
+}
+END_TEST
+#undef SHARD_FMT
+#undef STATUS_FMT
+
 int main(void)
 {
 	Suite *s = suite_create("chart");
@@ -461,6 +521,7 @@ int main(void)
 	tcase_add_test(tc, test_agent_node_ids_only_its_own);
 	tcase_add_test(tc, test_agent_applies_its_nodedataplane_status);
 	tcase_add_test(tc, test_agent_probes_use_its_health_endpoints);
+	tcase_add_test(tc, test_agent_writes_only_its_shards_status);
 	suite_add_tcase(s, tc);
 	return gt_run(s);
 }
