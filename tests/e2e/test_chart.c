@@ -501,6 +501,21 @@ START_TEST(test_agent_writes_only_its_shards_status)
 	ck_assert_int_eq(req("PATCH", path, "application/merge-patch+json", "{\"spec\":{\"drain\":true}}", agent_a, NULL), 403);
 	snprintf(path, sizeof(path), "%s/namespaces/%s/egressshardclaims", NET, NS);
 	ck_assert_int_eq(req("GET", path, NULL, NULL, agent_a, NULL), 403);
+	/* the agent watches the shards where its Role is (the translator's shard namespace) */
+	{
+		json_t *ds, *args;
+		bool has = false;
+
+		snprintf(path, sizeof(path), "/apis/apps/v1/namespaces/%s/daemonsets/galactic-agent", NS);
+		ds = kget(&cp, path, NULL);
+		ck_assert_ptr_nonnull(ds);
+		args = json_object_get(json_array_get(json_object_get(json_object_get(json_object_get(json_object_get(
+			ds, "spec"), "template"), "spec"), "containers"), 0), "command");
+		for (i = 0; i < json_array_size(args); i++)
+			has |= !strcmp(json_string_value(json_array_get(args, i)), "--egress-namespace=" NS);
+		ck_assert_msg(has, "the agent does not watch the EgressShards of " NS);
+		json_decref(ds);
+	}
 }
 END_TEST
 #undef SHARD_FMT

@@ -6,3 +6,10 @@ helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version }}
 {{- define "galactic.image" -}}
 {{ .Values.image.repository }}:{{ .Values.image.tag }}
 {{- end -}}
+
+{{/* The EgressShards' namespace: the translator's egress.shardNamespace (upstream galactic-system), else the release's. */}}
+{{- define "galactic.egressShardNamespace" -}}
+{{- $t := .Values.translator | default dict -}}
+{{- $e := $t.egress | default dict -}}
+{{- $e.shardNamespace | default .Release.Namespace -}}
+{{- end -}}
