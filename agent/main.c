@@ -266,7 +266,7 @@ static void verify_tick(struct agent *ag)
 	if (n > 0 && ++ag->drift >= 2) {
 		glogf(GLOG_WARN, COMP, "verify: %d differences on two reads: repairing", n);
 		ag->drift = 0;
-		pipeline_kick(ag->pl);
+		pipeline_kick_full(ag->pl);
 	} else if (n > 0) {
 		glogf(GLOG_WARN, COMP, "verify: %d differences in the datapath: not ready", n);
 	} else {
@@ -510,10 +510,10 @@ int main(int argc, char **argv)
 		}
 		/* Debounced: one pass for a burst of events (including our own). */
 		if (dirty_at && now_ms() - dirty_at >= 100) {
-			glogf(GLOG_INFO, COMP, "kernel change seen: reconciling");
+			glogf(GLOG_DEBUG, COMP, "kernel change seen: full reconcile asked for");
 			w.dirty = false;
 			dirty_at = 0;
-			pipeline_kick(ag.pl);
+			pipeline_kick_full(ag.pl);
 		}
 		/* Read-backs between passes feed /readyz (only served with --metrics-addr). */
 		if (ag.health && verify_s > 0 && now_ms() - last_verify >= verify_s * 1000) {
@@ -524,7 +524,7 @@ int main(int argc, char **argv)
 			got_hup = 0;
 			glogf(GLOG_INFO, COMP, "SIGHUP: reconciling");
 			on_hup(&ag);
-			pipeline_kick(ag.pl);
+			pipeline_kick_full(ag.pl);
 		}
 	}
 	glogf(GLOG_INFO, COMP, "exiting; kernel state left in place");

@@ -22,8 +22,13 @@ struct pipeline {
 	pthread_t th;
 	bool th_on, stop, kicked;
 	unsigned long applied_gen, passes;
-	struct gdp_results last;      /* results of the last pass (indexed) */
+	struct gdp_results last;      /* results of every object as of the last pass (indexed) */
 	char why_not[512];            /* last reason a pass did not apply (logged once) */
+	/* Incremental passes: what the last applied pass had, and what asks for a full one. */
+	struct rec_snap prev;         /* snapshot the last pass applied (pass thread only) */
+	bool have_prev;
+	bool want_full;               /* kicked for a full reconcile (guarded by mu) */
+	unsigned long full_passes, delta_passes;
 };
 
 static double now_ms(void)
@@ -85,16 +90,54 @@ static void not_applied(struct pipeline *p, struct gdp_results *res, int err, co
 	snprintf(p->why_not, sizeof(p->why_not), "%s", why);
 }
 
-static int run_pass(struct pipeline *p)
+/*
+ * The scope of an incremental pass: what changed since the snapshot the
+ * last pass applied. false: this pass must be a full reconcile. Objects
+ * that failed are retried by the next full pass (asked for by the kernel
+ * events that can fix them, SIGHUP, drift, and every interval), not by each
+ * incremental one: one broken object must not make every ADD a full pass.
+ */
+static bool delta_scope(struct pipeline *p, const struct rec_snap *snap, struct gdp_delta *dl)
+{
+	return p->have_prev && p->o.be->ops->apply_delta &&
+	       !gdp_delta_compute(&p->prev.st, &snap->st, dl) && !dl->full;
+}
+
+/* A delta pass's results replace those of the same objects (under mu). */
+static void merge_results(struct gdp_results *last, const struct gdp_results *res)
+{
+	for (size_t i = 0; i < res->n; i++) {
+		struct gdp_result *x = gdp_results_get(last, res->v[i].kind, res->v[i].vpc, res->v[i].key);
+
+		if (x)
+			*x = res->v[i];
+	}
+	last->added = res->added;
+	last->removed = res->removed;
+	last->unchanged = res->unchanged;
+	last->retries = res->retries;
+	last->failed = res->failed;
+	/* index every entry now: later finds (other threads, under mu) only read */
+	gdp_results_find(last, GDP_OBJ_NODE, "", "");
+}
+
+static int run_pass(struct pipeline *p, bool full)
 {
 	struct gdp_results res;
+	struct gdp_delta dl;
 	struct rec_snap snap;
 	char err[512], held[512];
 	double t0 = now_ms();
+	bool applied = false, delta = false, noop = false;
 	int rc;
 
 	gdp_results_init(&res);
+	gdp_delta_init(&dl);
 	pthread_mutex_lock(&p->pass_mu);
+	pthread_mutex_lock(&p->mu);
+	full = full || p->want_full;
+	p->want_full = false;
+	pthread_mutex_unlock(&p->mu);
 	rc = record_snapshot(p->o.rec, &snap);
 	if (rc) {
 		pthread_mutex_unlock(&p->pass_mu);
@@ -117,11 +160,52 @@ static int run_pass(struct pipeline *p)
 		not_applied(p, &res, rc, why);
 	} else {
 		p->why_not[0] = 0;
-		rc = p->o.be->ops->apply(p->o.be, &snap.st, &res);
+		applied = true;
+		if (!full && delta_scope(p, &snap, &dl)) {
+			if (gdp_delta_empty(&dl)) {
+				noop = true; /* nothing changed and nothing failed: nothing to write */
+				rc = 0;
+			} else {
+				delta = true;
+				rc = p->o.be->ops->apply_delta(p->o.be, &snap.st, &dl, &res);
+				if (rc) {
+					glogf(GLOG_INFO, COMP, "incremental apply: %s: reconciling in full",
+					      res.n && res.v[0].err ? res.v[0].msg : strerror(rc < 0 ? -rc : rc));
+					for (size_t i = 0; i < res.n; i++)
+						if (res.v[i].err && res.v[i].kind != GDP_OBJ_NODE)
+							glogf(GLOG_INFO, COMP, "incremental apply: %s %s/%s: %s",
+							      gdp_obj_kind_str(res.v[i].kind), res.v[i].vpc, res.v[i].key,
+							      res.v[i].msg);
+					delta = false;
+				}
+			}
+		}
+		if (!delta && !noop) {
+			gdp_results_reset(&res);
+			rc = p->o.be->ops->apply(p->o.be, &snap.st, &res);
+		}
 	}
+	gdp_delta_free(&dl);
 	pthread_mutex_lock(&p->mu);
 	p->passes++;
+	if (delta)
+		p->delta_passes++;
+	else if (applied && !noop)
+		p->full_passes++;
 	pthread_mutex_unlock(&p->mu);
+	if (noop) {
+		/* the level is unchanged: the last results stand */
+		pthread_mutex_lock(&p->mu);
+		if (snap.gen > p->applied_gen)
+			p->applied_gen = snap.gen;
+		pthread_cond_broadcast(&p->cv);
+		pthread_mutex_unlock(&p->mu);
+		record_snap_free(&p->prev);
+		p->prev = snap;
+		pthread_mutex_unlock(&p->pass_mu);
+		gdp_results_free(&res);
+		return 0;
+	}
 	for (size_t i = 0; i < res.n; i++)
 		if (res.v[i].err && res.v[i].kind != GDP_OBJ_NODE)
 			glogf(GLOG_ERROR, COMP, "%s %s%s%s: %s", gdp_obj_kind_str(res.v[i].kind), res.v[i].vpc,
@@ -129,27 +213,51 @@ static int run_pass(struct pipeline *p)
 		else if (res.v[i].err && !p->why_not[0])
 			glogf(GLOG_ERROR, COMP, "node: %s", res.v[i].msg);
 	glogf(GLOG_INFO, COMP,
-	      "reconcile #%lu: %zu objects, added/replaced %lu, removed %lu, unchanged %lu, ENOMEM retries %lu, failed %lu (%.1f ms)",
-	      p->passes, res.n, res.added, res.removed, res.unchanged, res.retries, res.failed,
-	      now_ms() - t0);
-	write_status(p, &res, rc, now_ms() - t0);
-	if (p->o.on_pass)
-		p->o.on_pass(p->o.ctx, &snap, &res);
+	      "%s #%lu: %zu objects, added/replaced %lu, removed %lu, unchanged %lu, ENOMEM retries %lu, failed %lu (%.1f ms)",
+	      delta ? "incremental pass" : "reconcile", p->passes, res.n, res.added, res.removed, res.unchanged,
+	      res.retries, res.failed, now_ms() - t0);
 	pthread_mutex_lock(&p->mu);
-	gdp_results_free(&p->last);
-	p->last = res;
+	if (delta) {
+		merge_results(&p->last, &res);
+		gdp_results_free(&res);
+	} else {
+		gdp_results_free(&p->last);
+		p->last = res;
+		gdp_results_find(&p->last, GDP_OBJ_NODE, "", ""); /* indexed whole: readers only read */
+	}
+	pthread_mutex_unlock(&p->mu);
+	/* p->last changes only on this thread, under pass_mu: read here without mu */
+	write_status(p, &p->last, rc, now_ms() - t0);
+	if (p->o.on_pass)
+		p->o.on_pass(p->o.ctx, &snap, &p->last);
+	pthread_mutex_lock(&p->mu);
 	if (snap.gen > p->applied_gen)
 		p->applied_gen = snap.gen;
 	pthread_cond_broadcast(&p->cv);
 	pthread_mutex_unlock(&p->mu);
+	if (applied) {
+		/* the next pass's delta is taken from what this one applied */
+		record_snap_free(&p->prev);
+		p->prev = snap;
+		p->have_prev = true;
+	} else {
+		record_snap_free(&snap);
+	}
 	pthread_mutex_unlock(&p->pass_mu);
-	record_snap_free(&snap);
 	return rc;
 }
 
 int pipeline_pass(struct pipeline *p)
 {
-	return run_pass(p);
+	return run_pass(p, true);
+}
+
+void pipeline_counters(struct pipeline *p, unsigned long *full, unsigned long *delta)
+{
+	pthread_mutex_lock(&p->mu);
+	*full = p->full_passes;
+	*delta = p->delta_passes;
+	pthread_mutex_unlock(&p->mu);
 }
 
 int pipeline_verify(struct pipeline *p, struct gdp_results *res)
@@ -177,15 +285,22 @@ int pipeline_verify(struct pipeline *p, struct gdp_results *res)
 static void *loop(void *arg)
 {
 	struct pipeline *p = arg;
-	double interval = (p->o.interval_s > 0 ? p->o.interval_s : 30) * 1000, last = now_ms();
+	double interval = (p->o.interval_s > 0 ? p->o.interval_s : 30) * 1000, last = now_ms(),
+	       last_full = now_ms();
 
 	pthread_mutex_lock(&p->mu);
 	while (!p->stop) {
-		bool due = now_ms() - last >= interval;
+		bool due = now_ms() - last_full >= interval;
+		bool pending = record_gen(p->o.rec) > p->applied_gen;
+		/* A full pass asked for (kernel events, SIGHUP, drift) waits for
+		 * a quiet record (500 ms without a pass), so a burst of ADDs is
+		 * not queued behind a reconcile of everything; the periodic one
+		 * caps the wait. */
+		bool full_now = due || (p->want_full && !pending && now_ms() - last >= 500);
 
-		if (!p->kicked && !due && record_gen(p->o.rec) <= p->applied_gen) {
+		if (!p->kicked && !full_now && !pending) {
 			struct timespec ts;
-			double wake = last + interval - now_ms();
+			double wake = last_full + interval - now_ms();
 
 			if (wake > 200)
 				wake = 200; /* record writers that do not kick are seen within 200 ms */
@@ -197,10 +312,21 @@ static void *loop(void *arg)
 			continue;
 		}
 		p->kicked = false;
-		pthread_mutex_unlock(&p->mu);
-		run_pass(p);
+		if (!full_now && p->want_full) {
+			/* this pass is incremental; the full one stays asked for */
+			p->want_full = false;
+			pthread_mutex_unlock(&p->mu);
+			run_pass(p, false);
+			pthread_mutex_lock(&p->mu);
+			p->want_full = true;
+		} else {
+			pthread_mutex_unlock(&p->mu);
+			run_pass(p, full_now);
+			pthread_mutex_lock(&p->mu);
+		}
 		last = now_ms();
-		pthread_mutex_lock(&p->mu);
+		if (full_now)
+			last_full = last;
 	}
 	pthread_cond_broadcast(&p->cv);
 	pthread_mutex_unlock(&p->mu);
@@ -238,6 +364,14 @@ int pipeline_start(struct pipeline *p, char *err, size_t errlen)
 	}
 	p->th_on = true;
 	return 0;
+}
+
+void pipeline_kick_full(struct pipeline *p)
+{
+	pthread_mutex_lock(&p->mu);
+	p->want_full = true;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
 }
 
 void pipeline_kick(struct pipeline *p)
@@ -300,6 +434,7 @@ void pipeline_free(struct pipeline *p)
 	if (p->th_on)
 		pthread_join(p->th, NULL);
 	gdp_results_free(&p->last);
+	record_snap_free(&p->prev);
 	pthread_mutex_destroy(&p->pass_mu);
 	pthread_mutex_destroy(&p->mu);
 	pthread_cond_destroy(&p->cv);

@@ -7,8 +7,12 @@
  * cost a handful of passes).
  *
  * Passes run when a writer asks (pipeline_wait, pipeline_kick: CNI verbs,
- * learned routes, identity, kernel notifications, SIGHUP) and every
- * interval seconds as a safety net.
+ * learned routes, identity) and are incremental: the backend gets the
+ * snapshot and what changed since the last applied one (gdp_delta) and
+ * touches only that. A full reconcile (dump, diff, repair everything) runs
+ * at the first pass, when a delta apply fails or cannot express the change,
+ * when asked (pipeline_kick_full: kernel notifications, SIGHUP, drift) and
+ * every interval seconds, so the node stays level-triggered.
  */
 #ifndef GALACTIC_AGENT_PIPELINE_H
 #define GALACTIC_AGENT_PIPELINE_H
@@ -43,8 +47,15 @@ int pipeline_pass(struct pipeline *p);
 int pipeline_verify(struct pipeline *p, struct gdp_results *res);
 /* Starts the loop thread. */
 int pipeline_start(struct pipeline *p, char *err, size_t errlen);
-/* Asks for a pass soon (any thread, never blocks). */
+/* Asks for a pass soon (any thread, never blocks): incremental when the backend can. */
 void pipeline_kick(struct pipeline *p);
+/*
+ * Asks for a full reconcile (kernel changes, SIGHUP, drift): run once the
+ * record has been quiet for 500 ms, at the latest at the next interval.
+ */
+void pipeline_kick_full(struct pipeline *p);
+/* Passes that reconciled everything / only what changed, so far. */
+void pipeline_counters(struct pipeline *p, unsigned long *full, unsigned long *delta);
 /*
  * Waits until a pass that includes record generation gen has finished.
  * 0, or -ESHUTDOWN when the pipeline stops first.

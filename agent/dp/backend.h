@@ -85,6 +85,38 @@ struct gdp_caps {
 	char detail[256];       /* what was probed, for NodeDataplane status */
 };
 
+/*
+ * What changed between the state of the last pass and desired (dp/delta.c):
+ * the scope of a delta apply. Indexes point into desired; what went away is
+ * copied (desired no longer has it). A change the delta cannot express (the
+ * node, a VPC's number, table or ranges, an attachment's fields, a VPC added
+ * or removed, remotes named twice, the egress shard, an attachment declaring
+ * egress added or removed while the node has a shard) sets full: the caller
+ * then reconciles everything instead.
+ */
+struct gdp_delta {
+	bool full;
+	size_t *atts, n_atts;                   /* attachments added (indexes into desired->atts) */
+	struct gdp_attachment *gone_atts;       /* attachments removed (their last model) */
+	size_t n_gone_atts;
+	size_t *remotes, n_remotes;             /* remotes added or changed (indexes into desired->remotes) */
+	struct gdp_remote *gone_remotes;        /* remotes removed */
+	size_t n_gone_remotes;
+};
+
+void gdp_delta_init(struct gdp_delta *d);
+void gdp_delta_free(struct gdp_delta *d);
+/* True when nothing is in scope (and full is not set). */
+bool gdp_delta_empty(const struct gdp_delta *d);
+/*
+ * Fills d with what changed from prev to cur (d is reset first). Remotes
+ * are compared only when their arrays differ (same array: unchanged, O(1)).
+ * 0, or -ENOMEM.
+ */
+int gdp_delta_compute(const struct gdp_state *prev, const struct gdp_state *cur, struct gdp_delta *d);
+/* Adds attachment cur->atts[i] to the scope (a retry of a failed one); no-op if there. */
+int gdp_delta_add_att(struct gdp_delta *d, size_t i);
+
 struct gdp_backend;
 
 struct gdp_backend_ops {
@@ -111,6 +143,18 @@ struct gdp_backend_ops {
 	int (*observe)(struct gdp_backend *b, const struct gdp_state *desired,
 		       struct gdp_results *res);
 	void (*close)(struct gdp_backend *b);
+	/*
+	 * Optional (NULL: the caller always uses apply). Applies only the
+	 * objects in scope (delta) of desired, without reading or diffing what
+	 * is out of scope: added attachments' objects, removed attachments'
+	 * objects, changed remotes. Owned leftovers out of scope stay until the
+	 * next apply. Fills results only for the objects in scope (and the
+	 * node). Returns 0 when all of them are programmed, else -errno: the
+	 * caller then runs apply (a full reconcile) to restore the level.
+	 * -EAGAIN: the scope needs a full reconcile (e.g. a table not verified).
+	 */
+	int (*apply_delta)(struct gdp_backend *b, const struct gdp_state *desired,
+			   const struct gdp_delta *delta, struct gdp_results *res);
 };
 
 /* Every backend handle starts with this. */
@@ -119,6 +163,15 @@ struct gdp_backend {
 };
 
 extern const struct gdp_backend_ops gdp_kernel_backend;
+
+/* The kernel backend's counters (a handle it opened): what passes cost. */
+struct gdp_kernel_counters {
+	unsigned long full_passes;   /* apply calls (each a full reconcile) */
+	unsigned long delta_passes;  /* apply_delta calls that ran */
+	unsigned long dumps;         /* netlink dumps sent (full passes, read-backs, observe) */
+	unsigned long delta_ops;     /* writes a delta planned */
+};
+void gdp_kernel_counters(const struct gdp_backend *b, struct gdp_kernel_counters *c);
 
 /* Backends other than kernel register themselves (e.g. from main) before lookup. */
 int gdp_backend_register(const struct gdp_backend_ops *ops);

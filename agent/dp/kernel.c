@@ -56,6 +56,14 @@ struct kb {
 	char clsact_on[GDP_IFNAME_MAX + 1]; /* uplink that has its clsact */
 	char *egress_text;      /* the nftables program last applied (NULL: none) */
 	bool egress_clean;      /* no galactic_egress table is left (checked once when egress is off) */
+	/* What the last full reconcile verified, for delta applies. */
+	bool full_ok;                       /* a full apply has run */
+	uint32_t upidx;                     /* the uplink's ifindex then */
+	char upname[GDP_IFNAME_MAX + 1];
+	uint32_t *ok_tables;                /* VPC tables that passed their checks */
+	size_t n_ok_tables;
+	/* Counters (tests, docs): what each kind of pass cost. */
+	unsigned long n_full, n_delta, n_dumps, n_delta_ops;
 };
 
 #define VEC(T) struct { T *v; size_t n, cap; }
@@ -148,6 +156,7 @@ static int dump_one(struct kb *k, struct nl_msg *m, gnl_dump_cb cb, struct snap 
 
 	if (!m)
 		return -ENOMEM;
+	k->n_dumps++;
 	do {
 		*count = base; /* an interrupted dump is re-read from scratch */
 		rc = gnl_dump(k->nl, m, cb, s);
@@ -1369,6 +1378,27 @@ done:
 	return rc;
 }
 
+/* What a full apply checked, so a delta apply can trust it until the next one. */
+static int remember_verified(struct kb *k, const struct gdp_state *d, const bool *vok, uint32_t upidx,
+			     const char *upname)
+{
+	uint32_t *t = calloc(d->n_vpcs + 1, sizeof(*t));
+	size_t n = 0;
+
+	if (!t)
+		return -ENOMEM;
+	for (size_t i = 0; i < d->n_vpcs; i++)
+		if (vok[i])
+			t[n++] = d->vpcs[i].table;
+	free(k->ok_tables);
+	k->ok_tables = t;
+	k->n_ok_tables = n;
+	k->upidx = upidx;
+	snprintf(k->upname, sizeof(k->upname), "%s", upname);
+	k->full_ok = true;
+	return 0;
+}
+
 /* Validate, dump, plan, diff, then execute (or, dry, only mark what differs). */
 static int reconcile(struct kb *k, const struct gdp_state *d, struct gdp_results *res, bool dry)
 {
@@ -1460,6 +1490,8 @@ static int reconcile(struct kb *k, const struct gdp_state *d, struct gdp_results
 	ps.k = k, ps.d = d, ps.res = res, ps.vres = vres, ps.ares = ares, ps.rres = rres, ps.vok = vok;
 	ps.upidx = upidx;
 	if (plan(&ps) || diff(&ps))
+		goto nomem;
+	if (!dry && remember_verified(k, d, vok, upidx, up->name))
 		goto nomem;
 
 	if (dry) {
@@ -1658,6 +1690,7 @@ static int kb_apply(struct gdp_backend *b, const struct gdp_state *d, struct gdp
 	int rc, vr;
 
 	uplink_clsact((struct kb *)b, d->node.uplink);
+	((struct kb *)b)->n_full++;
 	rc = reconcile((struct kb *)b, d, res, false);
 
 	if (rc < 0 || (!res->added && !res->removed))
@@ -1692,7 +1725,269 @@ static void kb_close(struct gdp_backend *b)
 		return;
 	gnl_close(k->nl);
 	free(k->netns);
+	free(k->ok_tables);
 	free(k);
+}
+
+/* ------------------------------------------------------------ delta apply */
+
+/*
+ * A delta apply plans only the objects in scope and writes them without a
+ * dump: creates with NLM_F_EXCL where the key may be someone else's (main
+ * table routes, rules: EEXIST fails the delta and the caller reconciles in
+ * full, which adopts ours or refuses theirs), replaces inside a VPC table
+ * the last full pass verified as ours, deletes by key with our protocol.
+ * Each write is acknowledged by the kernel: that acknowledgement is the
+ * read-back of a delta (the next full pass reads everything back).
+ */
+static bool table_ok(const struct kb *k, uint32_t t)
+{
+	return u32_in(k->ok_tables, k->n_ok_tables, t);
+}
+
+/* Ops for every planned object of p (routes, then the rest): verb by kind. */
+static int delta_ops(struct kb *k, struct plan *out, struct plan *p, bool del)
+{
+	for (size_t i = 0; i < p->wroutes.n; i++) {
+		const struct gnl_route *r = &p->wroutes.v[i];
+		enum verb v = del ? V_DEL : r->table != RT_TABLE_MAIN && table_ok(k, r->table) ? V_REPLACE : V_ADD;
+
+		if (add_op(out, v, O_ROUTE, p->wroute_res.v[i], r))
+			return -ENOMEM;
+	}
+	for (size_t i = 0; i < p->wants.n; i++) {
+		struct want *w = &p->wants.v[i];
+		enum verb v;
+
+		if (del) {
+			if (w->k == O_LINK)
+				continue;
+			v = V_DEL;
+		} else {
+			v = w->k == O_LINK ? V_SET : w->k == O_NEIGH ? V_REPLACE : V_ADD;
+		}
+		if (add_op(out, v, w->k, w->res, &w->o))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Plans a throw for sid in table into p (one per SID and table). */
+static int delta_throw(struct kb *k, struct plan *p, uint32_t table, const struct in6_addr *sid)
+{
+	struct gnl_route r;
+
+	base_route(k, &r, AF_INET6, table);
+	v6_addr(sid, 128, &r.dst);
+	r.type = RTN_THROW;
+	for (size_t i = 0; i < p->wroutes.n; i++)
+		if (gnl_route_same_key(&p->wroutes.v[i], &r))
+			return 0;
+	return want_route(p, NULL, &r);
+}
+
+static int kb_apply_delta(struct gdp_backend *b, const struct gdp_state *d, const struct gdp_delta *dl,
+			  struct gdp_results *res)
+{
+	struct kb *k = (struct kb *)b;
+	struct plan padd = { 0 }, pdel = { 0 }, ops = { 0 };
+	struct gdp_result *node_res;
+	char err[320], pb[64];
+	size_t i, j;
+	int rc = 0;
+
+	gdp_results_reset(res);
+	node_res = gdp_results_get(res, GDP_OBJ_NODE, "", "");
+	if (!node_res)
+		return -ENOMEM;
+	if (dl->full || !k->full_ok || strcmp(k->upname, d->node.uplink[0] ? d->node.uplink : "lo")) {
+		gdp_result_fail(node_res, -EAGAIN, "delta apply: needs a full reconcile first");
+		return -EAGAIN;
+	}
+	k->n_delta++;
+	/* Results are pointed to by the plan: room for all of them first. */
+	if (res->cap < 1 + dl->n_atts + dl->n_remotes) {
+		size_t nc = 1 + dl->n_atts + dl->n_remotes;
+		struct gdp_result *nv = realloc(res->v, nc * sizeof(*nv));
+
+		if (!nv)
+			return -ENOMEM;
+		res->v = nv;
+		res->cap = nc;
+		node_res = &res->v[0];
+	}
+	for (i = 0; i < dl->n_atts; i++) {
+		const struct gdp_attachment *a = &d->atts[dl->atts[i]];
+		const struct gdp_vpc *v = gdp_state_find_vpc(d, a->vpc);
+		struct gdp_result *ar = gdp_results_get(res, GDP_OBJ_ATTACHMENT, a->vpc, a->id);
+		struct gnl_link hl;
+		int e;
+
+		if (!ar)
+			goto nomem;
+		node_res = gdp_results_find(res, GDP_OBJ_NODE, "", "");
+		e = gdp_validate_attachment(d, dl->atts[i], err, sizeof(err));
+		if (!e && (!v || !table_ok(k, v->table))) {
+			snprintf(err, sizeof(err), "attachment %s/%s: vpc %s is not programmed", a->vpc, a->id, a->vpc);
+			e = -EAGAIN;
+		}
+		if (!e && (k->n_dumps++, e = gnl_link_get(k->nl, a->host_ifname, &hl)))
+			snprintf(err, sizeof(err), "attachment %s/%s: host interface %s not found", a->vpc, a->id,
+				 a->host_ifname);
+		if (e) {
+			gdp_result_fail(ar, e, "%s", err);
+			rc = rc ? rc : e;
+			continue;
+		}
+		if (plan_attachment(k, &padd, d, a, v, &hl, ar))
+			goto nomem;
+	}
+	for (i = 0; i < dl->n_gone_atts; i++) {
+		const struct gdp_attachment *a = &dl->gone_atts[i];
+		const struct gdp_vpc *v = gdp_state_find_vpc(d, a->vpc);
+		struct gnl_link hl;
+		size_t from = pdel.wants.n;
+
+		if (!v || !table_ok(k, v->table)) {
+			rc = -EAGAIN; /* its VPC went too: the full pass removes the VPC */
+			goto out;
+		}
+		gnl_link_init(&hl);
+		k->n_dumps++;
+		if (gnl_link_get(k->nl, a->host_ifname, &hl))
+			hl.ifindex = 0; /* gone with its veth: its routes went with it; rules stay */
+		if (plan_attachment(k, &pdel, d, a, v, &hl, NULL))
+			goto nomem;
+		if (!hl.ifindex) /* neighbours and addresses of a device that is gone */
+			for (j = from; j < pdel.wants.n; j++)
+				if (pdel.wants.v[j].k == O_NEIGH || pdel.wants.v[j].k == O_ADDR)
+					pdel.wants.v[j].k = O_LINK; /* skipped by delta_ops */
+	}
+	for (i = 0; i < dl->n_remotes; i++) {
+		const struct gdp_remote *rm = &d->remotes[dl->remotes[i]];
+		const struct gdp_vpc *v = gdp_state_find_vpc(d, rm->vpc);
+		struct gdp_result *rr = gdp_results_get(res, GDP_OBJ_REMOTE, rm->vpc,
+							  gdp_prefix_str(&rm->prefix, pb, sizeof(pb)));
+		struct gnl_route r;
+		int e;
+
+		if (!rr)
+			goto nomem;
+		e = gdp_validate_remote(d, dl->remotes[i], err, sizeof(err));
+		if (!e && (!v || !table_ok(k, v->table))) {
+			snprintf(err, sizeof(err), "remote %s in vpc %s: vpc is not programmed", pb, rm->vpc);
+			e = -EAGAIN;
+		}
+		if (e) {
+			gdp_result_fail(rr, e, "%s", err);
+			rc = rc ? rc : e;
+			continue;
+		}
+		base_route(k, &r, rm->prefix.family, v->table);
+		to_gaddr(&rm->prefix, &r.dst);
+		r.oif = k->upidx;
+		if (r.family == AF_INET)
+			r.scope = RT_SCOPE_LINK;
+		r.encap = GNL_ENCAP_SEG6;
+		r.seg6.mode = SEG6_IPTUN_MODE_ENCAP_RED;
+		r.seg6.nsegs = 1;
+		r.seg6.segs[0] = rm->sid;
+		if (want_route(&padd, rr, &r) || delta_throw(k, &padd, v->table, &rm->sid))
+			goto nomem;
+	}
+	if (dl->n_gone_remotes) {
+		/* A throw goes with the last remote of its VPC that used its SID. */
+		VEC(struct gnl_route) th = { 0 };
+		struct rhash hh = { 0 };
+		bool *used = NULL;
+
+		for (i = 0; i < dl->n_gone_remotes; i++) {
+			const struct gdp_remote *rm = &dl->gone_remotes[i];
+			const struct gdp_vpc *v = gdp_state_find_vpc(d, rm->vpc);
+			struct gnl_route r;
+
+			if (!v || !table_ok(k, v->table)) {
+				free(th.v);
+				rc = -EAGAIN;
+				goto out;
+			}
+			base_route(k, &r, rm->prefix.family, v->table);
+			to_gaddr(&rm->prefix, &r.dst);
+			if (want_route(&pdel, NULL, &r))
+				goto thfail;
+			base_route(k, &r, AF_INET6, v->table);
+			v6_addr(&rm->sid, 128, &r.dst);
+			r.type = RTN_THROW;
+			if (VEC_PUSH(th, r))
+				goto thfail;
+		}
+		if (rhash_init(&hh, th.n) || !(used = calloc(th.n + 1, 1)))
+			goto thfail;
+		for (i = 0; i < th.n; i++)
+			if (rhash_insert(&hh, th.v, i) >= 0)
+				used[i] = true; /* a repeat: counted once */
+		for (i = 0; i < d->n_remotes; i++) {
+			const struct gdp_vpc *v = gdp_state_find_vpc(d, d->remotes[i].vpc);
+			struct gnl_route r;
+			long x;
+
+			if (!v)
+				continue;
+			base_route(k, &r, AF_INET6, v->table);
+			v6_addr(&d->remotes[i].sid, 128, &r.dst);
+			if ((x = rhash_find(&hh, th.v, &r)) >= 0)
+				used[x] = true;
+		}
+		for (i = 0; i < th.n; i++)
+			if (!used[i] && want_route(&pdel, NULL, &th.v[i]))
+				goto thfail;
+		free(hh.slot);
+		free(used);
+		free(th.v);
+		goto thdone;
+thfail:
+		free(hh.slot);
+		free(used);
+		free(th.v);
+		goto nomem;
+thdone:;
+	}
+	if (delta_ops(k, &ops, &padd, false) || delta_ops(k, &ops, &pdel, true))
+		goto nomem;
+	k->n_delta_ops += ops.ops.n;
+	node_res = gdp_results_find(res, GDP_OBJ_NODE, "", "");
+	{
+		int e = execute(k, &ops, res, node_res);
+
+		rc = rc ? rc : e;
+	}
+	for (i = 0; i < res->n; i++) {
+		if (!res->v[i].err)
+			res->v[i].programmed = true;
+		else if (!rc)
+			rc = res->v[i].err;
+	}
+	goto out;
+nomem:
+	rc = -ENOMEM;
+	node_res = gdp_results_find(res, GDP_OBJ_NODE, "", "");
+	if (node_res)
+		gdp_result_fail(node_res, rc, "delta apply: out of memory");
+out:
+	plan_free(&padd);
+	plan_free(&pdel);
+	plan_free(&ops);
+	return rc;
+}
+
+void gdp_kernel_counters(const struct gdp_backend *b, struct gdp_kernel_counters *c)
+{
+	const struct kb *k = (const struct kb *)b;
+
+	c->full_passes = k->n_full;
+	c->delta_passes = k->n_delta;
+	c->dumps = k->n_dumps;
+	c->delta_ops = k->n_delta_ops;
 }
 
 const struct gdp_backend_ops gdp_kernel_backend = {
@@ -1702,4 +1997,5 @@ const struct gdp_backend_ops gdp_kernel_backend = {
 	.apply = kb_apply,
 	.observe = kb_observe,
 	.close = kb_close,
+	.apply_delta = kb_apply_delta,
 };

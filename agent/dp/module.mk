@@ -1,5 +1,5 @@
 # libgdp: desired-state model, backend interface, kernel backend + reconciler.
-GDP_SRCS := agent/dp/model.c agent/dp/backend.c agent/dp/kernel.c agent/dp/egress.c
+GDP_SRCS := agent/dp/model.c agent/dp/backend.c agent/dp/delta.c agent/dp/kernel.c agent/dp/egress.c
 # the egress shard's translator (agent/dp/egress.h) runs nftables through libnftables
 LIBDEPS_gdp := nft
 $(eval $(call lib,gdp,$(GDP_SRCS)))

@@ -268,7 +268,7 @@ static unsigned long commits_from_log(int node)
 {
 	char out[64];
 
-	topo_out(out, sizeof(out), "grep -c 'reconcile #' %s/n%d/agent.log", T.dir, node);
+	topo_out(out, sizeof(out), "grep -cE '(reconcile|incremental pass) #' %s/n%d/agent.log", T.dir, node);
 	return strtoul(out, NULL, 10);
 }
 

@@ -641,6 +641,136 @@ START_TEST(t_observe_counts_failed_objects)
 }
 END_TEST
 
+
+/*
+ * A delta apply touches only its scope: an ADD writes the attachment's own
+ * objects after one link lookup (no route, rule or neighbour dump), a DEL
+ * removes them, a remote change writes only that prefix; an owned leftover
+ * in another VPC's table is out of scope and stays until the next full
+ * apply, which removes it.
+ */
+START_TEST(t_delta_apply_touches_only_its_scope)
+{
+	struct gdp_backend *be;
+	struct gdp_state st, st2, st3;
+	struct gdp_results res;
+	struct gdp_delta dl;
+	struct gdp_kernel_counters c0, c1;
+	struct gdp_attachment a;
+	struct gdp_remote rm = { .vpc = TOPO_VPC_A };
+	const struct gdp_vpc *va, *vb;
+	const struct gdp_result *x;
+	char d[512], ns[64], err[512];
+
+	NEED_TOPO();
+	topo_node_ns(&T, 1, ns, sizeof(ns));
+	topo_agent_stop(&T, 1, SIGTERM);
+	ck_assert_int_eq(record_load_state(topo_state_dir(&T, 1, d, sizeof(d)), &st, err, sizeof(err)), 0);
+	ck_assert_int_eq(gdp_kernel_backend.open(&be, &(struct gdp_backend_opts){ .netns = ns }, err, sizeof(err)), 0);
+	ck_assert_ptr_nonnull(gdp_kernel_backend.apply_delta);
+	gdp_results_init(&res);
+	gdp_delta_init(&dl);
+	/* before any full apply a delta is refused (nothing verified yet) */
+	ck_assert_int_eq(gdp_delta_compute(&st, &st, &dl), 0);
+	ck_assert_int_eq(gdp_kernel_backend.apply_delta(be, &st, &dl, &res), -EAGAIN);
+	ck_assert_int_eq(gdp_kernel_backend.apply(be, &st, &res), 0);
+	va = gdp_state_find_vpc(&st, TOPO_VPC_A);
+	vb = gdp_state_find_vpc(&st, TOPO_VPC_B);
+	ck_assert(va && vb);
+	ck_assert_int_eq(topo_sh("ip -n %s -6 route add fd00:a::77/128 dev up0 table %u proto 154", ns, vb->table), 0);
+	ck_assert_int_eq(topo_sh("ip -n %s link add hdl1 type veth peer name hdl1p", ns), 0);
+
+	/* ADD: one attachment in VPC A */
+	ck_assert_int_eq(gdp_state_copy(&st2, &st), 0);
+	memset(&a, 0, sizeof(a));
+	snprintf(a.vpc, sizeof(a.vpc), "%s", TOPO_VPC_A);
+	snprintf(a.id, sizeof(a.id), "dl1");
+	snprintf(a.container_id, sizeof(a.container_id), "c-dl1");
+	snprintf(a.host_ifname, sizeof(a.host_ifname), "hdl1");
+	a.arg = 77;
+	a.n_addrs = 2;
+	gdp_prefix_parse("fd00:a::71/128", &a.addrs[0]);
+	gdp_prefix_parse("10.1.0.71/32", &a.addrs[1]);
+	a.nh4 = gdp_default_nh4(a.arg);
+	memcpy(a.pod_mac, (uint8_t[]){ 2, 0, 0, 0, 0, 0x71 }, 6);
+	ck_assert_int_eq(gdp_state_add_attachment(&st2, &a), 0);
+	ck_assert_int_eq(gdp_delta_compute(&st, &st2, &dl), 0);
+	ck_assert(!dl.full);
+	ck_assert_int_eq(dl.n_atts, 1);
+	ck_assert_int_eq(dl.n_gone_atts + dl.n_remotes + dl.n_gone_remotes, 0);
+	gdp_kernel_counters(be, &c0);
+	ck_assert_int_eq(gdp_kernel_backend.apply_delta(be, &st2, &dl, &res), 0);
+	gdp_kernel_counters(be, &c1);
+	ck_assert_int_eq(c1.dumps - c0.dumps, 1);           /* the host veth's lookup, nothing else */
+	ck_assert_int_eq(c1.delta_passes - c0.delta_passes, 1);
+	ck_assert_int_eq(c1.full_passes, c0.full_passes);
+	x = find_res(&res, GDP_OBJ_ATTACHMENT, TOPO_VPC_A, "dl1");
+	ck_assert(x && x->programmed && !x->err);
+	ck_assert_ptr_null(find_res(&res, GDP_OBJ_ATTACHMENT, TOPO_VPC_A, "a1")); /* out of scope */
+	ck_assert_int_gt(res.added, 0);
+	ck_assert_int_eq(res.removed, 0);
+	ck_assert_int_eq(topo_sh("ip -n %s -6 route show table %u | grep -q '^fd00:a::71 dev hdl1 proto 154'", ns, va->table), 0);
+	ck_assert_int_eq(topo_sh("ip -n %s -6 rule | grep -q 'iif hdl1 lookup %u proto 154'", ns, va->table), 0);
+	ck_assert_int_eq(topo_sh("ip -n %s neigh show dev hdl1 | grep -q '10.1.0.71 lladdr 02:00:00:00:00:71 PERMANENT'", ns), 0);
+	/* the whole node reads back as desired, except the leftover out of scope */
+	ck_assert_int_eq(gdp_kernel_backend.observe(be, &st2, &res), 1);
+	ck_assert_int_eq(topo_sh("ip -n %s -6 route show table %u | grep -q '^fd00:a::77 '", ns, vb->table), 0);
+
+	/* a remote learned: only its route (and its SID's throw) */
+	ck_assert_int_eq(gdp_state_copy(&st3, &st2), 0);
+	gdp_prefix_parse("fd00:a::2:99/128", &rm.prefix);
+	inet_pton(AF_INET6, "fcbb:bb00:1:2:e001::", &rm.sid);
+	ck_assert_int_eq(gdp_state_add_remote(&st3, &rm), 0);
+	ck_assert_int_eq(gdp_delta_compute(&st2, &st3, &dl), 0);
+	ck_assert(!dl.full);
+	ck_assert_int_eq(dl.n_remotes, 1);
+	ck_assert_int_eq(dl.n_atts + dl.n_gone_atts + dl.n_gone_remotes, 0);
+	gdp_kernel_counters(be, &c0);
+	ck_assert_int_eq(gdp_kernel_backend.apply_delta(be, &st3, &dl, &res), 0);
+	gdp_kernel_counters(be, &c1);
+	ck_assert_int_eq(c1.dumps, c0.dumps);
+	ck_assert_int_eq(c1.delta_ops - c0.delta_ops, 2);
+	ck_assert_int_eq(topo_sh("ip -n %s -6 route show table %u | grep -q '^fd00:a::2:99 .*encap seg6 mode encap.red segs 1 \\[ fcbb:bb00:1:2:e001:: \\] dev up0 proto 154'", ns, va->table), 0);
+	/* and forgotten again */
+	ck_assert_int_eq(gdp_delta_compute(&st3, &st2, &dl), 0);
+	ck_assert_int_eq(dl.n_gone_remotes, 1);
+	ck_assert_int_eq(gdp_kernel_backend.apply_delta(be, &st2, &dl, &res), 0);
+	ck_assert_int_ne(topo_sh("ip -n %s -6 route show table %u | grep -q '^fd00:a::2:99 '", ns, va->table), 0);
+
+	/* DEL: the attachment's objects go (its veth still there) */
+	ck_assert_int_eq(gdp_delta_compute(&st2, &st, &dl), 0);
+	ck_assert_int_eq(dl.n_gone_atts, 1);
+	ck_assert_int_eq(gdp_kernel_backend.apply_delta(be, &st, &dl, &res), 0);
+	ck_assert_int_gt(res.removed, 0);
+	ck_assert_int_ne(topo_sh("ip -n %s -6 rule | grep -q 'iif hdl1'", ns), 0);
+	ck_assert_int_ne(topo_sh("ip -n %s -6 route show table %u | grep -q '^fd00:a::71 '", ns, va->table), 0);
+	ck_assert_int_ne(topo_sh("ip -n %s neigh show dev hdl1 | grep -q 10.1.0.71", ns), 0);
+	/* the leftover out of scope is still there; the next full apply removes it */
+	ck_assert_int_eq(topo_sh("ip -n %s -6 route show table %u | grep -q '^fd00:a::77 '", ns, vb->table), 0);
+	ck_assert_int_eq(gdp_kernel_backend.apply(be, &st, &res), 0);
+	ck_assert_int_ne(topo_sh("ip -n %s -6 route show table %u | grep -q '^fd00:a::77 '", ns, vb->table), 0);
+	ck_assert_int_eq(gdp_kernel_backend.observe(be, &st, &res), 0);
+
+	/* a change the delta cannot express asks for a full pass */
+	gdp_state_free(&st3);
+	ck_assert_int_eq(gdp_state_copy(&st3, &st), 0);
+	st3.atts[0].mtu += 1;
+	ck_assert_int_eq(gdp_delta_compute(&st, &st3, &dl), 0);
+	ck_assert(dl.full);
+	ck_assert_int_eq(gdp_kernel_backend.apply_delta(be, &st3, &dl, &res), -EAGAIN);
+
+	topo_sh("ip -n %s link del hdl1", ns);
+	gdp_delta_free(&dl);
+	gdp_results_free(&res);
+	gdp_state_free(&st3);
+	gdp_state_free(&st2);
+	gdp_state_free(&st);
+	gdp_kernel_backend.close(be);
+	ck_assert_int_gt(topo_agent_start(&T, 1, NULL), 0);
+	ck_assert_int_eq(wait_reconciled(1, 1, 20), 0);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("kernel_traffic");
@@ -657,6 +787,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, t_drift_repaired_leftovers_removed);
 	tcase_add_test(tc, t_kill9_during_10k_then_restart_exact);
 	tcase_add_test(tc, t_bad_input_fails_alone);
+	tcase_add_test(tc, t_delta_apply_touches_only_its_scope);
 	suite_add_tcase(s, tc);
 	return s;
 }
