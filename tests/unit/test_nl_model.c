@@ -354,12 +354,117 @@ START_TEST(t_atomic_write)
 }
 END_TEST
 
+
+/* The scope of an incremental pass: exactly what changed, or full. */
+static void delta_base(struct gdp_state *st, size_t nremotes)
+{
+	struct gdp_vpc v = { .id = "vpcA", .arg = 1, .table = 16385 };
+	struct gdp_attachment a = { .vpc = "vpcA", .host_ifname = "h0", .arg = 1, .n_addrs = 1 };
+	char b[64];
+
+	gdp_state_init(st);
+	st->node = node1;
+	gdp_state_add_vpc(st, &v);
+	for (int i = 0; i < 3; i++) {
+		snprintf(a.id, sizeof(a.id), "a%d", i);
+		snprintf(a.host_ifname, sizeof(a.host_ifname), "h%d", i);
+		a.arg = (uint16_t)(i + 1);
+		snprintf(b, sizeof(b), "fd00:a::%x/128", i + 1);
+		gdp_prefix_parse(b, &a.addrs[0]);
+		gdp_state_add_attachment(st, &a);
+	}
+	for (size_t i = 0; i < nremotes; i++) {
+		struct gdp_remote r = { .vpc = "vpcA" };
+
+		snprintf(b, sizeof(b), "fd00:a::1:%zx/128", i + 1);
+		gdp_prefix_parse(b, &r.prefix);
+		inet_pton(AF_INET6, "fcbb:bb00:1:2:e001::", &r.sid);
+		gdp_state_add_remote(st, &r);
+	}
+}
+
+START_TEST(t_delta_compute)
+{
+	struct gdp_state a, b;
+	struct gdp_delta d;
+	struct gdp_attachment x;
+
+	gdp_delta_init(&d);
+	delta_base(&a, 1000);
+	ck_assert_int_eq(gdp_state_copy(&b, &a), 0);
+	/* nothing changed (remotes compared by value: a copy) */
+	ck_assert_int_eq(gdp_delta_compute(&a, &b, &d), 0);
+	ck_assert(gdp_delta_empty(&d));
+	/* an ADD */
+	x = a.atts[0];
+	snprintf(x.id, sizeof(x.id), "new");
+	snprintf(x.host_ifname, sizeof(x.host_ifname), "hnew");
+	x.arg = 9;
+	ck_assert_int_eq(gdp_state_add_attachment(&b, &x), 0);
+	ck_assert_int_eq(gdp_delta_compute(&a, &b, &d), 0);
+	ck_assert(!d.full && !gdp_delta_empty(&d));
+	ck_assert_int_eq(d.n_atts, 1);
+	ck_assert_str_eq(b.atts[d.atts[0]].id, "new");
+	ck_assert_int_eq(d.n_gone_atts + d.n_remotes + d.n_gone_remotes, 0);
+	/* the same the other way: a DEL, with the model it had */
+	ck_assert_int_eq(gdp_delta_compute(&b, &a, &d), 0);
+	ck_assert_int_eq(d.n_gone_atts, 1);
+	ck_assert_str_eq(d.gone_atts[0].host_ifname, "hnew");
+	ck_assert_int_eq(d.n_atts, 0);
+	/* remotes: one changed SID, one gone, one new */
+	gdp_state_free(&b);
+	ck_assert_int_eq(gdp_state_copy(&b, &a), 0);
+	inet_pton(AF_INET6, "fcbb:bb00:1:3:e001::", &b.remotes[10].sid);
+	b.remotes[20] = b.remotes[--b.n_remotes];
+	{
+		struct gdp_remote r = a.remotes[0];
+
+		gdp_prefix_parse("fd00:a::9:1/128", &r.prefix);
+		gdp_state_add_remote(&b, &r);
+	}
+	ck_assert_int_eq(gdp_delta_compute(&a, &b, &d), 0);
+	ck_assert(!d.full);
+	ck_assert_int_eq(d.n_remotes, 2);
+	ck_assert_int_eq(d.n_gone_remotes, 1);
+	ck_assert_int_eq(d.n_atts + d.n_gone_atts, 0);
+	/* what a delta cannot express: full */
+	b.remotes[1] = b.remotes[0]; /* named twice */
+	ck_assert_int_eq(gdp_delta_compute(&a, &b, &d), 0);
+	ck_assert(d.full);
+	gdp_state_free(&b);
+	ck_assert_int_eq(gdp_state_copy(&b, &a), 0);
+	b.atts[1].mtu = 1400; /* changed in place */
+	ck_assert_int_eq(gdp_delta_compute(&a, &b, &d), 0);
+	ck_assert(d.full);
+	b.atts[1].mtu = 0;
+	b.vpcs[0].table++; /* a VPC renumbered */
+	ck_assert_int_eq(gdp_delta_compute(&a, &b, &d), 0);
+	ck_assert(d.full);
+	b.vpcs[0].table--;
+	b.node.node_id = 2; /* the node */
+	ck_assert_int_eq(gdp_delta_compute(&a, &b, &d), 0);
+	ck_assert(d.full);
+	/* recomputing resets: back to nothing */
+	b.node = a.node;
+	ck_assert_int_eq(gdp_delta_compute(&a, &b, &d), 0);
+	ck_assert(gdp_delta_empty(&d));
+	/* a retried attachment is added once */
+	ck_assert_int_eq(gdp_delta_add_att(&d, 2), 0);
+	ck_assert_int_eq(gdp_delta_add_att(&d, 2), 0);
+	ck_assert_int_eq(d.n_atts, 1);
+	gdp_delta_free(&d);
+	gdp_state_free(&a);
+	gdp_state_free(&b);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("nl_model");
 	TCase *tc = tcase_create("model");
 
 	tcase_add_test(tc, t_sid_format);
+	tcase_add_test(tc, t_delta_compute);
 	tcase_add_test(tc, t_prefixes);
 	tcase_add_test(tc, t_validate_vpcs);
 	tcase_add_test(tc, t_validate_attachments);
