@@ -129,6 +129,7 @@ static int run_pass(struct pipeline *p, bool full)
 	char err[512], held[512];
 	double t0 = now_ms();
 	bool applied = false, delta = false, noop = false;
+	double t_apply = 0, t_applied = 0;
 	int rc;
 
 	gdp_results_init(&res);
@@ -161,6 +162,7 @@ static int run_pass(struct pipeline *p, bool full)
 	} else {
 		p->why_not[0] = 0;
 		applied = true;
+		t_apply = now_ms();
 		if (!full && delta_scope(p, &snap, &dl)) {
 			if (gdp_delta_empty(&dl)) {
 				noop = true; /* nothing changed and nothing failed: nothing to write */
@@ -186,6 +188,7 @@ static int run_pass(struct pipeline *p, bool full)
 		}
 	}
 	gdp_delta_free(&dl);
+	t_applied = now_ms();
 	pthread_mutex_lock(&p->mu);
 	p->passes++;
 	if (delta)
@@ -213,9 +216,9 @@ static int run_pass(struct pipeline *p, bool full)
 		else if (res.v[i].err && !p->why_not[0])
 			glogf(GLOG_ERROR, COMP, "node: %s", res.v[i].msg);
 	glogf(GLOG_INFO, COMP,
-	      "%s #%lu: %zu objects, added/replaced %lu, removed %lu, unchanged %lu, ENOMEM retries %lu, failed %lu (%.1f ms)",
+	      "%s #%lu: %zu objects, added/replaced %lu, removed %lu, unchanged %lu, ENOMEM retries %lu, failed %lu (%.1f ms: record %.1f, backend %.1f)",
 	      delta ? "incremental pass" : "reconcile", p->passes, res.n, res.added, res.removed, res.unchanged,
-	      res.retries, res.failed, now_ms() - t0);
+	      res.retries, res.failed, now_ms() - t0, applied ? t_apply - t0 : 0, applied ? t_applied - t_apply : 0);
 	pthread_mutex_lock(&p->mu);
 	if (delta) {
 		merge_results(&p->last, &res);
