@@ -178,6 +178,18 @@ static int diff_atts(const struct gdp_state *prev, const struct gdp_state *cur, 
 		d->gone_atts = nv;
 		nv[d->n_gone_atts++] = prev->atts[i];
 	}
+	/* Writes go before deletes: an added and a removed attachment must not
+	 * share a device or an address (a pod re-added under a new id in one
+	 * pass), or the delete would undo the add. */
+	for (i = 0; i < d->n_gone_atts && !rc && !d->full; i++)
+		for (s = 0; s < d->n_atts && !d->full; s++) {
+			const struct gdp_attachment *g = &d->gone_atts[i], *a = &cur->atts[d->atts[s]];
+
+			d->full = !strcmp(g->host_ifname, a->host_ifname);
+			for (size_t x = 0; x < g->n_addrs && !d->full; x++)
+				for (size_t y = 0; y < a->n_addrs && !d->full; y++)
+					d->full = !strcmp(g->vpc, a->vpc) && prefix_same(&g->addrs[x], &a->addrs[y]);
+		}
 	free(seen);
 	free(h.slot);
 	return rc;

@@ -14,6 +14,7 @@
  * agent would load.
  */
 #include <arpa/inet.h>
+#include <bpf/bpf.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -377,6 +378,94 @@ START_TEST(t_process_restarts_no_loss)
 }
 END_TEST
 
+
+/*
+ * bpf delta applies: a DEL takes the pod's trie entry, ifaces entry and
+ * encap filter away (its traffic stops), an ADD puts them back (traffic
+ * again), a remote forgotten and learned again changes only its entry; an
+ * owned leftover entry out of scope stays until the next full apply.
+ */
+START_TEST(t_delta_apply_scope)
+{
+	struct gdp_state none, noremote;
+	struct gdp_results r;
+	struct gdp_delta dl;
+	struct gbpf_route_key lk;
+	struct gbpf_route lv = { .flags = GBPF_RT_LOCAL };
+	uint8_t addr[16] = { 0xfd, 0, 0, 0x0b, [15] = 0x77 };
+	const struct gdp_vpc *va;
+	const struct gdp_attachment *a3;
+	char err[256];
+	size_t i;
+
+	NEED_TOPO();
+	ck_assert_ptr_nonnull(gdp_bpf_backend.apply_delta);
+	gdp_results_init(&r);
+	gdp_delta_init(&dl);
+	ck_assert_int_eq(ping("a3", "fd00:a::2", 3, "0.05"), 3);
+	va = gdp_state_find_vpc(&st[3], TOPO_VPC_A);
+	a3 = gdp_state_find_attachment(&st[3], TOPO_VPC_A, "a3");
+	ck_assert(va && a3);
+	/* an owned leftover entry nobody wants */
+	gbpf_route_key(&lk, va->arg, AF_INET6, addr, 128);
+	ck_assert_int_eq(gbpf_set_route(gdp_bpf_handle(be[3]), &lk, &lv, err, sizeof(err)), 0);
+
+	/* DEL a3 */
+	ck_assert_int_eq(gdp_state_copy(&none, &st[3]), 0);
+	i = (size_t)(a3 - st[3].atts);
+	none.atts[i] = none.atts[--none.n_atts];
+	ck_assert_int_eq(gdp_delta_compute(&st[3], &none, &dl), 0);
+	ck_assert(!dl.full);
+	ck_assert_int_eq(dl.n_gone_atts, 1);
+	ck_assert_int_eq(gdp_bpf_backend.apply_delta(be[3], &none, &dl, &r), 0);
+	ck_assert_int_gt(r.removed, 0);
+	ck_assert_int_ne(topo_sh("tc -n %s-n3 filter show dev %s ingress | grep -q bpf", T.prefix, a3->host_ifname), 0);
+	ck_assert_int_eq(ping("a3", "fd00:a::2", 3, "0.05"), 0);
+
+	/* ADD it again */
+	ck_assert_int_eq(gdp_delta_compute(&none, &st[3], &dl), 0);
+	ck_assert_int_eq(dl.n_atts, 1);
+	ck_assert_int_eq(gdp_bpf_backend.apply_delta(be[3], &st[3], &dl, &r), 0);
+	ck_assert_ptr_nonnull(gdp_results_find(&r, GDP_OBJ_ATTACHMENT, TOPO_VPC_A, "a3"));
+	ck_assert(gdp_results_find(&r, GDP_OBJ_ATTACHMENT, TOPO_VPC_A, "a3")->programmed);
+	ck_assert_int_eq(topo_sh("tc -n %s-n3 filter show dev %s ingress | grep -q bpf", T.prefix, a3->host_ifname), 0);
+	ck_assert_int_eq(ping("a3", "fd00:a::2", 3, "0.05"), 3);
+
+	/* a remote forgotten, then learned again: only its entry */
+	ck_assert_int_eq(gdp_state_copy(&noremote, &st[3]), 0);
+	for (i = 0; i < noremote.n_remotes; i++) {
+		char pb[64];
+
+		if (!strcmp(gdp_prefix_str(&noremote.remotes[i].prefix, pb, sizeof(pb)), "fd00:a::2/128"))
+			break;
+	}
+	ck_assert_uint_lt(i, noremote.n_remotes);
+	noremote.remotes[i] = noremote.remotes[--noremote.n_remotes];
+	ck_assert_int_eq(gdp_delta_compute(&st[3], &noremote, &dl), 0);
+	ck_assert_int_eq(dl.n_gone_remotes, 1);
+	ck_assert_int_eq(dl.n_atts + dl.n_gone_atts + dl.n_remotes, 0);
+	ck_assert_int_eq(gdp_bpf_backend.apply_delta(be[3], &noremote, &dl, &r), 0);
+	ck_assert_int_eq(r.removed, 1);
+	ck_assert_int_eq(ping("a3", "fd00:a::2", 3, "0.05"), 0);
+	ck_assert_int_eq(gdp_delta_compute(&noremote, &st[3], &dl), 0);
+	ck_assert_int_eq(dl.n_remotes, 1);
+	ck_assert_int_eq(gdp_bpf_backend.apply_delta(be[3], &st[3], &dl, &r), 0);
+	ck_assert_int_eq(r.added, 1);
+	ck_assert_int_eq(ping("a3", "fd00:a::2", 3, "0.05"), 3);
+
+	/* the leftover is out of every delta's scope; a full apply removes it */
+	ck_assert_int_eq(bpf_map_lookup_elem(gbpf_map_fd(gdp_bpf_handle(be[3]), GBPF_MAP_ROUTES), &lk, &lv), 0);
+	ck_assert_int_eq(apply_node(3), 0);
+	ck_assert_int_ne(bpf_map_lookup_elem(gbpf_map_fd(gdp_bpf_handle(be[3]), GBPF_MAP_ROUTES), &lk, &lv), 0);
+	ck_assert_int_eq(observe_node(3), 0);
+
+	gdp_delta_free(&dl);
+	gdp_results_free(&r);
+	gdp_state_free(&none);
+	gdp_state_free(&noremote);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("bpf_topo");
@@ -390,6 +479,7 @@ int main(void)
 	tcase_add_test(tc, t_v6_tcp_stream_isolated);
 	tcase_add_test(tc, t_v4_dx4_ping_isolated);
 	tcase_add_test(tc, t_v4_bpf_decap_isolated);
+	tcase_add_test(tc, t_delta_apply_scope);
 	tcase_add_test(tc, t_agent_restart_no_loss);
 	tcase_add_test(tc, t_process_restarts_no_loss);
 	suite_add_tcase(s, tc);

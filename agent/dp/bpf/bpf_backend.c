@@ -452,6 +452,95 @@ static int bpf_apply(struct gdp_backend *base, const struct gdp_state *desired,
 	return first;
 }
 
+/*
+ * Only what changed: the kernel backend's delta for the pod plumbing, the
+ * delta's trie entries, and for each added attachment its ifaces entry and
+ * the encap filter on its host veth, read back (gbpf_attached) before it
+ * counts as programmed; a removed attachment whose veth is still there
+ * loses both. What is out of scope (leftovers) waits for the next apply.
+ */
+static int bpf_apply_delta(struct gdp_backend *base, const struct gdp_state *desired,
+			   const struct gdp_delta *dl, struct gdp_results *res)
+{
+	struct bpf_backend *b = of(base);
+	struct gdp_state k = no_remotes(desired);
+	struct gdp_delta kd = *dl;
+	struct gbpf_sync_stats st = { 0 };
+	struct l2_cache c = { .b = b };
+	char err[512];
+	int first, e, saved;
+
+	if (!b->applied || dl->full || !b->kernel->ops->apply_delta) {
+		gdp_results_reset(res);
+		gdp_result_fail(gdp_results_get(res, GDP_OBJ_NODE, "", ""), -EAGAIN,
+				"delta apply: needs a full reconcile first");
+		return -EAGAIN;
+	}
+	kd.remotes = NULL, kd.n_remotes = 0, kd.gone_remotes = NULL, kd.n_gone_remotes = 0;
+	first = b->kernel->ops->apply_delta(b->kernel, &k, &kd, res);
+	if (first == -EAGAIN || first == -ENOMEM)
+		return first;
+	if ((e = enter(b, &saved))) {
+		gdp_result_fail(gdp_results_get(res, GDP_OBJ_NODE, "", ""), e, "bpf backend: enter netns: %s",
+				strerror(-e));
+		return first ? first : e;
+	}
+	gbpf_node_src(&desired->node, c.src);
+	/* routes before filters: a fresh encap filter finds its prefixes */
+	if ((e = gbpf_sync_routes_delta(b->g, desired, dl, l2_for, &c, res, &st)))
+		first = first ? first : e;
+	for (size_t i = 0; i < dl->n_atts; i++) {
+		const struct gdp_attachment *a = &desired->atts[dl->atts[i]];
+		const struct gdp_vpc *v = gdp_state_find_vpc(desired, a->vpc);
+		struct gdp_result *r = gdp_results_get(res, GDP_OBJ_ATTACHMENT, a->vpc, a->id);
+		unsigned ifx = if_nametoindex(a->host_ifname);
+
+		if (!r || !v)
+			continue;
+		if (!ifx) {
+			gdp_result_fail(r, -ENODEV, "attachment %s: host interface %s not found", a->id, a->host_ifname);
+			e = -ENODEV;
+		} else if (!(e = gbpf_set_iface(b->g, ifx, v->arg, err, sizeof(err))) &&
+			   gbpf_attached(b->g, (int)ifx, GBPF_PROG_ENCAP) != 2 &&
+			   !(e = gbpf_attach(b->g, (int)ifx, GBPF_PROG_ENCAP, err, sizeof(err))) &&
+			   gbpf_attached(b->g, (int)ifx, GBPF_PROG_ENCAP) != 2) {
+			snprintf(err, sizeof(err), "%s: encap filter not attached after attaching it", a->host_ifname);
+			e = -EIO;
+		}
+		if (e) {
+			if (!r->err)
+				gdp_result_fail(r, e, "%s", err);
+			first = first ? first : e;
+		} else if (!r->err) {
+			st.added++;
+		}
+	}
+	for (size_t i = 0; i < dl->n_gone_atts; i++) {
+		unsigned ifx = if_nametoindex(dl->gone_atts[i].host_ifname);
+
+		if (!ifx)
+			continue; /* the veth went: its filter with it; a stale ifaces entry waits for the next apply */
+		if ((e = gbpf_detach((int)ifx, err, sizeof(err))) || (e = gbpf_del_iface(b->g, ifx, err, sizeof(err)))) {
+			gdp_result_fail(gdp_results_get(res, GDP_OBJ_NODE, "", ""), e, "%s", err);
+			first = first ? first : e;
+		} else {
+			st.removed++;
+		}
+	}
+	leave(saved);
+	free(c.v);
+	for (size_t i = 0; i < res->n; i++) {
+		if (res->v[i].err)
+			res->v[i].programmed = false, first = first ? first : res->v[i].err;
+		else
+			res->v[i].programmed = true;
+	}
+	res->added += st.added;
+	res->removed += st.removed;
+	res->failed += st.failed;
+	return first;
+}
+
 static int bpf_observe(struct gdp_backend *base, const struct gdp_state *desired,
 		       struct gdp_results *res)
 {
@@ -522,6 +611,7 @@ const struct gdp_backend_ops gdp_bpf_backend = {
 	.apply = bpf_apply,
 	.observe = bpf_observe,
 	.close = bpf_close,
+	.apply_delta = bpf_apply_delta,
 };
 
 const struct gdp_backend_ops *gdp_bpf_choose(const char *mode, bool fallback, const char *pin_root,

@@ -500,3 +500,108 @@ out:
 	free(stale);
 	return e ? e : first;
 }
+
+int gbpf_sync_routes_delta(struct gbpf *g, const struct gdp_state *d, const struct gdp_delta *dl,
+			   gbpf_l2_fn l2, void *l2ctx, struct gdp_results *res, struct gbpf_sync_stats *st)
+{
+	size_t cap = dl->n_remotes + 1, n = 0;
+	struct gbpf_route_key *k, gk;
+	struct gbpf_route *v;
+	struct gdp_result **who;
+	char err[512], pb[64];
+	int first = 0, e;
+
+	for (size_t i = 0; i < dl->n_atts; i++)
+		cap += d->atts[dl->atts[i]].n_addrs;
+	k = malloc(cap * sizeof(*k));
+	v = malloc(cap * sizeof(*v));
+	who = calloc(cap, sizeof(*who));
+	if (!k || !v || !who) {
+		first = -ENOMEM;
+		goto out;
+	}
+	/* the added attachments' pod addresses, marked local */
+	for (size_t i = 0; i < dl->n_atts; i++) {
+		const struct gdp_attachment *a = &d->atts[dl->atts[i]];
+		const struct gdp_vpc *vp = gdp_state_find_vpc(d, a->vpc);
+
+		for (size_t j = 0; vp && j < a->n_addrs; j++) {
+			want_key(&k[n], vp->arg, &a->addrs[j]);
+			memset(&v[n], 0, sizeof(v[n]));
+			v[n].flags = GBPF_RT_LOCAL;
+			who[n++] = gdp_results_find(res, GDP_OBJ_ATTACHMENT, a->vpc, a->id);
+		}
+	}
+	/* the remotes added or changed */
+	for (size_t i = 0; i < dl->n_remotes; i++) {
+		const struct gdp_remote *rm = &d->remotes[dl->remotes[i]];
+		const struct gdp_vpc *vp = gdp_state_find_vpc(d, rm->vpc);
+		struct gdp_result *r = gdp_results_get(res, GDP_OBJ_REMOTE, rm->vpc,
+							 gbpf_prefix_str(&rm->prefix, pb, sizeof(pb)));
+		const struct gbpf_route *t = NULL;
+
+		if (!r) {
+			first = -ENOMEM;
+			goto out;
+		}
+		/* the full check: a local pod address with this key fails it */
+		if ((e = gdp_validate_remote(d, dl->remotes[i], err, sizeof(err)))) {
+			gdp_result_fail(r, e, "%s", err);
+			st->failed++;
+			first = first ? first : e;
+			continue;
+		}
+		want_key(&k[n], vp->arg, &rm->prefix);
+		if (l2)
+			t = l2(l2ctx, rm->sid.s6_addr);
+		if (t)
+			v[n] = *t;
+		else
+			memset(&v[n], 0, sizeof(v[n]));
+		memcpy(v[n].sid, rm->sid.s6_addr, 16);
+		who[n++] = r;
+	}
+	if (n && gbpf_set_routes(g, k, v, n, err, sizeof(err))) {
+		for (size_t i = 0; i < n; i++)
+			if ((e = gbpf_set_route(g, &k[i], &v[i], err, sizeof(err)))) {
+				if (who[i])
+					gdp_result_fail(who[i], e, "%s", err);
+				st->failed++;
+				first = first ? first : e;
+			} else {
+				st->added++;
+			}
+	} else {
+		st->added += n;
+	}
+	/* what went: the removed attachments' addresses and the forgotten remotes */
+	for (size_t i = 0; i < dl->n_gone_atts; i++) {
+		const struct gdp_attachment *a = &dl->gone_atts[i];
+		const struct gdp_vpc *vp = gdp_state_find_vpc(d, a->vpc);
+
+		for (size_t j = 0; vp && j < a->n_addrs; j++) {
+			want_key(&gk, vp->arg, &a->addrs[j]);
+			if ((e = gbpf_del_route(g, &gk, err, sizeof(err))))
+				first = first ? first : e, st->failed++;
+			else
+				st->removed++;
+		}
+	}
+	for (size_t i = 0; i < dl->n_gone_remotes; i++) {
+		const struct gdp_remote *rm = &dl->gone_remotes[i];
+		const struct gdp_vpc *vp = gdp_state_find_vpc(d, rm->vpc);
+
+		if (!vp)
+			continue;
+		want_key(&gk, vp->arg, &rm->prefix);
+		if ((e = gbpf_del_route(g, &gk, err, sizeof(err))))
+			first = first ? first : e, st->failed++;
+		else
+			st->removed++;
+	}
+out:
+	free(k);
+	free(v);
+	free(who);
+	return first;
+}

@@ -46,4 +46,13 @@ typedef const struct gbpf_route *(*gbpf_l2_fn)(void *ctx, const uint8_t sid[16])
 int gbpf_sync_routes(struct gbpf *g, const struct gdp_state *d, gbpf_l2_fn l2, void *l2ctx,
 		     struct gdp_results *res, struct gbpf_sync_stats *st);
 
+/*
+ * Only the entries of a delta (backend.h, struct gdp_delta): the added
+ * attachments' pod addresses (local), the added or changed remotes (one
+ * batch), deletes of what went. No walk of the trie. res holds the
+ * attachments' results already (found by key); remote results are added.
+ */
+int gbpf_sync_routes_delta(struct gbpf *g, const struct gdp_state *d, const struct gdp_delta *dl,
+			   gbpf_l2_fn l2, void *l2ctx, struct gdp_results *res, struct gbpf_sync_stats *st);
+
 #endif
