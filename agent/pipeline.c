@@ -3,6 +3,9 @@
 
 #include <errno.h>
 #include <jansson.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -238,6 +241,12 @@ static int run_pass(struct pipeline *p, bool full)
 		p->applied_gen = snap.gen;
 	pthread_cond_broadcast(&p->cv);
 	pthread_mutex_unlock(&p->mu);
+#ifdef __GLIBC__
+	/* A full pass's dumps and plans are freed now: give the pages back
+	 * (the allocator would keep the peak resident between passes). */
+	if (applied && !delta)
+		malloc_trim(0);
+#endif
 	if (applied) {
 		/* the next pass's delta is taken from what this one applied */
 		record_snap_free(&p->prev);
