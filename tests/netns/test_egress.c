@@ -285,15 +285,15 @@ END_TEST
 
 START_TEST(t_pods_egress_through_their_node)
 {
-	double ms[2 * NODES * 3];
+	double ms[2 * NODES * 8];
 	int nms = 0;
 	char a6[32], a4[32], pod[16], att[16], out[256];
 
 	NEED();
 	for (int i = 1; i <= NODES; i++)
 		json_decref(wait_shard(i, 20000));
-	/* 3 rounds of ADD (and DEL) of every pod: CNI ADD -> first answered egress ping */
-	for (int round = 0; round < 3; round++)
+	/* 8 rounds of ADD (and DEL) of every pod: CNI ADD -> first answered egress ping */
+	for (int round = 0; round < 8; round++)
 		for (int i = 1; i <= NODES; i++)
 			for (int v = 0; v < 2; v++) {
 				double t0;
