@@ -73,6 +73,7 @@ struct agent {
 	struct ghealth *health;        /* --metrics-addr, or NULL */
 	struct gid_daemon *ident;      /* node identity from the API (--node), or NULL */
 	struct ges_daemon *egress;     /* the node's EgressShard (--node), or NULL */
+	const char *backend;           /* the backend in use ("kernel", "bpf") */
 	int drift;                     /* consecutive verify ticks that found drift */
 };
 
@@ -135,13 +136,17 @@ static void on_shard(void *ctx, const struct gdp_egress *e)
 static void egress_report(struct agent *ag, const struct rec_snap *snap, const struct gdp_results *res)
 {
 	const struct gdp_result *er = NULL;
+	char why[160];
 
 	for (size_t i = 0; ag->egress && i < res->n && !er; i++)
 		if (res->v[i].kind == GDP_OBJ_EGRESS)
 			er = &res->v[i];
+	/* only the kernel backend programs a shard today (docs/dataplane-egress.md, "Planned") */
+	snprintf(why, sizeof(why), "the %s backend does not program egress shards (planned)",
+		 ag->backend ? ag->backend : "node's");
 	if (ag->egress)
 		ges_daemon_datapath(ag->egress, &snap->st.egress, er && er->programmed && !er->err,
-				    er ? er->msg : snap->st.egress.have ? "the datapath did not program the shard" : "");
+				    er ? er->msg : snap->st.egress.have ? why : "");
 }
 
 /* The route learner's output goes into the record (in process). */
@@ -373,6 +378,7 @@ int main(int argc, char **argv)
 	if (strcmp(backend, ops->name))
 		glogf(GLOG_WARN, COMP, "backend %s unavailable (%s): using %s", backend, err, ops->name);
 	backend = ops->name;
+	ag.backend = backend;
 	/* The record first: it migrates the old files before anything applies. */
 	if (record_open(&ag.rec, &(struct record_opts){ .dir = state_dir, .table_min = bo.table_min }, err,
 			sizeof(err))) {
