@@ -13,12 +13,27 @@
 #      reports through the API server (docs/dataplane-reports.md): nobody
 #      writes a remotes.json by hand
 #   6. traffic across SRv6 between nodes, and isolation between the VPCs
-#   7. galactic-translator, a stand-in NSO and a stand-in VPC operator on the
-#      faithful upstream stand-ins (tests/crds/): one NetworkInterface and one
-#      VPCAttachment per pod, linked as upstream links them; the attachment's
-#      Programmed condition derived from the node's report, the interface's
-#      Prepared/Programmed from the attachment, and the runtime's 64-hex
-#      container id (upstream's field holds exactly 46) withheld and reported
+#   7. galactic-translator, with stand-ins for the incumbents writing the way
+#      upstream writes today (tests/crds/ holds the faithful upstream CRDs),
+#      all started before the pods, as on a cell:
+#        compute      creates one NetworkInterfaceClaim per pod
+#        NSO          creates the NetworkInterface named as the claim
+#                     (spec.claimRef) and binds both by whole-status PUT with
+#                     resourceVersion (Status().Update), retrying on 409;
+#                     a poll loop re-derives the claim's Ready
+#                     (Bound, Allocated, Prepared, Programmed) from what the
+#                     translator writes
+#        VPC operator creates the VPCAttachment (same name, controller-owned by
+#                     the interface, interfaceRef.name) and writes its status
+#                     fields (vpc, vpcAttachment, networkAttachmentDefinition,
+#                     Ready) by whole-status PUT
+#      the translator derives the attachment's Programmed from the node's
+#      report, the interface's and claim's Prepared/Programmed from the
+#      attachment, and withholds and reports the runtime's 64-hex container
+#      id (upstream's field holds exactly 46)
+#   8. the demo checks itself: a table per claim, interface and attachment,
+#      the translator's refused-write metric, and a non-zero exit when any
+#      of them is not as it should be
 #
 # DEMO_KEEP=1 leaves everything running and prints how to tear it down.
 set -euo pipefail
@@ -32,7 +47,10 @@ RNS=galactic-system
 BACKEND=${DEMO_BACKEND:-kernel}
 
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+NSO_PID=
 cleanup() {
+  touch "$D/nso.stop" 2>/dev/null || true
+  [ -n "$NSO_PID" ] && wait "$NSO_PID" 2>/dev/null || true
   [ "${DEMO_KEEP:-0}" = 1 ] && { echo "kept: tests/lib/topo.sh down $P; tests/controlplane/cp.sh down $D/cp"; return; }
   for pid in "${AGENTS[@]}"; do kill "$pid" 2>/dev/null || true; done
   rm -rf /sys/fs/bpf/galactic-"$P"-n* 2>/dev/null || true
@@ -80,6 +98,150 @@ PODS=(
   "blue-1 1 Blu9 B1 fd00:a::11 10.1.0.11"
   "blue-2 3 Blu9 B2 fd00:a::12 10.1.0.12"
 )
+# ---- the translator and the stand-in incumbents (before the pods, as on a cell) ----
+# Raw API calls (method and status code explicit, as the incumbents make them).
+. "$D/cp/env"
+api() { curl -sS --cacert "$CP_CA" -H "Authorization: Bearer $CP_TOKEN" "$@"; }
+NI=$APISERVER/apis/networking.datumapis.com/v1alpha/namespaces/default/networkinterfaces
+NIC=$APISERVER/apis/networking.datumapis.com/v1alpha/namespaces/default/networkinterfaceclaims
+VA=$APISERVER/apis/cloud.datumapis.com/v1alpha1/namespaces/default/vpcattachments
+now_ms() { date +%s%3N; }
+
+# Status().Update: PUT the whole object to /status; the resourceVersion in it
+# is the optimistic lock. Prints the HTTP code; a 409 is counted (the caller
+# reads again and retries, as a controller-runtime requeue does).
+put_status() { # url-of-object, manager, object json
+  local code
+  code=$(api -o "$D/put.out" -w '%{http_code}' -X PUT -H 'Content-Type: application/json' \
+             --data-binary @- "$1/status?fieldManager=$2" <<<"$3")
+  [ "$code" = 409 ] && echo 1 >>"$D/conflicts.$2"
+  echo "$code"
+}
+
+# jq helpers for metav1.Condition lists: set a condition (lastTransitionTime
+# kept unless status changes), read one.
+JQ_COND='
+def setc($t; $s; $r; $m; $now; $gen):
+  if any(.[]; .type == $t)
+  then map(if .type == $t
+           then (if .status == $s then . else .lastTransitionTime = $now end)
+                | .status = $s | .reason = $r | .message = $m | .observedGeneration = $gen
+           else . end)
+  else . + [{type: $t, status: $s, reason: $r, message: $m, lastTransitionTime: $now, observedGeneration: $gen}]
+  end;
+def cond($t): ((.status.conditions // [])[] | select(.type == $t) | .status) // "";
+'
+
+# compute: the claim (spec only; immutable upstream).
+compute_claim() { # name vpc
+  K apply -f - >/dev/null <<J
+{"apiVersion":"networking.datumapis.com/v1alpha","kind":"NetworkInterfaceClaim",
+ "metadata":{"name":"$1","namespace":"default"},
+ "spec":{"network":{"name":"net-$2"},"attachmentMode":"Netns","interfaceName":"eth0","ipFamilies":["IPv6","IPv4"]}}
+J
+}
+
+# NSO, binding: the interface named as the claim, spec.claimRef back to it
+# (no ownerReference, as upstream). Prints the interface's uid.
+nso_interface() { # name vpc a6 a4
+  K apply -o jsonpath='{.metadata.uid}' -f - <<J
+{"apiVersion":"networking.datumapis.com/v1alpha","kind":"NetworkInterface",
+ "metadata":{"name":"$1","namespace":"default"},
+ "spec":{"network":{"name":"net-$2"},"claimRef":{"name":"$1"},"interfaceName":"eth0","mtu":1400,
+  "addresses":[{"family":"IPv6","address":"$3/128","primary":true},{"family":"IPv4","address":"$4/32"}]}}
+J
+}
+
+# NSO, one pass: each interface's phase/networkContextRef/Allocated and each
+# claim's networkInterfaceRef, addresses (objects, copied from the
+# interface), Bound, Allocated and Ready = Bound ∧ Allocated ∧ Prepared ∧
+# Programmed (else False, reason Not<first type not True>), re-derived from
+# the list as read, so a change of the translator's Prepared/Programmed is
+# picked up on the next pass. Whole-status PUT only when something changed;
+# a 409 leaves it to the next pass. A poll loop stands in for NSO's watch.
+nso_pass() {
+  local now o code name
+  now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+  api "$NI" >"$D/nso.ni.json" || return 0
+  api "$NIC" >"$D/nso.nic.json" || return 0
+  jq -c --arg now "$now" "$JQ_COND"'
+    .items[] | . as $o
+    | .status.phase = "Bound" | .status.networkContextRef = {name: ("ctx-" + .spec.network.name)}
+    | .status.conditions = ((.status.conditions // []) | setc("Allocated"; "True"; "AddressesAllocated"; "addresses allocated"; $now; $o.metadata.generation))
+    | select(.status != $o.status)' "$D/nso.ni.json" |
+  while read -r o; do
+    put_status "$NI/$(jq -r .metadata.name <<<"$o")" network-services-operator "$o" >/dev/null
+  done
+  jq -c --arg now "$now" --slurpfile ni "$D/nso.ni.json" "$JQ_COND"'
+    ($ni[0].items | map({key: .metadata.name, value: .}) | from_entries) as $ifs
+    | .items[] | . as $o | $ifs[.metadata.name] as $nif
+    | select($nif != null and $nif.spec.claimRef.name == .metadata.name)
+    | .status.networkInterfaceRef = {name: $nif.metadata.name}
+    | .status.addresses = [$nif.spec.addresses[] | {family, address} + (if .primary then {primary} else {} end)]
+    | .status.conditions = ((.status.conditions // [])
+        | setc("Bound"; "True"; "Bound"; "bound to NetworkInterface " + $nif.metadata.name; $now; $o.metadata.generation)
+        | setc("Allocated"; "True"; "AddressesAllocated"; "addresses allocated"; $now; $o.metadata.generation))
+    | ([("Bound", "Allocated", "Prepared", "Programmed") as $t | select(cond($t) != "True") | $t] | first) as $not
+    | .status.conditions |= (if $not == null
+        then setc("Ready"; "True"; "Ready"; "claim is ready"; $now; $o.metadata.generation)
+        else setc("Ready"; "False"; "Not" + $not; $not + " is not True"; $now; $o.metadata.generation) end)
+    | select(.status != $o.status)' "$D/nso.nic.json" |
+  while read -r o; do
+    name=$(jq -r .metadata.name <<<"$o")
+    code=$(put_status "$NIC/$name" network-services-operator "$o")
+    if [ "$code" = 200 ] && [ ! -e "$D/ready.$name" ] &&
+       [ "$(jq -r "$JQ_COND"'cond("Ready")' "$D/put.out")" = True ]; then
+      now_ms >"$D/ready.$name"
+    fi
+  done
+}
+nso_loop() {
+  set +e
+  while [ ! -e "$D/nso.stop" ]; do nso_pass; sleep 0.3; done
+}
+
+# VPC operator (the cloud NetworkInterfaceReconciler): the attachment named as
+# the interface, controller-owned by it, interfaceRef.name; then its own
+# status fields (the ids it allocated, the NAD, Ready) by Status().Update:
+# read, set, PUT with resourceVersion, again on 409.
+vpc_operator() { # name vpc-id attachment-id interface-uid ipv6 ipv4
+  local o code
+  K apply -f - >/dev/null <<J
+{"apiVersion":"cloud.datumapis.com/v1alpha1","kind":"VPCAttachment",
+ "metadata":{"name":"$1","namespace":"default",
+  "ownerReferences":[{"apiVersion":"networking.datumapis.com/v1alpha","kind":"NetworkInterface",
+   "name":"$1","uid":"$4","controller":true,"blockOwnerDeletion":true}]},
+ "spec":{"vpc":{"name":"$2"},"interfaceRef":{"name":"$1"},
+  "interface":{"name":"eth0","mode":"Netns","addresses":["$5/128","$6/32"]}}}
+J
+  for _ in $(seq 20); do
+    o=$(api "$VA/$1" | jq -c --arg now "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg vpc "$2" --arg att "$3" "$JQ_COND"'
+      . as $o | .status.vpc = $vpc | .status.vpcAttachment = $att
+      | .status.networkAttachmentDefinition = .metadata.name | .status.observedGeneration = .metadata.generation
+      | .status.conditions = ((.status.conditions // [])
+          | setc("Ready"; "True"; "AttachmentDefinitionReady"; "NetworkAttachmentDefinition " + $o.metadata.name + " is ready for use"; $now; $o.metadata.generation))')
+    code=$(put_status "$VA/$1" vpc-operator "$o")
+    [ "$code" = 200 ] && return 0
+    [ "$code" = 409 ] || { echo "vpc-operator: PUT $1/status: HTTP $code: $(cat "$D/put.out")" >&2; return 1; }
+  done
+  echo "vpc-operator: $1: still 409 after 20 tries" >&2; return 1
+}
+
+say "galactic-translator and the stand-in incumbents (compute, NSO, VPC operator), before the pods"
+"$bin/galactic-translator" --kubeconfig "$D/cp/kubeconfig" --namespace "$RNS" \
+  --metrics-addr 127.0.0.1:0 >>"$D/translator.log" 2>&1 &
+AGENTS+=($!)
+for p in "${PODS[@]}"; do
+  read -r name node vpc att a6 a4 <<<"$p"
+  compute_claim "$name" "$vpc"
+  uid=$(nso_interface "$name" "$vpc" "$a6" "$a4")
+  vpc_operator "$name" "$vpc" "$att" "$uid" "$a6" "$a4"
+  echo "  $name: NetworkInterfaceClaim (compute), NetworkInterface uid $uid (NSO), VPCAttachment $vpc/$att (VPC operator)"
+done
+nso_loop &
+NSO_PID=$!
+echo "  NSO stand-in: poll loop pid $NSO_PID (every 0.3 s; whole-status PUTs, retried on 409)"
+
 say "pods attached through galactic-cni (VPC Red7 and VPC Blu9 reuse the same addresses)"
 for p in "${PODS[@]}"; do
   read -r name node vpc att a6 a4 <<<"$p"
@@ -87,7 +249,7 @@ for p in "${PODS[@]}"; do
   ip -n "$P-$name" link set lo up
   conf=$(printf '{"cniVersion":"1.1.0","name":"vpc-%s","type":"galactic-cni","vpc":"%s","vpcattachment":"%s","ipFamilies":["IPv6","IPv4"],"addresses":[{"address":"%s/128","gateway":"fe80::1"},{"address":"%s/32","gateway":"169.254.1.1"}],"mtu":1400,"agentSocket":"%s"}' \
     "$vpc" "$vpc" "$att" "$a6" "$a4" "$D/n$node/cni.sock")
-  t0=$(date +%s%3N)
+  t0=$(now_ms); echo "$t0" >"$D/add.$name"
   # container ids as containerd and CRI-O give them: 64 hex characters
   ctr=$(printf '%s' "$P-$name" | sha256sum | cut -c1-64)
   out=$(echo "$conf" | CNI_COMMAND=ADD CNI_CONTAINERID="$ctr" CNI_NETNS="/var/run/netns/$P-$name" \
@@ -131,45 +293,65 @@ ping6 red-1 fd00:a::12 20 >/dev/null
 after=$(ip netns exec "$P-blue-2" cat /sys/class/net/eth0/statistics/rx_packets)
 echo "  isolation: 20 pings red-1 -> fd00:a::12 reached blue-2 (same address, other VPC) $((after - before)) times"
 
-if [ -x "$bin/galactic-translator" ]; then
-  say "galactic-translator + stand-in NSO and VPC operator (one NetworkInterface and VPCAttachment per pod)"
-  "$bin/galactic-translator" --kubeconfig "$D/cp/kubeconfig" --namespace "$RNS" \
-    --metrics-addr 127.0.0.1:0 >>"$D/translator.log" 2>&1 &
-  AGENTS+=($!)
-  for p in "${PODS[@]}"; do
-    read -r name node vpc att a6 a4 <<<"$p"
-    # as upstream: NSO's NetworkInterface, then the VPC operator's attachment
-    # of the same name, controller-owned by the interface, interfaceRef.name
-    uid=$(K apply -o jsonpath='{.metadata.uid}' -f - <<EOF
-{"apiVersion":"networking.datumapis.com/v1alpha","kind":"NetworkInterface",
- "metadata":{"name":"$name","namespace":"default"},
- "spec":{"network":{"name":"net-$vpc"},"interfaceName":"eth0","mtu":1400,
-  "addresses":[{"family":"IPv6","address":"$a6/128","primary":true},{"family":"IPv4","address":"$a4/32"}]}}
-EOF
-)
-    K apply -f - >/dev/null <<EOF
-{"apiVersion":"cloud.datumapis.com/v1alpha1","kind":"VPCAttachment",
- "metadata":{"name":"$name","namespace":"default",
-  "ownerReferences":[{"apiVersion":"networking.datumapis.com/v1alpha","kind":"NetworkInterface",
-   "name":"$name","uid":"$uid","controller":true,"blockOwnerDeletion":true}]},
- "spec":{"vpc":{"name":"$vpc"},"interfaceRef":{"name":"$name"},
-  "interface":{"name":"eth0","mode":"Netns","addresses":["$a6/128","$a4/32"]}}}
-EOF
-    # the VPC operator's own fields (ids it allocated, Ready), under its own manager
-    K patch vpcattachment "$name" -n default --subresource=status --type=merge --field-manager=vpc-operator \
-      -p "{\"status\":{\"vpc\":\"$vpc\",\"vpcAttachment\":\"$att\",\"networkAttachmentDefinition\":\"$name\",\"observedGeneration\":1,\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\",\"reason\":\"AttachmentDefinitionReady\",\"message\":\"NetworkAttachmentDefinition $name is ready for use\",\"lastTransitionTime\":\"2026-01-01T00:00:00Z\"}]}}" >/dev/null
-  done
-  for _ in $(seq 150); do
-    n=$(K get vpcattachments -n default -o json | jq '[.items[] | select(any(.status.conditions[]?; .type=="Programmed" and .status=="True"))] | length')
-    [ "$n" = "${#PODS[@]}" ] && break; sleep 0.1
-  done
-  K get vpcattachments -n default -o custom-columns='NAME:.metadata.name,VPC:.status.vpc,ATTACHMENT:.status.vpcAttachment,NODE:.status.node,HOST-IF:.status.hostInterface,PROGRAMMED:.status.conditions[?(@.type=="Programmed")].status,REASON:.status.conditions[?(@.type=="Programmed")].reason' | sed 's/^/  /'
-  K get nodeattachments -n "$RNS" | sed 's/^/  /'
-  echo "  the interfaces (Prepared follows the attachment's Ready, Programmed the node's report):"
-  K get networkinterfaces -n default -o custom-columns='NAME:.metadata.name,VPC:.status.vpc,ATTACHMENT:.status.attachmentRef.name,PREPARED:.status.conditions[?(@.type=="Prepared")].status,PROGRAMMED:.status.conditions[?(@.type=="Programmed")].status' | sed 's/^/  /'
-  echo "  values upstream's schema cannot hold, withheld and reported (64-hex container ids vs containerID of exactly 46):"
-  K get events -n default --field-selector reason=FieldWithheld -o custom-columns='OBJECT:.involvedObject.name,MESSAGE:.message' | sed 's/^/  /'
-fi
+say "the upstream objects, as the translator and the incumbents left them"
+# wait (at most 60 s) for every claim's Ready=True, then show and check all of it
+for _ in $(seq 300); do
+  n=$(K get networkinterfaceclaims -n default -o json | jq "$JQ_COND"'[.items[] | select(cond("Ready") == "True")] | length')
+  [ "$n" = "${#PODS[@]}" ] && break; sleep 0.2
+done
+touch "$D/nso.stop"; wait "$NSO_PID" 2>/dev/null || true; NSO_PID=
+K get networkinterfaceclaims -n default --show-managed-fields -o json >"$D/nic.json"
+K get networkinterfaces -n default -o json >"$D/ni.json"
+K get vpcattachments -n default -o json >"$D/va.json"
+K get events -n default --field-selector reason=FieldWithheld -o json >"$D/ev.json"
+port=$(sed -n 's/.*serving metrics.* port=\([0-9]*\).*/\1/p' "$D/translator.log" | head -1)
+refused=$(curl -fsS "http://127.0.0.1:$port/metrics" | awk '/^galactic_translator_writes_refused_total/ {s += $NF; n++} END {print (n ? s : "absent")}')
+FAIL=()
+bad() { FAIL+=("$*"); }
+
+echo "  claims (Ready derived by the NSO stand-in; ms from galactic-cni ADD to the PUT that made Ready=True):"
+printf '    %-8s %-10s %-11s %-7s %-14s %s\n' CLAIM PREPARED PROGRAMMED READY INTERFACE ADD-TO-READY
+for p in "${PODS[@]}"; do
+  read -r name _ <<<"$p"
+  read -r prep prog ready ifname < <(jq -r --arg n "$name" "$JQ_COND"'.items[] | select(.metadata.name == $n)
+    | [cond("Prepared"), cond("Programmed"), cond("Ready"), (.status.networkInterfaceRef.name // "-")] | map(if . == "" then "-" else . end) | join(" ")' "$D/nic.json")
+  ms=-; [ -e "$D/ready.$name" ] && ms=$(( $(cat "$D/ready.$name") - $(cat "$D/add.$name") ))
+  printf '    %-8s %-10s %-11s %-7s %-14s %s\n' "$name" "${prep:--}" "${prog:--}" "${ready:--}" "${ifname:--}" "$ms"
+  [ "$prep" = True ] && [ "$prog" = True ] && [ "$ready" = True ] || bad "claim $name: Prepared=$prep Programmed=$prog Ready=$ready"
+done
+
+echo "  interfaces (status.vpc must be the VPC operator's base62 id on the attachment):"
+printf '    %-8s %-10s %-15s %s\n' INTERFACE STATUS.VPC ATTACHMENT-VPC ""
+for p in "${PODS[@]}"; do
+  read -r name _ <<<"$p"
+  nv=$(jq -r --arg n "$name" '.items[] | select(.metadata.name == $n) | .status.vpc // "-"' "$D/ni.json")
+  av=$(jq -r --arg n "$name" '.items[] | select(.metadata.name == $n) | .status.vpc // "-"' "$D/va.json")
+  ok=ok; [ "$nv" = "$av" ] && [ "$nv" != - ] || { ok=MISMATCH; bad "interface $name: status.vpc=$nv, attachment's id $av"; }
+  printf '    %-8s %-10s %-15s %s\n' "$name" "$nv" "$av" "$ok"
+done
+
+echo "  attachments (the runtime's container id is 64 hex; upstream's containerID holds exactly 46):"
+printf '    %-8s %-5s %-8s %-17s %-11s %s\n' ATTACH NODE PODNAME HOST-IF PROGRAMMED CONTAINERID
+for p in "${PODS[@]}"; do
+  read -r name _ <<<"$p"
+  read -r node pod hif prog cid < <(jq -r --arg n "$name" "$JQ_COND"'.items[] | select(.metadata.name == $n)
+    | [.status.node, .status.podName, .status.hostInterface, cond("Programmed"), (.status.containerID // "absent")]
+    | map(if . == null or . == "" then "-" else . end) | join(" ")' "$D/va.json")
+  ev=$(jq -r --arg n "$name" '[.items[] | select(.involvedObject.kind == "VPCAttachment" and .involvedObject.name == $n
+    and (.message | test("containerID")))] | length' "$D/ev.json")
+  w="withheld, $ev FieldWithheld event(s)"; [ "$cid" = absent ] || w="WRITTEN: $cid"
+  printf '    %-8s %-5s %-8s %-17s %-11s %s\n' "$name" "$node" "$pod" "$hif" "$prog" "$w"
+  [ "$node" != - ] && [ "$pod" != - ] && [ "$hif" != - ] && [ "$prog" = True ] ||
+    bad "attachment $name: node=$node podName=$pod hostInterface=$hif Programmed=$prog"
+  [ "$cid" = absent ] && [ "$ev" -ge 1 ] || bad "attachment $name: containerID $cid, $ev FieldWithheld event(s)"
+done
+jq -r '[.items[] | select(.involvedObject.kind == "VPCAttachment")][0].message // empty | "    event message: \(.)"' "$D/ev.json"
+
+echo "  translator writes refused (422/5xx), galactic_translator_writes_refused_total summed: $refused"
+[ "$refused" = 0 ] || bad "translator: writes refused = $refused"
+echo "  NSO stand-in PUTs answered 409 (read again, retried): $(cat "$D/conflicts.network-services-operator" 2>/dev/null | wc -l);" \
+     "VPC operator: $(cat "$D/conflicts.vpc-operator" 2>/dev/null | wc -l)"
+echo "  field managers on the claims: $(jq -r '[.items[].metadata.managedFields[] | "\(.manager)(\(.operation))"] | unique | join(", ")' "$D/nic.json")"
 
 if [ "$BACKEND" = bpf ]; then
   say "bpf counters on n1 (per VPC and per drop reason)"
@@ -177,5 +359,10 @@ if [ "$BACKEND" = bpf ]; then
     sed 's/^/  /' || true
 fi
 
-say "done"
-echo "  agents logs: $D/n*/agent.log (removed on exit; DEMO_KEEP=1 to keep everything)"
+echo "  agents logs: $D/n*/agent.log, translator: $D/translator.log (removed on exit; DEMO_KEEP=1 to keep everything)"
+if [ "${#FAIL[@]}" -gt 0 ]; then
+  say "FAILED: ${#FAIL[@]} check(s)"
+  printf '  %s\n' "${FAIL[@]}"
+  exit 1
+fi
+say "done: every claim Prepared, Programmed and Ready; every interface's vpc the base62 id; every attachment node, podName, hostInterface, Programmed, containerID withheld and reported; 0 writes refused"
