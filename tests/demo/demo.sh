@@ -164,6 +164,10 @@ nso_pass() {
   now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
   api "$NI" >"$D/nso.ni.json" || return 0
   api "$NIC" >"$D/nso.nic.json" || return 0
+  # (for the table: when this loop first saw the translator's Programmed=True)
+  for name in $(jq -r "$JQ_COND"'.items[] | select(cond("Programmed") == "True") | .metadata.name' "$D/nso.nic.json"); do
+    [ -e "$D/programmed.$name" ] || now_ms >"$D/programmed.$name"
+  done
   jq -c --arg now "$now" "$JQ_COND"'
     .items[] | . as $o
     | .status.phase = "Bound" | .status.networkContextRef = {name: ("ctx-" + .spec.network.name)}
@@ -309,14 +313,16 @@ refused=$(curl -fsS "http://127.0.0.1:$port/metrics" | awk '/^galactic_translato
 FAIL=()
 bad() { FAIL+=("$*"); }
 
-echo "  claims (Ready derived by the NSO stand-in; ms from galactic-cni ADD to the PUT that made Ready=True):"
-printf '    %-8s %-10s %-11s %-7s %-14s %s\n' CLAIM PREPARED PROGRAMMED READY INTERFACE ADD-TO-READY
+echo "  claims (Ready derived by the NSO stand-in; ms from galactic-cni ADD to the NSO poll first seeing the"
+echo "  translator's Programmed=True, and to the NSO PUT that made Ready=True):"
+printf '    %-8s %-10s %-11s %-7s %-10s %-16s %s\n' CLAIM PREPARED PROGRAMMED READY INTERFACE ADD-TO-PROGRAMMED ADD-TO-READY
 for p in "${PODS[@]}"; do
   read -r name _ <<<"$p"
   read -r prep prog ready ifname < <(jq -r --arg n "$name" "$JQ_COND"'.items[] | select(.metadata.name == $n)
     | [cond("Prepared"), cond("Programmed"), cond("Ready"), (.status.networkInterfaceRef.name // "-")] | map(if . == "" then "-" else . end) | join(" ")' "$D/nic.json")
   ms=-; [ -e "$D/ready.$name" ] && ms=$(( $(cat "$D/ready.$name") - $(cat "$D/add.$name") ))
-  printf '    %-8s %-10s %-11s %-7s %-14s %s\n' "$name" "${prep:--}" "${prog:--}" "${ready:--}" "${ifname:--}" "$ms"
+  pms=-; [ -e "$D/programmed.$name" ] && pms=$(( $(cat "$D/programmed.$name") - $(cat "$D/add.$name") ))
+  printf '    %-8s %-10s %-11s %-7s %-10s %-16s %s\n' "$name" "${prep:--}" "${prog:--}" "${ready:--}" "${ifname:--}" "$pms" "$ms"
   [ "$prep" = True ] && [ "$prog" = True ] && [ "$ready" = True ] || bad "claim $name: Prepared=$prep Programmed=$prog Ready=$ready"
 done
 
