@@ -106,9 +106,32 @@ static bool delta_scope(struct pipeline *p, const struct rec_snap *snap, struct 
 	       !gdp_delta_compute(&p->prev.st, &snap->st, dl) && !dl->full;
 }
 
-/* A delta pass's results replace those of the same objects (under mu). */
-static void merge_results(struct gdp_results *last, const struct gdp_results *res)
+/* A delta pass's results replace those of the same objects; the objects
+ * the delta removed lose theirs (under mu). */
+static void merge_results(struct gdp_results *last, const struct gdp_results *res, const struct gdp_delta *dl)
 {
+	char pb[64];
+	bool *drop = NULL, any = false;
+
+	if ((dl->n_gone_atts || dl->n_gone_remotes) && (drop = calloc(last->n + 1, 1))) {
+		for (size_t i = 0; i < dl->n_gone_atts; i++) {
+			struct gdp_result *x = gdp_results_find(last, GDP_OBJ_ATTACHMENT, dl->gone_atts[i].vpc,
+								dl->gone_atts[i].id);
+
+			if (x)
+				drop[x - last->v] = any = true;
+		}
+		for (size_t i = 0; i < dl->n_gone_remotes; i++) {
+			struct gdp_result *x = gdp_results_find(last, GDP_OBJ_REMOTE, dl->gone_remotes[i].vpc,
+								gdp_prefix_str(&dl->gone_remotes[i].prefix, pb, sizeof(pb)));
+
+			if (x)
+				drop[x - last->v] = any = true;
+		}
+		if (any)
+			gdp_results_drop(last, drop);
+	}
+	free(drop);
 	for (size_t i = 0; i < res->n; i++) {
 		struct gdp_result *x = gdp_results_get(last, res->v[i].kind, res->v[i].vpc, res->v[i].key);
 
@@ -190,7 +213,6 @@ static int run_pass(struct pipeline *p, bool full)
 			rc = p->o.be->ops->apply(p->o.be, &snap.st, &res);
 		}
 	}
-	gdp_delta_free(&dl);
 	t_applied = now_ms();
 	pthread_mutex_lock(&p->mu);
 	p->passes++;
@@ -200,6 +222,7 @@ static int run_pass(struct pipeline *p, bool full)
 		p->full_passes++;
 	pthread_mutex_unlock(&p->mu);
 	if (noop) {
+		gdp_delta_free(&dl);
 		/* the level is unchanged: the last results stand */
 		pthread_mutex_lock(&p->mu);
 		if (snap.gen > p->applied_gen)
@@ -224,7 +247,7 @@ static int run_pass(struct pipeline *p, bool full)
 	      res.retries, res.failed, now_ms() - t0, applied ? t_apply - t0 : 0, applied ? t_applied - t_apply : 0);
 	pthread_mutex_lock(&p->mu);
 	if (delta) {
-		merge_results(&p->last, &res);
+		merge_results(&p->last, &res, &dl);
 		gdp_results_free(&res);
 	} else {
 		gdp_results_free(&p->last);
@@ -232,6 +255,7 @@ static int run_pass(struct pipeline *p, bool full)
 		gdp_results_find(&p->last, GDP_OBJ_NODE, "", ""); /* indexed whole: readers only read */
 	}
 	pthread_mutex_unlock(&p->mu);
+	gdp_delta_free(&dl);
 	/* p->last changes only on this thread, under pass_mu: read here without mu */
 	write_status(p, &p->last, rc, now_ms() - t0);
 	if (p->o.on_pass)

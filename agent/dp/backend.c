@@ -85,6 +85,21 @@ static bool idx_sync(struct gdp_results *r)
 	return true;
 }
 
+void gdp_results_drop(struct gdp_results *r, const bool *drop)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < r->n; i++)
+		if (!drop[i])
+			r->v[n++] = r->v[i];
+	if (n == r->n)
+		return;
+	r->n = n;
+	r->idx_done = 0; /* entries moved: the index is rebuilt at the next lookup */
+	if (r->idx)
+		memset(r->idx, 0, r->idx_cap * sizeof(*r->idx));
+}
+
 struct gdp_result *gdp_results_find(struct gdp_results *r, enum gdp_obj_kind kind, const char *vpc,
 				    const char *key)
 {

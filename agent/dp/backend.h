@@ -72,6 +72,9 @@ struct gdp_result *gdp_results_get(struct gdp_results *r, enum gdp_obj_kind kind
  * Not const: it may extend the index. */
 struct gdp_result *gdp_results_find(struct gdp_results *r, enum gdp_obj_kind kind,
 				    const char *vpc, const char *key);
+/* Drops the entries i with drop[i] (drop has n entries), keeping the order
+ * of the rest; O(n), the index is rebuilt at the next lookup. */
+void gdp_results_drop(struct gdp_results *r, const bool *drop);
 /* Records the first error of an object (later ones are only counted). */
 void gdp_result_fail(struct gdp_result *res, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

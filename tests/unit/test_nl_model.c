@@ -458,6 +458,30 @@ START_TEST(t_delta_compute)
 }
 END_TEST
 
+START_TEST(t_results_drop)
+{
+	struct gdp_results r;
+	char k[16];
+	bool drop[100] = { 0 };
+
+	gdp_results_init(&r);
+	for (int i = 0; i < 100; i++) {
+		snprintf(k, sizeof(k), "k%d", i);
+		ck_assert_ptr_nonnull(gdp_results_get(&r, GDP_OBJ_REMOTE, "vpcA", k));
+	}
+	ck_assert_ptr_nonnull(gdp_results_find(&r, GDP_OBJ_REMOTE, "vpcA", "k7")); /* indexed */
+	drop[7] = drop[50] = drop[99] = true;
+	gdp_results_drop(&r, drop);
+	ck_assert_uint_eq(r.n, 97);
+	ck_assert_ptr_null(gdp_results_find(&r, GDP_OBJ_REMOTE, "vpcA", "k7"));
+	ck_assert_ptr_null(gdp_results_find(&r, GDP_OBJ_REMOTE, "vpcA", "k99"));
+	ck_assert_ptr_nonnull(gdp_results_find(&r, GDP_OBJ_REMOTE, "vpcA", "k98"));
+	ck_assert_str_eq(gdp_results_find(&r, GDP_OBJ_REMOTE, "vpcA", "k8")->key, "k8");
+	ck_assert_str_eq(r.v[7].key, "k8"); /* order kept */
+	gdp_results_free(&r);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("nl_model");
@@ -465,6 +489,7 @@ static Suite *suite(void)
 
 	tcase_add_test(tc, t_sid_format);
 	tcase_add_test(tc, t_delta_compute);
+	tcase_add_test(tc, t_results_drop);
 	tcase_add_test(tc, t_prefixes);
 	tcase_add_test(tc, t_validate_vpcs);
 	tcase_add_test(tc, t_validate_attachments);
