@@ -209,7 +209,22 @@ struct watch {
 	uint8_t proto;
 	uint32_t tmin, tmax;
 	bool dirty;
+	struct record *rec;
 };
+
+/* A link the record knows as an attachment's host veth (reserved or desired). */
+static bool host_veth(struct record *rec, const char *name)
+{
+	bool found = false;
+
+	if (!rec || !name[0])
+		return false;
+	record_lock(rec);
+	for (size_t i = 0; i < record_n_atts(rec) && !found; i++)
+		found = !strcmp(record_att(rec, i)->m.host_ifname, name);
+	record_unlock(rec);
+	return found;
+}
 
 static int watch_cb(const struct nlmsghdr *h, void *arg)
 {
@@ -242,9 +257,21 @@ static int watch_cb(const struct nlmsghdr *h, void *arg)
 		if (gnl_ifaddr_parse(h, &a) == 0 && a.protocol == w->proto)
 			w->dirty = true;
 		break;
-	case RTM_NEWLINK:
+	case RTM_NEWLINK: {
+		struct gnl_link l;
+
+		/* An attachment's own veth coming and going up is the CNI verbs'
+		 * doing, applied by an incremental pass: not a reason for a full
+		 * one (every ADD would be followed by one). Its deletion is seen
+		 * (DELLINK, and the routes that go with it); a host veth set down
+		 * by someone else is repaired by the next full pass. */
+		if (gnl_link_parse(h, &l) == 0 && host_veth(w->rec, l.name))
+			break;
+		w->dirty = true; /* another link appeared or changed (the uplink...) */
+		break;
+	}
 	case RTM_DELLINK:
-		w->dirty = true; /* a host veth appeared, went away or down */
+		w->dirty = true; /* a host veth or the uplink went away */
 		break;
 	}
 	return 0;
@@ -493,6 +520,7 @@ int main(int argc, char **argv)
 	}
 	/* Kernel events wake the loop early; the periodic pass stays the safety net. */
 	w.proto = bo.rtproto ? bo.rtproto : GDP_RTPROT_DEFAULT;
+	w.rec = ag.rec;
 	w.tmin = bo.table_min ? bo.table_min : GDP_TABLE_MIN_DEFAULT;
 	w.tmax = bo.table_max ? bo.table_max : GDP_TABLE_MAX_DEFAULT;
 	if (!once && gnl_open_monitor(&mon, bo.netns, groups, sizeof(groups) / sizeof(groups[0]), err,

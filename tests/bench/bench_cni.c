@@ -33,7 +33,9 @@
  * BENCH_SEQ=M sequential ADDs of each plugin (default 20; the first
  * and last tenth are reported apart: the last must be as fast as the first),
  * BENCH_REMOTES=R remote routes on node 1 before any ADD (the cost of an
- * ADD must not grow with what the node holds), BENCH_BACKEND=bpf. The agents
+ * ADD must not grow with what the node holds), BENCH_GAP_MS=G a pause
+ * before each sequential ADD (pods one by one: a full pass the previous
+ * ADD caused would show), BENCH_BACKEND=bpf. The agents
  * run with the default safety-net interval (--interval 30, not the tests'
  * 1 s: at 100k remotes a full reconcile every second is not a node). The agent
  * on node 1's RSS (VmRSS, VmHWM = peak) is reported at the end.
@@ -357,6 +359,7 @@ int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 200, fails = 0;
 	int nref = getenv("BENCH_SEQ") ? atoi(getenv("BENCH_SEQ")) : 20;
+	int gap_ms = getenv("BENCH_GAP_MS") ? atoi(getenv("BENCH_GAP_MS")) : 0;
 	unsigned nremotes = getenv("BENCH_REMOTES") ? (unsigned)atoi(getenv("BENCH_REMOTES")) : 0;
 	const char *bk = getenv("BENCH_BACKEND") ? getenv("BENCH_BACKEND") : "kernel";
 	double *lat, *ref, *ref_sorted, *rlat, *rdel, *rseq, t0 = 0, t_ping = 0;
@@ -446,6 +449,10 @@ int main(int argc, char **argv)
 
 		snprintf(name, sizeof(name), "r%d", i);
 		snprintf(att, sizeof(att), "R%d", i);
+		if (gap_ms > 0) { /* not timed: pods that come one by one, not back to back */
+			usleep((useconds_t)gap_ms * 1000);
+			s = now_ms();
+		}
 		if (cni_add(1, name, att, 3000 + i)) {
 			bench_error(b, "sequential ADD %d failed", i);
 			return bench_end(b);
