@@ -2,6 +2,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 json_t *gj_get(const json_t *obj, const char *path)
 {
@@ -83,4 +84,13 @@ int gj_object_key(const json_t *obj, char *buf, size_t n)
 	else
 		r = snprintf(buf, n, "%s", name);
 	return r < 0 || (size_t)r >= n ? -1 : 0;
+}
+
+void gj_time_now(char *buf, size_t n)
+{
+	time_t t = time(NULL);
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }

@@ -16,6 +16,9 @@ int64_t gj_int(const json_t *obj, const char *path, int64_t def);
 int gj_set(json_t *obj, const char *path, json_t *value);
 /* Compact dump (malloc'd, free()); never NULL for a valid value except on ENOMEM. */
 char *gj_dumps(const json_t *v);
+/* Now as Kubernetes writes a metav1.Time (RFC 3339, UTC, whole seconds):
+ * "2026-12-01T12:00:00Z". n >= 21. */
+void gj_time_now(char *buf, size_t n);
 /* "namespace/name" or "name" for cluster-scoped objects, into buf. */
 int gj_object_key(const json_t *obj, char *buf, size_t n);
 

@@ -81,7 +81,7 @@ int rec_attachment(const struct rec_ctx *c, const struct qkey *k, double *retry_
 			goto out;
 		}
 	}
-	rec_now(now, sizeof(now));
+	gj_time_now(now, sizeof(now));
 	intent = vpcatt_intent(att, pick, now, ebuf, sizeof(ebuf));
 	if (!intent) {
 		glog_kv(GLOG_WARN, "translator", "cannot compute intent", "object", key, "error", ebuf,

@@ -48,7 +48,7 @@ int rec_claim(const struct rec_ctx *c, const struct qkey *k)
 			miss = (struct nic_missing){ "False", R_ATT_MISSING, msg };
 		}
 	}
-	rec_now(now, sizeof(now));
+	gj_time_now(now, sizeof(now));
 	conds = nic_conditions(claim, att, att ? NULL : &miss, now);
 	full = rec_body(TK_NIC, claim);
 	if (!conds || !full || json_object_set(json_object_get(full, "status"), "conditions", conds)) {

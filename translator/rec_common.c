@@ -13,14 +13,6 @@
 
 #define MAX_WITHHELD 16
 
-void rec_now(char *buf, size_t n)
-{
-	time_t t = time(NULL);
-	struct tm tm;
-	gmtime_r(&t, &tm);
-	strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 json_t *rec_iface_attachment(const struct rec_ctx *c, const json_t *iface)
 {
 	char k[600];

@@ -111,14 +111,6 @@ void egress_claim_node_index(const json_t *obj, struct kube_index_values *out, v
 
 static bool may_write(const struct egress_ctx *e) { return !e->o.may_write || e->o.may_write(e->o.ud); }
 
-static void now_rfc3339(char *buf, size_t n)
-{
-	time_t t = time(NULL);
-	struct tm tm;
-	gmtime_r(&t, &tm);
-	strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 /* A core v1 Event on a claim (best effort). */
 static void event(struct egress_ctx *e, const json_t *obj, const char *type, const char *reason,
 		  const char *msg)
@@ -130,7 +122,7 @@ static void event(struct egress_ctx *e, const json_t *obj, const char *type, con
 
 	if (!ns || !name)
 		return;
-	now_rfc3339(now, sizeof(now));
+	gj_time_now(now, sizeof(now));
 	snprintf(gen, sizeof(gen), "%.200s.", name);
 	ev = json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:s, s:s, s:s, s:s, s:s}, s:s, s:s, s:s,"
 		       " s:{s:s}, s:s, s:s, s:i, s:s, s:s}",
@@ -326,7 +318,7 @@ static int claim_status(const struct rec_ctx *c, const json_t *claim, const char
 	json_t *full;
 	int rc;
 
-	rec_now(now, sizeof(now));
+	gj_time_now(now, sizeof(now));
 	if (!(full = egress_claim_status(claim, e->shard_ns, shard, status, reason, msg, now)))
 		return 0;
 	rc = rec_write(c, TK_ESC, key, claim, full);

@@ -19,7 +19,7 @@ int rec_interface(const struct rec_ctx *c, const struct qkey *k)
 		return 0;
 	}
 	att = rec_iface_attachment(c, iface);
-	rec_now(now, sizeof(now));
+	gj_time_now(now, sizeof(now));
 	full = nic_fields_intent(iface, att, ebuf, sizeof(ebuf));
 	conds = nic_conditions(iface, att, NULL, now);
 	if (!full || !conds ||

@@ -52,7 +52,4 @@ json_t *rec_body(enum tkind k, const json_t *obj);
 int rec_write(const struct rec_ctx *c, enum tkind k, const char *key, const json_t *obj,
 	      json_t *full);
 
-/* RFC 3339 UTC now, second precision. */
-void rec_now(char *buf, size_t n);
-
 #endif

@@ -272,14 +272,6 @@ void writes_note_takeovers(struct writes *w, const char *key, const json_t *obj,
 	}
 }
 
-static void now_rfc3339(char *buf, size_t n)
-{
-	time_t t = time(NULL);
-	struct tm tm;
-	gmtime_r(&t, &tm);
-	strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 /* A core v1 Event on obj; best effort (a failure is logged, never retried). */
 static void post_event(struct writes *w, enum tkind k, const json_t *obj, const char *msg)
 {
@@ -290,7 +282,7 @@ static void post_event(struct writes *w, enum tkind k, const json_t *obj, const 
 
 	if (!ns || !name)
 		return;
-	now_rfc3339(now, sizeof(now));
+	gj_time_now(now, sizeof(now));
 	snprintf(gen, sizeof(gen), "%.200s.", name);
 	ev = json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:s, s:s, s:s, s:s, s:s}, s:s, s:s, s:s,"
 		       " s:{s:s}, s:s, s:s, s:i, s:s, s:s}",

@@ -39,15 +39,6 @@ struct ges_daemon {
 	char last_logged[400];
 };
 
-static void now_rfc3339(char *buf, size_t n)
-{
-	time_t t = time(NULL);
-	struct tm tm;
-
-	gmtime_r(&t, &tm);
-	strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 static void on_any(json_t *o, void *ud)
 {
 	(void)o;
@@ -127,7 +118,7 @@ static int sync_once(struct ges_daemon *d)
 	obs = d->obs;
 	pthread_mutex_unlock(&d->mu);
 	cur = kube_store_get_nn(informer_store(d->inf), s.ns, s.name);
-	now_rfc3339(now, sizeof(now));
+	gj_time_now(now, sizeof(now));
 	intent = ges_status_intent(&s, bad ? err : NULL, &obs, cur, now);
 	if (intent && !ges_status_equal(cur, intent)) {
 		if (kube_apply(d->kc, &GES_EGRESSSHARDS, s.ns, s.name, "status", intent, d->manager, false, NULL, &ke)) {

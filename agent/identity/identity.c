@@ -49,15 +49,6 @@ struct gid_daemon {
 	char last_logged[600];
 };
 
-static void now_rfc3339(char *buf, size_t n)
-{
-	time_t t = time(NULL);
-	struct tm tm;
-
-	gmtime_r(&t, &tm);
-	strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 static void on_any(json_t *o, void *ud)
 {
 	(void)o;
@@ -128,7 +119,7 @@ static int write_status(struct gid_daemon *d, const json_t *ndp)
 		in.datapath_cond = (struct gid_cond){ "Unknown", "NotVerified", "no datapath pass yet" };
 	else
 		in.datapath_cond = (struct gid_cond){ d->dp_ok ? "True" : "False", d->dp_reason, d->dp_msg };
-	now_rfc3339(now, sizeof(now));
+	gj_time_now(now, sizeof(now));
 	intent = gid_status_intent(&in, ndp, now);
 	pthread_mutex_unlock(&d->mu);
 	if (!intent)

@@ -116,15 +116,6 @@ void rpt_update(struct rpt *r, const struct gdp_state *st, const struct rpt_pod 
 
 /* ---- publisher --------------------------------------------------------- */
 
-static void now_rfc3339(char *buf, size_t n)
-{
-	time_t t = time(NULL);
-	struct tm tm;
-
-	gmtime_r(&t, &tm);
-	strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 /* Rebuilds the desired reports from the snapshot; queues the names that changed or went. */
 static void sync_desired(struct rpt *r)
 {
@@ -284,7 +275,7 @@ static int publish_one(struct rpt *r, const char *name)
 	c.programmed = json_is_true(gj_get(d, "cond.programmed"));
 	snprintf(c.reason, sizeof(c.reason), "%s", gj_str(d, "cond.reason"));
 	snprintf(c.message, sizeof(c.message), "%s", gj_str(d, "cond.message"));
-	now_rfc3339(now, sizeof(now));
+	gj_time_now(now, sizeof(now));
 	status = rpt_status(&c, gj_int(obj, "metadata.generation", 0), obj, &rep, now);
 	if (!rpt_status_equal(obj, status)) {
 		if (apply_status(r, name, status, &e)) {
