@@ -14,7 +14,7 @@ SHELL := /bin/bash
 include mk/rules.mk
 include $(sort $(wildcard */module.mk */*/module.mk */*/*/module.mk))
 
-.PHONY: all deps controlplane test test-unit test-netns test-e2e bench demo fuzz clean preflight
+.PHONY: all deps controlplane test test-unit test-netns test-e2e bench demo fuzz clean preflight images
 
 all: $(ALL_REL)
 
@@ -49,8 +49,18 @@ test-unit: $(UNIT_TESTS)
 test-netns: all $(ALL_SAN) $(NETNS_TESTS)
 	./tests/run-suites.sh netns $(NETNS_TESTS)
 
-test-e2e: all $(ALL_SAN) $(E2E_TESTS)
+test-e2e: all $(ALL_SAN) $(E2E_TESTS) images
 	./tests/run-suites.sh e2e $(E2E_TESTS)
+
+# OCI images of the daemons, from the release binaries (mk/images.sh,
+# docs/install.md "Images"); rebuilt only when a binary or the script changes.
+IMAGES := build/images/galactic-agent/index.json build/images/galactic-translator/index.json
+images: $(IMAGES)
+build/images/galactic-agent/index.json: mk/images.sh common/version.h build/rel/bin/galactic-agent \
+		build/rel/bin/galactic-cni build/rel/bin/galactic-cni-install
+	./mk/images.sh agent
+build/images/galactic-translator/index.json: mk/images.sh common/version.h build/rel/bin/galactic-translator
+	./mk/images.sh translator
 
 bench: all $(BENCHES)
 	./tests/run-benches.sh $(BENCHES)

@@ -45,6 +45,7 @@
 #include "agent/record.h"
 #include "agent/report/report.h"
 #include "common/log.h"
+#include "common/version.h"
 
 #define COMP "agent"
 
@@ -314,7 +315,8 @@ static void usage(void)
 			"       [--interval SEC] [--once] [--rtproto N] [--tables MIN-MAX] [--batch N]\n"
 			"       [--cni-socket PATH] [--kubeconfig PATH --node NAME --report-namespace NS]\n"
 			"       [--metrics-addr HOST:PORT] [--verify-interval SEC]\n"
-			"       [--egress-namespace NS (galactic-system)] [--egress-interface DEV (the uplink)]\n");
+			"       [--egress-namespace NS (galactic-system)] [--egress-interface DEV (the uplink)]\n"
+			"       galactic-agent --version | --help\n");
 }
 
 int main(int argc, char **argv)
@@ -330,6 +332,7 @@ int main(int argc, char **argv)
 		{ "bpffs", required_argument, 0, 'F' },     { "fallback", no_argument, 0, 'f' },
 		{ "metrics-addr", required_argument, 0, 'M' }, { "verify-interval", required_argument, 0, 'V' },
 		{ "egress-namespace", required_argument, 0, 'E' }, { "egress-interface", required_argument, 0, 'I' },
+		{ "version", no_argument, 0, 'v' },
 		{ "help", no_argument, 0, 'h' },            { 0, 0, 0, 0 },
 	};
 	struct gdp_backend_opts bo = { 0 };
@@ -359,7 +362,7 @@ int main(int argc, char **argv)
 	double dirty_at = 0;
 	int c, rc;
 
-	while ((c = getopt_long(argc, argv, "s:b:n:i:op:t:B:c:fh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:b:n:i:op:t:B:c:fvh", lo, NULL)) != -1) {
 		switch (c) {
 		case 's': state_dir = optarg; break;
 		case 'b': backend = optarg; break;
@@ -384,6 +387,7 @@ int main(int argc, char **argv)
 		case 'V': verify_s = atof(optarg); break;
 		case 'E': eo.ns = optarg; break;
 		case 'I': eo.oif = optarg; break;
+		case 'v': printf("galactic-agent %s\n", GALACTIC_VERSION); return 0;
 		default: usage(); return c == 'h' ? 0 : 2;
 		}
 	}

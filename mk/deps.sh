@@ -12,6 +12,7 @@ PKGS=(
   check libsubunit-dev valgrind
   iproute2 iputils-ping iperf3 netcat-openbsd procps psmisc tcpdump ethtool
   openssl jq ca-certificates
+  umoci
 )
 
 missing=()

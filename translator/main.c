@@ -19,6 +19,7 @@
 #include "common/leader.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "common/version.h"
 #include "translator/controller.h"
 #include "translator/mapping.h"
 #include "translator/ownership.h"
@@ -41,7 +42,8 @@ static void usage(FILE *f)
 		"         [--metrics-addr HOST:PORT] [--mapping-config FILE] [--workers N]\n"
 		"         [--leave-to-incumbent ROW[,ROW...]] [--ownership-config FILE]\n"
 		"         [--egress-shard-namespace NS] [--no-egress]\n"
-		"         [--log-level debug|info|warn|error]\n");
+		"         [--log-level debug|info|warn|error]\n"
+		"       galactic-translator --version | --help\n");
 }
 
 static int parse_double(const char *s, double *out)
@@ -106,6 +108,7 @@ int main(int argc, char **argv)
 		{ "ownership-config", required_argument, NULL, 'O' },
 		{ "egress-shard-namespace", required_argument, NULL, 'E' },
 		{ "no-egress", no_argument, NULL, 'X' },
+		{ "version", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -172,6 +175,7 @@ int main(int argc, char **argv)
 		case 'O': own_file = optarg; break;
 		case 'E': shard_ns = optarg; break;
 		case 'X': no_egress = true; break;
+		case 'v': printf("galactic-translator %s\n", GALACTIC_VERSION); return 0;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
