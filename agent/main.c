@@ -113,8 +113,9 @@ static void health_report(struct agent *ag, const struct rec_snap *snap, const s
 		snprintf(why, sizeof(why), "datapath read back as desired"); /* no counts: the status must not change with every ADD */
 	else if (!why[0])
 		snprintf(why, sizeof(why), "owned leftovers in the datapath");
-	ghealth_pass(ag->health, &(struct ghealth_pass){ .verify_only = verify_only, .verified = ok, .objects = res->n,
-							 .programmed = prog, .failed = res->n - prog,
+	ghealth_pass(ag->health, &(struct ghealth_pass){ .verify_only = verify_only, .verified = ok,
+							 .objects = res->n + res->remotes_ok,
+							 .programmed = prog, .failed = res->n + res->remotes_ok - prog,
 							 .added = res->added, .removed = res->removed,
 							 .seconds = secs, .why = why });
 	ghealth_identity(ag->health, snap->have_node ? snap->st.node.node_id : 0,

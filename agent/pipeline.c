@@ -31,6 +31,7 @@ struct pipeline {
 	struct rec_snap prev;         /* snapshot the last pass applied (pass thread only) */
 	bool have_prev;
 	bool want_full;               /* kicked for a full reconcile (guarded by mu) */
+	bool remotes_whole;           /* the last full pass gave a result for every remote */
 	unsigned long full_passes, delta_passes;
 };
 
@@ -46,7 +47,7 @@ static void write_status(struct pipeline *p, const struct gdp_results *res, int 
 {
 	json_t *j = json_object(), *errs = json_array();
 	char err[512], *s;
-	size_t prog = 0;
+	size_t prog = res->remotes_ok;
 
 	if (!p->o.status_path) {
 		json_decref(j);
@@ -66,7 +67,7 @@ static void write_status(struct pipeline *p, const struct gdp_results *res, int 
 	}
 	json_object_set_new(j, "reconciles", json_integer((json_int_t)p->passes));
 	json_object_set_new(j, "rc", json_integer(rc));
-	json_object_set_new(j, "objects", json_integer((json_int_t)res->n));
+	json_object_set_new(j, "objects", json_integer((json_int_t)(res->n + res->remotes_ok)));
 	json_object_set_new(j, "programmed", json_integer((json_int_t)prog));
 	json_object_set_new(j, "added", json_integer((json_int_t)res->added));
 	json_object_set_new(j, "removed", json_integer((json_int_t)res->removed));
@@ -79,6 +80,16 @@ static void write_status(struct pipeline *p, const struct gdp_results *res, int 
 	if (s && gfile_write_atomic(p->o.status_path, s, strlen(s), err, sizeof(err)))
 		glogf(GLOG_WARN, COMP, "status file not written: %s", err);
 	free(s);
+}
+
+/* Remote results that still have an entry (failed ones, once folded). */
+static size_t remote_entries(const struct gdp_results *r)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < r->n; i++)
+		n += r->v[i].kind == GDP_OBJ_REMOTE;
+	return n;
 }
 
 /* A pass that cannot apply: every object it would have had fails with why. */
@@ -247,13 +258,26 @@ static int run_pass(struct pipeline *p, bool full)
 	      res.retries, res.failed, now_ms() - t0, applied ? t_apply - t0 : 0, applied ? t_applied - t_apply : 0);
 	pthread_mutex_lock(&p->mu);
 	if (delta) {
+		size_t left;
+
 		merge_results(&p->last, &res, &dl);
 		gdp_results_free(&res);
+		gdp_results_fold_remotes(&p->last); /* adds the delta's programmed remotes */
+		/* Exact when the last full pass named every remote: each one has a
+		 * failed entry or was programmed (a changed remote was counted twice). */
+		left = remote_entries(&p->last);
+		if (p->remotes_whole)
+			p->last.remotes_ok = snap.st.n_remotes > left ? snap.st.n_remotes - left : 0;
 	} else {
+		/* Programmed remotes become a count (100,000 entries are 40 MB). */
+		size_t nrem = remote_entries(&res);
+
+		gdp_results_fold_remotes(&res);
+		p->remotes_whole = applied && nrem + res.remotes_ok == snap.st.n_remotes;
 		gdp_results_free(&p->last);
 		p->last = res;
-		gdp_results_find(&p->last, GDP_OBJ_NODE, "", ""); /* indexed whole: readers only read */
 	}
+	gdp_results_find(&p->last, GDP_OBJ_NODE, "", ""); /* indexed whole: readers only read */
 	pthread_mutex_unlock(&p->mu);
 	gdp_delta_free(&dl);
 	/* p->last changes only on this thread, under pass_mu: read here without mu */

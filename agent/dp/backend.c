@@ -16,6 +16,7 @@ void gdp_results_reset(struct gdp_results *r)
 {
 	r->n = 0;
 	r->added = r->removed = r->unchanged = r->retries = r->failed = 0;
+	r->remotes_ok = 0;
 	r->idx_done = 0;
 	if (r->idx)
 		memset(r->idx, 0, r->idx_cap * sizeof(*r->idx));
@@ -98,6 +99,41 @@ void gdp_results_drop(struct gdp_results *r, const bool *drop)
 	r->idx_done = 0; /* entries moved: the index is rebuilt at the next lookup */
 	if (r->idx)
 		memset(r->idx, 0, r->idx_cap * sizeof(*r->idx));
+}
+
+size_t gdp_results_fold_remotes(struct gdp_results *r)
+{
+	size_t n = 0, folded;
+
+	for (size_t i = 0; i < r->n; i++) {
+		const struct gdp_result *x = &r->v[i];
+
+		if (x->kind == GDP_OBJ_REMOTE && x->programmed && !x->err)
+			continue;
+		if (n != i)
+			r->v[n] = *x;
+		n++;
+	}
+	folded = r->n - n;
+	r->remotes_ok += folded;
+	if (!folded)
+		return 0;
+	r->n = n;
+	r->idx_done = 0; /* entries moved: the index is rebuilt at the next lookup */
+	if (r->cap > 2 * n + 64) {
+		struct gdp_result *nv = realloc(r->v, (n + 64) * sizeof(*nv));
+
+		if (nv) {
+			r->v = nv;
+			r->cap = n + 64;
+		}
+		free(r->idx); /* sized for the entries before: rebuilt small */
+		r->idx = NULL;
+		r->idx_cap = 0;
+	} else if (r->idx) {
+		memset(r->idx, 0, r->idx_cap * sizeof(*r->idx));
+	}
+	return folded;
 }
 
 struct gdp_result *gdp_results_find(struct gdp_results *r, enum gdp_obj_kind kind, const char *vpc,

@@ -60,6 +60,9 @@ struct gdp_results {
 	 * Entries appended directly to v are indexed at the next lookup. */
 	size_t *idx;            /* slot -> entry index + 1; 0 = empty */
 	size_t idx_cap, idx_done;
+	/* Remotes verified programmed whose entries were folded into this
+	 * count (gdp_results_fold_remotes): they count as programmed objects. */
+	size_t remotes_ok;
 };
 
 void gdp_results_init(struct gdp_results *r);
@@ -75,6 +78,13 @@ struct gdp_result *gdp_results_find(struct gdp_results *r, enum gdp_obj_kind kin
 /* Drops the entries i with drop[i] (drop has n entries), keeping the order
  * of the rest; O(n), the index is rebuilt at the next lookup. */
 void gdp_results_drop(struct gdp_results *r, const bool *drop);
+/*
+ * Folds the results of remotes that are programmed without error into
+ * r->remotes_ok and drops their entries (at 100,000 remotes they are 40 MB
+ * that no reader looks at one by one); failed remotes keep theirs. Gives
+ * the freed part of v back. Returns how many were folded.
+ */
+size_t gdp_results_fold_remotes(struct gdp_results *r);
 /* Records the first error of an object (later ones are only counted). */
 void gdp_result_fail(struct gdp_result *res, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -228,7 +228,7 @@ bool ghealth_verdict(const struct gdp_results *res, size_t *programmed, char *wh
 {
 	bool ok = true;
 
-	*programmed = 0;
+	*programmed = res->remotes_ok; /* folded: verified programmed */
 	why[0] = 0;
 	for (size_t i = 0; i < res->n; i++) {
 		const struct gdp_result *r = &res->v[i];

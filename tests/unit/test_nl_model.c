@@ -482,6 +482,46 @@ START_TEST(t_results_drop)
 }
 END_TEST
 
+START_TEST(t_results_fold)
+{
+	struct gdp_results r;
+	char k[16];
+
+	gdp_results_init(&r);
+	gdp_results_get(&r, GDP_OBJ_NODE, "", "")->programmed = true;
+	gdp_results_get(&r, GDP_OBJ_ATTACHMENT, "vpcA", "a1")->programmed = true;
+	for (int i = 0; i < 1000; i++) {
+		struct gdp_result *x;
+
+		snprintf(k, sizeof(k), "k%d", i);
+		x = gdp_results_get(&r, GDP_OBJ_REMOTE, "vpcA", k);
+		ck_assert_ptr_nonnull(x);
+		x->programmed = i % 100 != 5;  /* 10 not programmed */
+		if (i == 205)
+			gdp_result_fail(x, -EINVAL, "remote k205: invalid SID");
+	}
+	gdp_results_get(&r, GDP_OBJ_VPC, "vpcA", "")->programmed = false; /* not programmed: kept */
+	ck_assert_ptr_nonnull(gdp_results_find(&r, GDP_OBJ_REMOTE, "vpcA", "k6")); /* indexed */
+	ck_assert_uint_eq(gdp_results_fold_remotes(&r), 990);
+	ck_assert_uint_eq(r.remotes_ok, 990);
+	ck_assert_uint_eq(r.n, 2 + 10 + 1);
+	ck_assert_uint_le(r.cap, r.n + 64); /* the memory is given back */
+	ck_assert_ptr_null(gdp_results_find(&r, GDP_OBJ_REMOTE, "vpcA", "k6"));
+	ck_assert_ptr_nonnull(gdp_results_find(&r, GDP_OBJ_REMOTE, "vpcA", "k5"));
+	ck_assert_int_eq(gdp_results_find(&r, GDP_OBJ_REMOTE, "vpcA", "k205")->err, -EINVAL);
+	ck_assert(gdp_results_find(&r, GDP_OBJ_ATTACHMENT, "vpcA", "a1")->programmed);
+	ck_assert_ptr_nonnull(gdp_results_find(&r, GDP_OBJ_VPC, "vpcA", ""));
+	ck_assert_str_eq(r.v[0].kind == GDP_OBJ_NODE ? "node" : "?", "node"); /* order kept */
+	/* a second fold finds nothing more; new entries can still be added */
+	ck_assert_uint_eq(gdp_results_fold_remotes(&r), 0);
+	ck_assert_ptr_nonnull(gdp_results_get(&r, GDP_OBJ_REMOTE, "vpcA", "new"));
+	ck_assert_uint_eq(r.n, 14);
+	gdp_results_reset(&r);
+	ck_assert_uint_eq(r.remotes_ok, 0);
+	gdp_results_free(&r);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("nl_model");
@@ -490,6 +530,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, t_sid_format);
 	tcase_add_test(tc, t_delta_compute);
 	tcase_add_test(tc, t_results_drop);
+	tcase_add_test(tc, t_results_fold);
 	tcase_add_test(tc, t_prefixes);
 	tcase_add_test(tc, t_validate_vpcs);
 	tcase_add_test(tc, t_validate_attachments);
