@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent/cni/learn.h"
 #include "agent/cni/listener.h"
 #include "agent/cni/verbs.h"
 #include "agent/dp/backend.h"
@@ -211,7 +212,9 @@ struct watch {
 	uint8_t proto;
 	uint32_t tmin, tmax;
 	bool dirty;
+	bool learned;           /* a guest's address was recorded: a pass applies it */
 	struct record *rec;
+	struct glearn *learn;   /* NULL without the CNI socket */
 };
 
 /* A link the record knows as an attachment's host veth (reserved or desired). */
@@ -250,6 +253,11 @@ static int watch_cb(const struct nlmsghdr *h, void *arg)
 		    ((h->nlmsg_type == RTM_DELRULE && ru.protocol == w->proto) ||
 		     (ru.protocol != w->proto && ru.table >= w->tmin && ru.table <= w->tmax)))
 			w->dirty = true;
+		break;
+	case RTM_NEWNEIGH:
+		/* A self-addressed guest's first packets (learn.h). */
+		if (w->learn && gnl_neigh_parse(h, &n) == 0 && glearn_neigh(w->learn, &n))
+			w->learned = true;
 		break;
 	case RTM_DELNEIGH:
 		if (gnl_neigh_parse(h, &n) == 0 && n.protocol == w->proto)
@@ -531,6 +539,15 @@ int main(int argc, char **argv)
 	if (!once && gnl_open_monitor(&mon, bo.netns, groups, sizeof(groups) / sizeof(groups[0]), err,
 				      sizeof(err)))
 		glogf(GLOG_WARN, COMP, "netlink notifications unavailable (%s): periodic checks only", err);
+	/* Guests that address themselves: their addresses from the neighbour
+	 * tables (the monitor's events, and what is there already). */
+	if (!once && cni_socket) {
+		if (glearn_new(&w.learn, &(struct glearn_opts){ .rec = ag.rec, .netns = bo.netns, .proto = w.proto },
+			       err, sizeof(err)))
+			glogf(GLOG_WARN, COMP, "guest address learning unavailable: %s", err);
+		else if (glearn_scan(w.learn) > 0)
+			pipeline_kick(ag.pl);
+	}
 	if (!once && pipeline_start(ag.pl, err, sizeof(err))) {
 		glogf(GLOG_ERROR, COMP, "%s", err);
 		goto fail;
@@ -542,8 +559,15 @@ int main(int argc, char **argv)
 		if (mon && (pfd.revents & POLLIN)) {
 			int n = gnl_read_notifications(mon, watch_cb, &w);
 
-			if (n < 0)
+			if (n < 0) {
 				w.dirty = true; /* events were lost: resync */
+				if (w.learn && glearn_scan(w.learn) > 0)
+					w.learned = true;
+			}
+			if (w.learned) {
+				w.learned = false;
+				pipeline_kick(ag.pl);
+			}
 			if (w.dirty && !dirty_at)
 				dirty_at = now_ms();
 		}
@@ -570,6 +594,7 @@ int main(int argc, char **argv)
 	status = once && rc ? 1 : 0;
 fail:
 	gnl_close(mon);
+	glearn_free(w.learn);
 	/* Requests in progress finish (their passes still run), then the rest. */
 	gcni_listener_stop(cni);
 	gid_daemon_stop(ag.ident);

@@ -232,6 +232,8 @@ static char *encode_main(const struct record *r)
 			      "containerID", a->m.container_id, "hostIfname", a->m.host_ifname, "arg",
 			      (int)a->m.arg, "addrs", ad, "podMac", mac_str(a->m.pod_mac, m1), "hostMac",
 			      mac_str(a->host_mac, m2), "mtu", (int)a->m.mtu);
+		if (a->m.guest_addressed)
+			json_object_set_new(x, "guestAddressed", json_true());
 		if (a->m.nh4.s_addr)
 			json_object_set_new(x, "nh4", json_string(inet_ntop(AF_INET, &a->m.nh4, b, sizeof(b))));
 		json_object_set_new(x, "network", json_string(a->network));
@@ -380,7 +382,7 @@ static int parse_att(json_t *o, struct rec_att *a, char *why, size_t n)
 {
 	const char *src = jstr(o, "source"), *s;
 	char netns[4096] = "", m[20] = "";
-	json_t *cfg = json_object_get(o, "config");
+	json_t *cfg = json_object_get(o, "config"), *ga;
 	long long arg, mtu;
 	int badf;
 
@@ -406,6 +408,9 @@ static int parse_att(json_t *o, struct rec_att *a, char *why, size_t n)
 	/* host addresses, or an IPv6 block delegated to the pod */
 	if (parse_prefixes(json_object_get(o, "addrs"), a->m.addrs, GDP_ADDRS_MAX, &a->m.n_addrs, false))
 		return snprintf(why, n, "\"addrs\" must be at most %d prefixes", GDP_ADDRS_MAX), -1;
+	if ((ga = json_object_get(o, "guestAddressed")) && !json_is_boolean(ga))
+		return snprintf(why, n, "\"guestAddressed\" must be a boolean"), -1;
+	a->m.guest_addressed = json_is_true(ga);
 	if ((s = jstr(o, "nh4")) && inet_pton(AF_INET, s, &a->m.nh4) != 1)
 		return snprintf(why, n, "\"nh4\" is not an IPv4 address"), -1;
 	if (jcopy(o, "podMac", m, sizeof(m), false) || (m[0] && mac_parse(m, a->m.pod_mac)))
@@ -1233,6 +1238,8 @@ struct rec_att *record_reserve(struct record *r, struct rec_att *a, char *err, s
 	for (size_t k = 0; k < a->m.n_addrs; k++)
 		if (a->m.addrs[k].family == AF_INET)
 			a->m.nh4 = gdp_default_nh4(a->m.arg);
+	if (a->m.guest_addressed) /* its IPv4 address, once learned, is decapsulated to it */
+		a->m.nh4 = gdp_default_nh4(a->m.arg);
 	a->active = false;
 	x = add_att_locked(r, a);
 	if (x)
@@ -1248,6 +1255,26 @@ unsigned long record_activate(struct record *r, struct rec_att *a)
 {
 	a->active = true;
 	return r->main_gen = ++r->gen;
+}
+
+unsigned long record_add_addr(struct record *r, struct rec_att *a, const struct gdp_prefix *p)
+{
+	if (a->m.n_addrs >= GDP_ADDRS_MAX)
+		return 0;
+	a->m.addrs[a->m.n_addrs++] = *p;
+	return r->main_gen = ++r->gen;
+}
+
+bool record_remote_overlaps(struct record *r, const char *vpc, const struct gdp_prefix *p)
+{
+	for (size_t i = 0; r->remotes && i < r->remotes->n; i++) {
+		const struct gdp_remote *x = &r->remotes->v[i];
+
+		if (!strcmp(x->vpc, vpc) && x->prefix.family == p->family &&
+		    (gdp_prefix_contains(&x->prefix, p) || gdp_prefix_contains(p, &x->prefix)))
+			return true;
+	}
+	return false;
 }
 
 unsigned long record_deactivate(struct record *r, struct rec_att *a)

@@ -157,6 +157,12 @@ bool record_is_held(struct record *r);
 struct rec_att *record_reserve(struct record *r, struct rec_att *a, char *err, size_t errlen);
 /* Under the lock: the reserved attachment becomes desired (next apply). */
 unsigned long record_activate(struct record *r, struct rec_att *a);
+/* Under the lock: appends an address the node learned for a's guest
+ * (agent/cni/learn.h does the checks). The new generation, or 0 when a
+ * already holds GDP_ADDRS_MAX addresses. */
+unsigned long record_add_addr(struct record *r, struct rec_att *a, const struct gdp_prefix *p);
+/* Under the lock: whether a remote prefix of vpc (another node's pod) overlaps p. */
+bool record_remote_overlaps(struct record *r, const char *vpc, const struct gdp_prefix *p);
 /* Under the lock: back to reserved (taken out of the next apply). */
 unsigned long record_deactivate(struct record *r, struct rec_att *a);
 /* Under the lock: removes it (its VPC's number goes with the VPC's last one). */

@@ -15,11 +15,13 @@ $(foreach v,rel san,$(foreach n,$(CNI_ALIASES),$(eval $(call cni_alias,$(v),$(n)
 ALL_REL += $(CNI_ALIASES:%=build/rel/bin/%)
 ALL_SAN += $(CNI_ALIASES:%=build/san/bin/%)
 # The agent side (linked into galactic-agent): socket server + attach path.
-$(eval $(call lib,gcniagent,agent/cni/listener.c agent/cni/verbs.c agent/cni/pod.c))
+$(eval $(call lib,gcniagent,agent/cni/listener.c agent/cni/verbs.c agent/cni/pod.c \
+	agent/cni/learn.c))
 # (links with gagent gdp gnl: agent/record, the model/backend and libgnl)
 
 # Tests, benchmarks and fuzzers of the CNI path.
 $(eval $(call unit_test,test_cni_config,tests/unit/test_cni_config.c,gcni,jansson))
+$(eval $(call unit_test,test_cni_learn,tests/unit/test_cni_learn.c,gcniagent gagent gdp gnl gcommon,jansson nl curl mhd yaml pthread m))
 $(eval $(call unit_test,test_cni_proto,tests/unit/test_cni_proto.c,gcni,jansson pthread))
 $(eval $(call fuzzer,fuzz_cni_config,tests/fuzz/fuzz_cni_config.c,gcni,jansson))
 $(eval $(call fuzzer,fuzz_cni_proto,tests/fuzz/fuzz_cni_proto.c,gcni,jansson))

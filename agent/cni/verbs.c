@@ -364,6 +364,7 @@ static json_t *add_locked(struct gcni_verbs *v, struct cni_req *q, int nsfd, int
 	for (int k = 0; k < c->naddrs; k++)
 		cni_prefix(&c->addrs[k], &t.m.addrs[k]);
 	t.m.n_addrs = (size_t)c->naddrs;
+	t.m.guest_addressed = c->naddrs == 0; /* no ipam: the node learns them (agent/cni/learn.h) */
 	t.m.mtu = (uint32_t)(c->mtu ? c->mtu : dflt_mtu);
 	snprintf(t.network, sizeof(t.network), "%s", c->name);
 	snprintf(t.ifname, sizeof(t.ifname), "%s", q->env.ifname);

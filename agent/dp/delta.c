@@ -110,7 +110,7 @@ static bool att_equal(const struct gdp_attachment *a, const struct gdp_attachmen
 	if (!att_key_eq(a, b) || strcmp(a->container_id, b->container_id) ||
 	    strcmp(a->host_ifname, b->host_ifname) || a->arg != b->arg || a->n_addrs != b->n_addrs ||
 	    a->nh4.s_addr != b->nh4.s_addr || memcmp(a->pod_mac, b->pod_mac, 6) || a->mtu != b->mtu ||
-	    a->egress != b->egress)
+	    a->egress != b->egress || a->guest_addressed != b->guest_addressed)
 		return false;
 	for (size_t i = 0; i < a->n_addrs; i++)
 		if (!prefix_same(&a->addrs[i], &b->addrs[i]))

@@ -480,8 +480,8 @@ static int plan_attachment(struct kb *k, struct plan *p, const struct gdp_state 
 
 	for (i = 0; i < a->n_addrs; i++)
 		a->addrs[i].family == AF_INET ? (has4 = true) : (has6 = true);
-	if (!a->n_addrs)
-		has4 = has6 = true; /* a self-addressing guest needs both gateways */
+	if (!a->n_addrs || a->guest_addressed)
+		has4 = has6 = true; /* a self-addressing guest needs both gateways (also once some of its addresses are learned) */
 
 	gnl_link_init(&l);
 	l.ifindex = hl->ifindex;

@@ -73,6 +73,8 @@ struct gdp_attachment {
 	uint8_t pod_mac[6];             /* guest interface MAC (all zero = unknown: no permanent neigh) */
 	uint32_t mtu;                   /* host interface MTU (0 = leave as is) */
 	unsigned egress;                /* GDP_FAM_*: families declared for internet egress */
+	bool guest_addressed;           /* no addresses given: the guest addresses itself; addrs are
+					 * those the node learned (agent/cni/learn.h), both gateways stay */
 };
 
 /* A prefix of a VPC hosted elsewhere, reached through that node's SID. */

@@ -265,12 +265,28 @@ static int write_remotes(void)
 			json_t *a;
 			int arg;
 
-			if (p->node == node || p->shape == NO_IPAM)
+			if (p->node == node)
 				continue;
 			a = record_att(p->node, p->att);
 			if (!a)
 				continue;
 			arg = (int)json_integer_value(json_object_get(a, "arg"));
+			if (p->shape == NO_IPAM) {
+				/* what the node learned of the guest (its report lists the same) */
+				json_t *x;
+				size_t k;
+
+				json_array_foreach(json_object_get(a, "addrs"), k, x) {
+					const char *pf = json_string_value(x);
+
+					sid_str(p->node, strchr(pf, ':') ? GDP_FN_DECAP : GDP_FN_DX4,
+						strchr(pf, ':') ? varg : (unsigned)arg, sid, sizeof(sid));
+					json_array_append_new(arr, json_pack("{s:s,s:s,s:s}", "vpc", p->vpc, "prefix", pf,
+									     "sid", sid));
+				}
+				json_decref(a);
+				continue;
+			}
 			json_decref(a);
 			sid_str(p->node, GDP_FN_DECAP, varg, sid, sizeof(sid));
 			json_array_append_new(arr, json_pack("{s:s,s:s,s:s}", "vpc", p->vpc, "prefix", p->a6, "sid", sid));
@@ -581,8 +597,8 @@ START_TEST(t_operator_traffic_and_isolation)
 	ck_assert_int_eq(other, 0);
 
 	/* without ipam: the self-addressed guest's traffic enters vpcA and
-	 * reaches p2 across nodes, never q2. (No reply comes back: nothing
-	 * tells the node the guest's address; docs/cni.md.) */
+	 * reaches p2 across nodes, never q2; its first packets taught n1 its
+	 * addresses (agent/cni/learn.h), checked below. */
 	before = topo_snmp(&T, "p2", "Icmp6InEchos");
 	other = topo_snmp(&T, "q2", "Icmp6InEchos");
 	ping("pn", "fd00:a::82", 20);
@@ -595,6 +611,71 @@ START_TEST(t_operator_traffic_and_isolation)
 	ping("pn", "10.1.0.82", 10);
 	got = topo_snmp(&T, "p2", "Icmp:InEchos") - before;
 	ck_assert_int_eq(got, 10);
+
+	/* the reply path: n1 learned both addresses from the host end's
+	 * neighbour entries, recorded them (guestAddressed), routed them to
+	 * the host end in vpcA's table; fed to n2 like the other attachments
+	 * (remotes.json from n1's record), p2's replies come back */
+	{
+		char out[4096], want[96];
+		const char *host = jstr(json_array_get(json_object_get(results[pod_index("pn")], "interfaces"), 0), "name");
+		json_t *a = NULL;
+		double end = now_s() + 10;
+		char *addrs = NULL;
+
+		while (now_s() < end) {
+			json_decref(a);
+			a = record_att(1, "PN");
+			free(addrs);
+			addrs = a ? json_dumps(json_object_get(a, "addrs"), JSON_COMPACT) : NULL;
+			if (addrs && strstr(addrs, "fd00:a::83/128") && strstr(addrs, "10.1.0.83/32"))
+				break;
+			usleep(100000);
+		}
+		ck_assert_msg(addrs && strstr(addrs, "fd00:a::83/128") && strstr(addrs, "10.1.0.83/32"),
+			      "n1 did not learn pn's addresses: %s", addrs ? addrs : "(no record)");
+		ck_assert(json_is_true(json_object_get(a, "guestAddressed")));
+		free(addrs);
+		json_decref(a);
+		topo_out(out, sizeof(out), "ip -n %s-n1 -6 route show table %d; ip -n %s-n1 -4 route show table %d",
+			 T.prefix, TOPO_TABLE_A, T.prefix, TOPO_TABLE_A);
+		snprintf(want, sizeof(want), "fd00:a::83 dev %s", host);
+		ck_assert_msg(strstr(out, want), "no route '%s' in: %s", want, out);
+		snprintf(want, sizeof(want), "10.1.0.83 dev %s", host);
+		ck_assert_msg(strstr(out, want), "no route '%s' in: %s", want, out);
+		ck_assert_int_eq(write_remotes(), 0);
+		ck_assert_msg(wait_ping("pn", "fd00:a::82", 15) == 0, "pn gets no IPv6 reply from p2");
+		ck_assert_msg(wait_ping("p2", "10.1.0.83", 15) == 0, "p2 never reached pn over IPv4");
+		got = ping("p2", "fd00:a::83", 20);
+		other = ping("q2", "fd00:a::83", 5);
+		printf("cnitool traffic: p2 -> pn (learned fd00:a::83) %ld/20; q2 (vpcB) -> it %ld/5\n", got, other);
+		ck_assert_int_eq(got, 20);
+		ck_assert_int_eq(other, 0);
+		got = ping("pn", "10.1.0.82", 10);
+		ck_assert_int_eq(got, 10);
+
+		/* addresses outside vpcA's prefixes (n1's record: fd00:a::/64,
+		 * 10.1.0.0/16) are refused: not recorded, not routed, logged */
+		ck_assert_int_eq(topo_sh("ip -n %s-pn addr add 10.9.0.83/32 dev eth0 && "
+					 "ip -n %s-pn addr add fd00:b::83/128 dev eth0 nodad && ip -n %s-pn neigh flush dev eth0 && "
+					 "{ ip netns exec %s-pn ping -c 2 -i 0.2 -W 1 -I 10.9.0.83 10.1.0.82; "
+					 "ip netns exec %s-pn ping -c 2 -i 0.2 -W 1 -I fd00:b::83 fd00:a::82; true; } >/dev/null 2>&1",
+					 T.prefix, T.prefix, T.prefix, T.prefix, T.prefix), 0);
+		ck_assert_int_eq(topo_sh("for _ in $(seq 50); do grep -q 'not learned: 10.9.0.83/32 is outside the address ranges of vpc vpcA' %s/n1/agent.log && "
+					 "grep -q 'not learned: fd00:b::83/128 is outside' %s/n1/agent.log && exit 0; sleep 0.1; done; exit 1",
+					 T.dir, T.dir), 0);
+		a = record_att(1, "PN");
+		addrs = a ? json_dumps(json_object_get(a, "addrs"), JSON_COMPACT) : NULL;
+		ck_assert_msg(addrs && !strstr(addrs, "10.9.0.83") && !strstr(addrs, "fd00:b::83") &&
+			      strstr(addrs, "fd00:a::83/128"), "pn's record: %s", addrs ? addrs : "(none)");
+		free(addrs);
+		json_decref(a);
+		topo_out(out, sizeof(out), "{ ip -n %s-n1 route show table all; ip -n %s-n1 -6 route show table all; } | "
+			 "grep -c -e 10.9.0.83 -e fd00:b::83", T.prefix, T.prefix);
+		ck_assert_msg(!strcmp(out, "0"), "routes toward a refused address: %s", out);
+		topo_sh("ip -n %s-pn addr del 10.9.0.83/32 dev eth0; ip -n %s-pn addr del fd00:b::83/128 dev eth0", T.prefix,
+			T.prefix);
+	}
 }
 END_TEST
 
