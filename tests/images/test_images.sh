@@ -176,12 +176,13 @@ if [ -x "$R/usr/local/bin/galactic-cni-install" ]; then
   exec 7>&-
   kill "$run" 2>/dev/null; wait "$run" 2>/dev/null
   # a directory that cannot be written: a clear error and a non-zero exit
-  mkdir -p "$R/ro"; mount --bind -o ro "$R/ro" "$R/ro" 2>/dev/null && {
-    out=$(chroot "$R" /usr/local/bin/galactic-cni-install --to /ro 2>&1); rc=$?
-    umount "$R/ro"
-    check "init step into a read-only directory fails (exit $rc): ${out%%$'\n'*}" \
-      bash -c '[ "$1" != 0 ] && [[ "$2" == *"Read-only file system"* ]]' _ "$rc" "$out"
-  }
+  # (a read-only bind mount in a private mount namespace: nothing outlives it)
+  mkdir -p "$R/ro"
+  out=$(unshare --mount --propagation private -- bash -c \
+    'mount --bind -o ro "$1/ro" "$1/ro" && exec chroot "$1" /usr/local/bin/galactic-cni-install --from /usr/local/bin/galactic-cni --to /ro' \
+    _ "$R" 2>&1); rc=$?
+  check "init step into a read-only directory fails (exit $rc): ${out%%$'\n'*}" \
+    bash -c '[ "$1" != 0 ] && [[ "$2" == *"Read-only file system"* ]]' _ "$rc" "$out"
 else
   bad "galactic-agent image has no galactic-cni-install"
 fi
