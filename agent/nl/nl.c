@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -185,25 +186,44 @@ int gnl_batch_add(struct gnl_batch *b, struct nl_msg *msg, void *tag)
 	return 0;
 }
 
-static void parse_extack(const struct nlmsghdr *h, char *ext, size_t extlen)
+int gnl_msg_error(const struct nlmsghdr *h)
 {
 	const struct nlmsgerr *e = NLMSG_DATA(h);
-	size_t off = sizeof(*e);
-	const uint8_t *end = (const uint8_t *)h + h->nlmsg_len;
-	const struct nlattr *a;
+
+	if (h->nlmsg_len < NLMSG_LENGTH(sizeof(*e)))
+		return -EBADMSG; /* too short to say which error */
+	if (e->error > 0)
+		return -EPROTO; /* errors are negative; a positive one would read as a result */
+	return e->error;
+}
+
+void gnl_extack(const struct nlmsghdr *h, char *ext, size_t extlen)
+{
+	const struct nlmsgerr *e = NLMSG_DATA(h);
+	const uint8_t *p = NLMSG_DATA(h);
+	size_t room, off = sizeof(*e);
 
 	if (!ext || !extlen)
 		return;
 	ext[0] = 0;
-	if (!(h->nlmsg_flags & NLM_F_ACK_TLVS))
+	if (h->nlmsg_len < NLMSG_LENGTH(sizeof(*e)) || !(h->nlmsg_flags & NLM_F_ACK_TLVS))
 		return;
-	if (!(h->nlmsg_flags & NLM_F_CAPPED))
+	room = h->nlmsg_len - NLMSG_HDRLEN;
+	if (!(h->nlmsg_flags & NLM_F_CAPPED)) {
+		/* The request is echoed whole: its length must fit in what is left. */
+		if (e->msg.nlmsg_len < sizeof(struct nlmsghdr) ||
+		    e->msg.nlmsg_len - sizeof(struct nlmsghdr) > room - off)
+			return;
 		off += e->msg.nlmsg_len - sizeof(struct nlmsghdr);
-	a = (const struct nlattr *)((const uint8_t *)NLMSG_DATA(h) + NLMSG_ALIGN(off));
-	while ((const uint8_t *)a + sizeof(*a) <= end && a->nla_len >= sizeof(*a) &&
-	       (const uint8_t *)a + a->nla_len <= end) {
+	}
+	off = NLMSG_ALIGN(off);
+	while (off <= room && room - off >= NLA_HDRLEN) {
+		const struct nlattr *a = (const struct nlattr *)(p + off);
+
+		if (a->nla_len < NLA_HDRLEN || a->nla_len > room - off)
+			return;
 		if ((a->nla_type & NLA_TYPE_MASK) == NLMSGERR_ATTR_MSG) {
-			size_t l = a->nla_len - sizeof(*a);
+			size_t l = a->nla_len - NLA_HDRLEN;
 
 			if (l >= extlen)
 				l = extlen - 1;
@@ -213,8 +233,96 @@ static void parse_extack(const struct nlmsghdr *h, char *ext, size_t extlen)
 			ext[l] = 0;
 			return;
 		}
-		a = (const struct nlattr *)((const uint8_t *)a + NLA_ALIGN(a->nla_len));
+		off += NLA_ALIGN(a->nla_len);
 	}
+}
+
+/* The datagram's bytes as msg_ok counts them (a datagram is at most RECV_BUF). */
+static int dgram_len(size_t len)
+{
+	return len > INT_MAX ? INT_MAX : (int)len;
+}
+
+size_t gnl_acks_scan(struct gnl_batch *b, const size_t *idx, size_t n, uint32_t seq0,
+		     const void *buf, size_t len)
+{
+	const struct nlmsghdr *h;
+	int left = dgram_len(len);
+	size_t acked = 0;
+
+	for (h = buf; msg_ok(h, left); h = NLMSG_NEXT(h, left)) {
+		uint32_t k;
+		struct gnl_req *r;
+
+		if (h->nlmsg_type != NLMSG_ERROR)
+			continue;
+		k = h->nlmsg_seq - seq0;
+		if (h->nlmsg_seq < seq0 || k >= n)
+			continue; /* stale ack of an earlier exchange */
+		r = &b->v[idx[k]];
+		if (r->err != 1)
+			continue;
+		r->err = gnl_msg_error(h);
+		if (r->err)
+			gnl_extack(h, r->ext, sizeof(r->ext));
+		else
+			r->ext[0] = 0;
+		acked++;
+	}
+	return acked;
+}
+
+int gnl_dump_scan(const void *buf, size_t len, uint32_t seq, gnl_dump_cb cb, void *arg,
+		  int *stop, bool *intr, int *rc)
+{
+	const struct nlmsghdr *h;
+	int left = dgram_len(len);
+
+	for (h = buf; msg_ok(h, left); h = NLMSG_NEXT(h, left)) {
+		if (h->nlmsg_seq != seq)
+			continue;
+		if (h->nlmsg_flags & NLM_F_DUMP_INTR)
+			*intr = true;
+		if (h->nlmsg_type == NLMSG_DONE) {
+			*rc = *stop ? *stop : *intr ? -EAGAIN : 0;
+			return 1;
+		}
+		if (h->nlmsg_type == NLMSG_ERROR) {
+			int e = gnl_msg_error(h);
+
+			if (e) {
+				*rc = e;
+				return 1;
+			}
+			continue;
+		}
+		/* Keep reading to the end after a stop so the socket stays in sync. */
+		if (!*stop)
+			*stop = cb(h, arg);
+	}
+	return 0;
+}
+
+int gnl_get_scan(const void *buf, size_t len, uint32_t seq, gnl_dump_cb cb, void *arg, int *stop,
+		 int *rc)
+{
+	const struct nlmsghdr *h;
+	int left = dgram_len(len);
+
+	for (h = buf; msg_ok(h, left); h = NLMSG_NEXT(h, left)) {
+		if (h->nlmsg_seq != seq)
+			continue;
+		/* The ack (or the error) comes last: the socket is in sync again. */
+		if (h->nlmsg_type == NLMSG_ERROR) {
+			int e = gnl_msg_error(h);
+
+			*rc = e ? e : *stop;
+			return 1;
+		}
+		if (!*stop)
+			*stop = cb(h, arg);
+	}
+	return 0;
 }
 
 static int send_all(struct gnl_sock *s, void *buf, size_t len)
@@ -247,36 +355,13 @@ static int trip(struct gnl_sock *s, struct gnl_batch *b, const size_t *idx, size
 	b->trips++;
 	while (acked < n) {
 		ssize_t got = recv(gnl_fd(s), s->rbuf, RECV_BUF, 0);
-		struct nlmsghdr *h;
-		int left;
 
 		if (got < 0) {
 			if (errno == EINTR)
 				continue;
 			return -errno;
 		}
-		left = (int)got;
-		for (h = (struct nlmsghdr *)s->rbuf; msg_ok(h, left); h = NLMSG_NEXT(h, left)) {
-			const struct nlmsgerr *e;
-			uint32_t k;
-			struct gnl_req *r;
-
-			if (h->nlmsg_type != NLMSG_ERROR)
-				continue;
-			k = h->nlmsg_seq - seq0;
-			if (h->nlmsg_seq < seq0 || k >= n)
-				continue; /* stale ack of an earlier exchange */
-			r = &b->v[idx[k]];
-			if (r->err != 1)
-				continue;
-			e = NLMSG_DATA(h);
-			r->err = e->error;
-			if (e->error)
-				parse_extack(h, r->ext, sizeof(r->ext));
-			else
-				r->ext[0] = 0;
-			acked++;
-		}
+		acked += gnl_acks_scan(b, idx, n, seq0, s->rbuf, (size_t)got);
 	}
 	return 0;
 }
@@ -370,6 +455,7 @@ int gnl_dump(struct gnl_sock *s, struct nl_msg *req, gnl_dump_cb cb, void *arg)
 	struct nlmsghdr *rh = nlmsg_hdr(req);
 	uint32_t seq = s->seq++;
 	bool intr = false;
+	int stop = 0, rc = 0;
 
 	rh->nlmsg_flags |= NLM_F_REQUEST | NLM_F_DUMP;
 	rh->nlmsg_seq = seq;
@@ -378,33 +464,14 @@ int gnl_dump(struct gnl_sock *s, struct nl_msg *req, gnl_dump_cb cb, void *arg)
 		return -EIO;
 	for (;;) {
 		ssize_t got = recv(gnl_fd(s), s->rbuf, RECV_BUF, 0);
-		struct nlmsghdr *h;
-		int left, stop = 0;
 
 		if (got < 0) {
 			if (errno == EINTR)
 				continue;
 			return -errno;
 		}
-		left = (int)got;
-		for (h = (struct nlmsghdr *)s->rbuf; msg_ok(h, left); h = NLMSG_NEXT(h, left)) {
-			if (h->nlmsg_seq != seq)
-				continue;
-			if (h->nlmsg_flags & NLM_F_DUMP_INTR)
-				intr = true;
-			if (h->nlmsg_type == NLMSG_DONE)
-				return stop ? stop : intr ? -EAGAIN : 0;
-			if (h->nlmsg_type == NLMSG_ERROR) {
-				const struct nlmsgerr *e = NLMSG_DATA(h);
-
-				if (e->error)
-					return e->error;
-				continue;
-			}
-			/* Keep reading to the end after a stop so the socket stays in sync. */
-			if (!stop)
-				stop = cb(h, arg);
-		}
+		if (gnl_dump_scan(s->rbuf, (size_t)got, seq, cb, arg, &stop, &intr, &rc))
+			return rc;
 	}
 }
 
@@ -412,7 +479,7 @@ int gnl_get(struct gnl_sock *s, struct nl_msg *req, gnl_dump_cb cb, void *arg)
 {
 	struct nlmsghdr *rh = nlmsg_hdr(req);
 	uint32_t seq = s->seq++;
-	int stop = 0;
+	int stop = 0, rc = 0;
 
 	rh->nlmsg_flags = (uint16_t)((rh->nlmsg_flags & ~NLM_F_DUMP) | NLM_F_REQUEST | NLM_F_ACK);
 	rh->nlmsg_seq = seq;
@@ -421,27 +488,14 @@ int gnl_get(struct gnl_sock *s, struct nl_msg *req, gnl_dump_cb cb, void *arg)
 		return -EIO;
 	for (;;) {
 		ssize_t got = recv(gnl_fd(s), s->rbuf, RECV_BUF, 0);
-		struct nlmsghdr *h;
-		int left;
 
 		if (got < 0) {
 			if (errno == EINTR)
 				continue;
 			return -errno;
 		}
-		left = (int)got;
-		for (h = (struct nlmsghdr *)s->rbuf; msg_ok(h, left); h = NLMSG_NEXT(h, left)) {
-			if (h->nlmsg_seq != seq)
-				continue;
-			/* The ack (or the error) comes last: the socket is in sync again. */
-			if (h->nlmsg_type == NLMSG_ERROR) {
-				const struct nlmsgerr *e = NLMSG_DATA(h);
-
-				return e->error ? e->error : stop;
-			}
-			if (!stop)
-				stop = cb(h, arg);
-		}
+		if (gnl_get_scan(s->rbuf, (size_t)got, seq, cb, arg, &stop, &rc))
+			return rc;
 	}
 }
 

@@ -79,6 +79,32 @@ int gnl_dump(struct gnl_sock *s, struct nl_msg *req, gnl_dump_cb cb, void *arg);
  */
 int gnl_get(struct gnl_sock *s, struct nl_msg *req, gnl_dump_cb cb, void *arg);
 
+/*
+ * Replies, one received datagram at a time (pure: the socket loops above use
+ * these, and tests and the fuzzer feed them bytes). Messages are walked
+ * with NLMSG_OK bounds; anything shorter than it claims ends the walk.
+ */
+/* The error of an NLMSG_ERROR message: 0 (an ack) or -errno; -EBADMSG when the
+ * message is too short to hold a struct nlmsgerr, -EPROTO for a positive error. */
+int gnl_msg_error(const struct nlmsghdr *h);
+/* The extended-ack text (NLMSGERR_ATTR_MSG) of an NLMSG_ERROR into ext; "" when
+ * there is none or the attributes do not fit in the message. */
+void gnl_extack(const struct nlmsghdr *h, char *ext, size_t extlen);
+/* Acks for requests idx[0..n) of b sent with sequence numbers seq0...: the
+ * first answer to each pending one (err == 1) goes into its err and ext.
+ * Returns how many it answered. */
+size_t gnl_acks_scan(struct gnl_batch *b, const size_t *idx, size_t n, uint32_t seq0,
+		     const void *buf, size_t len);
+/* A dump's datagram (sequence seq): cb on each object until cb returns
+ * non-zero (*stop). Returns 1 when the dump ended, with its result in *rc
+ * (the error, cb's stop value, -EAGAIN when interrupted, or 0); 0 when more
+ * is to come. *stop and *intr carry over between datagrams (start 0, false). */
+int gnl_dump_scan(const void *buf, size_t len, uint32_t seq, gnl_dump_cb cb, void *arg,
+		  int *stop, bool *intr, int *rc);
+/* A single request's reply datagram, as gnl_dump_scan; ends at the ack. */
+int gnl_get_scan(const void *buf, size_t len, uint32_t seq, gnl_dump_cb cb, void *arg, int *stop,
+		 int *rc);
+
 /* --- notifications ----------------------------------------------------- */
 
 /* A non-blocking socket in netns subscribed to the RTNLGRP_* groups given. */

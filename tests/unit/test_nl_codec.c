@@ -17,6 +17,7 @@
 #include <linux/seg6_iptunnel.h>
 #include <linux/seg6_local.h>
 
+#include "agent/nl/nl.h"
 #include "agent/nl/objects.h"
 #include "tests/lib/gtest.h"
 
@@ -420,6 +421,181 @@ START_TEST(t_addr_helpers)
 }
 END_TEST
 
+
+/* --- replies: NLMSG_ERROR lengths, extended acks, the scan loops ----------- */
+
+/* An NLMSG_ERROR at the end of buf: error code, flags, echoed request length
+ * (only when uncapped: its payload follows), then TLVs. Returns its length. */
+static size_t put_err(uint8_t *buf, uint32_t seq, int code, uint16_t flags, uint32_t echoed_len,
+		      size_t echoed_payload, const char *msg)
+{
+	struct nlmsghdr *h = (struct nlmsghdr *)buf;
+	struct nlmsgerr *e = NLMSG_DATA(h);
+	size_t off = NLMSG_HDRLEN + sizeof(*e) + NLMSG_ALIGN(echoed_payload);
+
+	memset(buf, 0, 512);
+	h->nlmsg_type = NLMSG_ERROR;
+	h->nlmsg_flags = flags;
+	h->nlmsg_seq = seq;
+	e->error = code;
+	e->msg.nlmsg_len = echoed_len;
+	if (msg) {
+		struct nlattr *a = (struct nlattr *)(buf + off);
+
+		a->nla_type = NLMSGERR_ATTR_MSG;
+		a->nla_len = (uint16_t)(NLA_HDRLEN + strlen(msg) + 1);
+		memcpy(buf + off + NLA_HDRLEN, msg, strlen(msg) + 1);
+		off += NLA_ALIGN(a->nla_len);
+	}
+	h->nlmsg_len = (uint32_t)off;
+	return off;
+}
+
+START_TEST(t_msg_error_lengths)
+{
+	uint8_t buf[512] __attribute__((aligned(4)));
+	struct nlmsghdr *h = (struct nlmsghdr *)buf;
+
+	put_err(buf, 1, -EEXIST, NLM_F_CAPPED, 16, 0, NULL);
+	ck_assert_int_eq(gnl_msg_error(h), -EEXIST);
+	/* Too short to hold a struct nlmsgerr: an error, never a read beyond it. */
+	h->nlmsg_len = NLMSG_HDRLEN + sizeof(int);
+	ck_assert_int_eq(gnl_msg_error(h), -EBADMSG);
+	h->nlmsg_len = NLMSG_HDRLEN;
+	ck_assert_int_eq(gnl_msg_error(h), -EBADMSG);
+	/* A positive error would read as "pending" (1) or as a callback's result. */
+	put_err(buf, 1, 1, NLM_F_CAPPED, 16, 0, NULL);
+	ck_assert_int_eq(gnl_msg_error(h), -EPROTO);
+}
+END_TEST
+
+START_TEST(t_extack_bounds)
+{
+	uint8_t buf[512] __attribute__((aligned(4)));
+	struct nlmsghdr *h = (struct nlmsghdr *)buf;
+	char ext[128];
+
+	put_err(buf, 1, -EINVAL, NLM_F_CAPPED | NLM_F_ACK_TLVS, 16, 0, "Invalid prefix");
+	gnl_extack(h, ext, sizeof(ext));
+	ck_assert_str_eq(ext, "Invalid prefix");
+	/* Uncapped: the whole request is echoed before the TLVs. */
+	put_err(buf, 1, -EINVAL, NLM_F_ACK_TLVS, 16 + 24, 24, "No such route");
+	gnl_extack(h, ext, sizeof(ext));
+	ck_assert_str_eq(ext, "No such route");
+	/* An echoed length below a header used to wrap the offset far outside
+	 * the message; one beyond the message must not be followed either. */
+	put_err(buf, 1, -EINVAL, NLM_F_ACK_TLVS, 0, 0, "x");
+	strcpy(ext, "stale");
+	gnl_extack(h, ext, sizeof(ext));
+	ck_assert_str_eq(ext, "");
+	put_err(buf, 1, -EINVAL, NLM_F_ACK_TLVS, 4000, 0, "x");
+	gnl_extack(h, ext, sizeof(ext));
+	ck_assert_str_eq(ext, "");
+	/* A TLV longer than the message, and a truncated message. */
+	put_err(buf, 1, -EINVAL, NLM_F_CAPPED | NLM_F_ACK_TLVS, 16, 0, "abc");
+	((struct nlattr *)(buf + NLMSG_HDRLEN + sizeof(struct nlmsgerr)))->nla_len = 400;
+	gnl_extack(h, ext, sizeof(ext));
+	ck_assert_str_eq(ext, "");
+	h->nlmsg_len = NLMSG_HDRLEN + 2;
+	gnl_extack(h, ext, sizeof(ext));
+	ck_assert_str_eq(ext, "");
+	/* A message longer than ext is cut, and terminated. */
+	{
+		char big[300];
+
+		memset(big, 'm', sizeof(big) - 1);
+		big[sizeof(big) - 1] = 0;
+		put_err(buf, 1, -EINVAL, NLM_F_CAPPED | NLM_F_ACK_TLVS, 16, 0, big);
+		gnl_extack(h, ext, sizeof(ext));
+		ck_assert_uint_eq(strlen(ext), sizeof(ext) - 1);
+	}
+}
+END_TEST
+
+START_TEST(t_acks_scan_truncated_and_stale)
+{
+	uint8_t buf[2048] __attribute__((aligned(4)));
+	struct gnl_batch b;
+	size_t idx[3] = { 0, 1, 2 }, off = 0;
+
+	gnl_batch_init(&b);
+	b.v = calloc(3, sizeof(*b.v));
+	ck_assert_ptr_nonnull(b.v);
+	b.n = b.capn = 3;
+	for (int i = 0; i < 3; i++)
+		b.v[i].err = 1;
+	off += put_err(buf + off, 99, -EPERM, NLM_F_CAPPED, 16, 0, NULL);   /* stale */
+	off += put_err(buf + off, 100, 0, NLM_F_CAPPED, 16, 0, NULL);       /* ok */
+	off += put_err(buf + off, 101, -EEXIST, NLM_F_CAPPED | NLM_F_ACK_TLVS, 16, 0, "File exists");
+	off += put_err(buf + off, 100, -EIO, NLM_F_CAPPED, 16, 0, NULL);    /* a second answer */
+	/* The third: an error message cut short after its header and 4 bytes. */
+	{
+		struct nlmsghdr *h = (struct nlmsghdr *)(buf + off);
+
+		put_err(buf + off, 102, -ENOMEM, NLM_F_CAPPED, 16, 0, NULL);
+		h->nlmsg_len = NLMSG_HDRLEN + 4;
+		off += NLMSG_ALIGN(h->nlmsg_len);
+	}
+	ck_assert_uint_eq(gnl_acks_scan(&b, idx, 3, 100, buf, off), 3);
+	ck_assert_int_eq(b.v[0].err, 0);
+	ck_assert_int_eq(b.v[1].err, -EEXIST);
+	ck_assert_str_eq(b.v[1].ext, "File exists");
+	ck_assert_int_eq(b.v[2].err, -EBADMSG);
+	gnl_batch_free(&b);
+}
+END_TEST
+
+static int count_cb(const struct nlmsghdr *h, void *arg)
+{
+	(void)h;
+	return ++*(int *)arg == 2 ? 7 : 0;
+}
+
+START_TEST(t_dump_and_get_scan)
+{
+	uint8_t buf[2048] __attribute__((aligned(4)));
+	struct nlmsghdr *h;
+	size_t off = 0;
+	int seen = 0, stop = 0, rc = 99;
+	bool intr = false;
+
+	for (int i = 0; i < 3; i++) {
+		h = (struct nlmsghdr *)(buf + off);
+		memset(h, 0, NLMSG_LENGTH(4));
+		h->nlmsg_len = NLMSG_LENGTH(4);
+		h->nlmsg_type = RTM_NEWLINK;
+		h->nlmsg_seq = 5;
+		h->nlmsg_flags = i == 1 ? NLM_F_DUMP_INTR : 0;
+		off += NLMSG_ALIGN(h->nlmsg_len);
+	}
+	/* More to come: no DONE yet. */
+	ck_assert_int_eq(gnl_dump_scan(buf, off, 5, count_cb, &seen, &stop, &intr, &rc), 0);
+	ck_assert_int_eq(seen, 2); /* stopped at the second, read on to stay in sync */
+	ck_assert_int_eq(stop, 7);
+	ck_assert(intr);
+	h = (struct nlmsghdr *)buf;
+	h->nlmsg_type = NLMSG_DONE;
+	ck_assert_int_eq(gnl_dump_scan(buf, NLMSG_ALIGN(h->nlmsg_len), 5, count_cb, &seen, &stop, &intr, &rc), 1);
+	ck_assert_int_eq(rc, 7);
+	/* A dump ended by a truncated error: -EBADMSG, not a read beyond it. */
+	stop = 0;
+	intr = false;
+	put_err(buf, 5, -EBUSY, 0, 16, 0, NULL);
+	((struct nlmsghdr *)buf)->nlmsg_len = NLMSG_HDRLEN + 1;
+	ck_assert_int_eq(gnl_dump_scan(buf, NLMSG_HDRLEN + 1, 5, count_cb, &seen, &stop, &intr, &rc), 1);
+	ck_assert_int_eq(rc, -EBADMSG);
+	/* A get: its reply, then the ack carrying the error. */
+	seen = 0;
+	stop = 0;
+	put_err(buf, 6, -ENODEV, NLM_F_CAPPED, 16, 0, NULL);
+	ck_assert_int_eq(gnl_get_scan(buf, ((struct nlmsghdr *)buf)->nlmsg_len, 6, count_cb, &seen, &stop, &rc), 1);
+	ck_assert_int_eq(rc, -ENODEV);
+	ck_assert_int_eq(seen, 0);
+	/* Another request's messages are not ours. */
+	ck_assert_int_eq(gnl_get_scan(buf, ((struct nlmsghdr *)buf)->nlmsg_len, 7, count_cb, &seen, &stop, &rc), 0);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("nl_codec");
@@ -436,6 +612,10 @@ static Suite *suite(void)
 	tcase_add_test(tc, t_addr_roundtrip);
 	tcase_add_test(tc, t_link_veth_vrf_encoding);
 	tcase_add_test(tc, t_addr_helpers);
+	tcase_add_test(tc, t_msg_error_lengths);
+	tcase_add_test(tc, t_extack_bounds);
+	tcase_add_test(tc, t_acks_scan_truncated_and_stale);
+	tcase_add_test(tc, t_dump_and_get_scan);
 	suite_add_tcase(s, tc);
 	return s;
 }
