@@ -24,3 +24,5 @@ $(eval $(call e2e_test,test_translator_egress,tests/e2e/test_translator_egress.c
 $(eval $(call unit_test,test_translator_egress_unit,tests/unit/test_translator_egress.c,gtranslator gcommon,$(TRANSLATOR_LDLIBS)))
 $(eval $(call fuzzer,fuzz_translator_schema,tests/fuzz/fuzz_translator_schema.c,gtranslator gcommon,$(TRANSLATOR_LDLIBS)))
 $(eval $(call fuzzer,fuzz_translator_egress,tests/fuzz/fuzz_translator_egress.c,gtranslator gcommon,$(TRANSLATOR_LDLIBS)))
+$(eval $(call fuzzer,fuzz_translator_mapping,tests/fuzz/fuzz_translator_mapping.c,gtranslator gcommon,$(TRANSLATOR_LDLIBS)))
+$(eval $(call fuzzer,fuzz_translator_objects,tests/fuzz/fuzz_translator_objects.c,gtranslator gcommon,$(TRANSLATOR_LDLIBS)))
