@@ -4,10 +4,12 @@
 #include "common/yaml.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
 
@@ -81,14 +83,28 @@ struct kube_config *kube_config_new(const char *server, const char *token, const
 	return c;
 }
 
+/* Reads a regular file whole: a FIFO or device named by a kubeconfig
+ * (tokenFile: /dev/stdin) would block or never end. */
 static char *read_file(const char *path, size_t *len, char *err, size_t errlen)
 {
-	FILE *f = fopen(path, "rb");
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	struct stat st;
 	char *buf = NULL;
 	size_t cap = 0, n = 0;
+	FILE *f;
 
-	if (!f) {
+	if (fd < 0) {
 		snprintf(err, errlen, "open %s: %s", path, strerror(errno));
+		return NULL;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "open %s: not a regular file", path);
+		close(fd);
+		return NULL;
+	}
+	if (!(f = fdopen(fd, "rb"))) {
+		snprintf(err, errlen, "open %s: %s", path, strerror(errno));
+		close(fd);
 		return NULL;
 	}
 	for (;;) {

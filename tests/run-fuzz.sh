@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs each libFuzzer target for FUZZ_SECONDS (default 60) on its own corpus
 # (build/fuzz/corpus/<name>, seeded from tests/fuzz/corpus/<name> when that
-# exists) and fails on any crash, leak or sanitizer report.
+# exists) with its dictionary (tests/fuzz/<name>.dict, most a link to the
+# Kubernetes JSON tokens of fuzz_watch.dict) and fails on any crash, leak or
+# sanitizer report.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 secs=${FUZZ_SECONDS:-60}
@@ -12,8 +14,10 @@ for f in "$@"; do
   mkdir -p "$corpus"
   seeds=()
   [ -d "$top/tests/fuzz/corpus/$name" ] && seeds=("$top/tests/fuzz/corpus/$name")
+  dict=()
+  [ -f "$top/tests/fuzz/$name.dict" ] && dict=(-dict="$top/tests/fuzz/$name.dict")
   echo "=== fuzz/$name (${secs}s)"
-  (cd "$top/build/fuzz" && "$f" -max_total_time="$secs" -print_final_stats=1 \
+  (cd "$top/build/fuzz" && "$f" -max_total_time="$secs" -print_final_stats=1 "${dict[@]}" \
       -artifact_prefix="$top/build/fuzz/$name-" "$corpus" "${seeds[@]}") \
     > "$top/build/fuzz/$name.log" 2>&1
   rc=$?

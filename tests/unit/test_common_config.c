@@ -164,6 +164,34 @@ START_TEST(kubeconfig_contexts)
 }
 END_TEST
 
+/* A tokenFile that is a FIFO (or a device) is refused at once: reading it
+ * would block the daemon's start forever (found while writing fuzz_kubeconfig:
+ * the file names in a kubeconfig are outside input too). */
+START_TEST(kubeconfig_token_file_not_regular)
+{
+	char p[256], err[512];
+	struct kube_config *c;
+
+	mkdir_tmp();
+	snprintf(p, sizeof(p), "%s/fifo", dir);
+	ck_assert_int_eq(mkfifo(p, 0600), 0);
+	write_file("config", "current-context: x\n"
+		   "clusters: [{name: c, cluster: {server: \"https://h:1/\"}}]\n"
+		   "contexts: [{name: x, context: {cluster: c, user: u}}]\n"
+		   "users: [{name: u, user: {tokenFile: fifo}}]\n");
+	snprintf(p, sizeof(p), "%s/config", dir);
+	c = kube_config_from_kubeconfig(p, NULL, err, sizeof(err));
+	ck_assert_ptr_null(c);
+	ck_assert_msg(strstr(err, "cannot read tokenFile"), "%s", err);
+	/* The kubeconfig itself must be a file too. */
+	snprintf(p, sizeof(p), "%s/fifo", dir);
+	c = kube_config_from_kubeconfig(p, NULL, err, sizeof(err));
+	ck_assert_ptr_null(c);
+	ck_assert_msg(strstr(err, "not a regular file"), "%s", err);
+	rm_tmp();
+}
+END_TEST
+
 /* Projected tokens rotate: the file is re-read once older than token_reload_s. */
 START_TEST(in_cluster_token_rotation)
 {
@@ -225,6 +253,7 @@ int main(void)
 	TCase *tc = tcase_create("config");
 	tcase_add_test(tc, yaml_subset);
 	tcase_add_test(tc, kubeconfig_contexts);
+	tcase_add_test(tc, kubeconfig_token_file_not_regular);
 	tcase_add_test(tc, in_cluster_token_rotation);
 	tcase_add_test(tc, base64);
 	suite_add_tcase(s, tc);
