@@ -712,6 +712,53 @@ int kube_list_page(struct kube_client *kc, const struct kube_resource *r, const 
 	return 0;
 }
 
+int kube_list_merge_page(json_t **all, json_t *page, const struct kube_list_opts *o, char **cont,
+			 struct kube_error *err)
+{
+	json_t *items = json_object_get(page, "items"), *it;
+	const char *c;
+	size_t i;
+
+	*cont = NULL;
+	if (!json_is_array(items)) {
+		err_set(err, KUBE_ERR_DECODE, "list page has no items array");
+		return -1;
+	}
+	if (!*all) {
+		json_t *md = json_object_get(page, "metadata");
+
+		if (!(*all = json_object()) || json_object_set_new(*all, "items", json_array()) ||
+		    json_object_set_new(*all, "metadata", json_is_object(md) ? json_incref(md) : json_object())) {
+			err_set(err, KUBE_ERR_DECODE, "list: out of memory");
+			return -1;
+		}
+		if (json_object_get(page, "kind"))
+			json_object_set(*all, "kind", json_object_get(page, "kind"));
+		if (json_object_get(page, "apiVersion"))
+			json_object_set(*all, "apiVersion", json_object_get(page, "apiVersion"));
+	}
+	if (o && o->item_fn)
+		json_array_foreach(items, i, it)
+			o->item_fn(it, o->item_ud);
+	json_array_extend(json_object_get(*all, "items"), items);
+	c = gj_str(page, "metadata.continue");
+	if (c && *c && !(*cont = strdup(c))) {
+		err_set(err, KUBE_ERR_DECODE, "list: out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+void kube_list_finish(json_t *all)
+{
+	/* The merged list speaks for the whole snapshot: drop the paging fields. */
+	json_t *md = json_deep_copy(json_object_get(all, "metadata"));
+
+	json_object_del(md, "continue");
+	json_object_del(md, "remainingItemCount");
+	json_object_set_new(all, "metadata", md ? md : json_object());
+}
+
 int kube_list_all(struct kube_client *kc, const struct kube_resource *r, const char *ns,
 		  const struct kube_list_opts *o, json_t **out, struct kube_error *err)
 {
@@ -739,36 +786,19 @@ int kube_list_all(struct kube_client *kc, const struct kube_resource *r, const c
 			free(cont);
 			return -1;
 		}
-		if (!all) {
-			all = json_object();
-			json_object_set_new(all, "items", json_array());
-			json_object_set(all, "metadata", json_object_get(page, "metadata")
-						 ? json_object_get(page, "metadata") : json_object());
-			if (json_object_get(page, "kind"))
-				json_object_set(all, "kind", json_object_get(page, "kind"));
-			if (json_object_get(page, "apiVersion"))
-				json_object_set(all, "apiVersion", json_object_get(page, "apiVersion"));
-		}
-		if (po.item_fn) {
-			size_t i;
-			json_t *it;
-			json_array_foreach(json_object_get(page, "items"), i, it)
-				po.item_fn(it, po.item_ud);
-		}
-		json_array_extend(json_object_get(all, "items"), json_object_get(page, "items"));
 		free(cont);
-		cont = gj_str(page, "metadata.continue") && *gj_str(page, "metadata.continue")
-			       ? strdup(gj_str(page, "metadata.continue")) : NULL;
+		if (kube_list_merge_page(&all, page, &po, &cont, err)) {
+			json_decref(page);
+			json_decref(all);
+			free(cont);
+			return -1;
+		}
 		json_decref(page);
 		if (!cont)
 			break;
 		po.continue_token = cont;
 	}
-	/* The merged list speaks for the whole snapshot: drop the paging fields. */
-	json_t *md = json_deep_copy(json_object_get(all, "metadata"));
-	json_object_del(md, "continue");
-	json_object_del(md, "remainingItemCount");
-	json_object_set_new(all, "metadata", md);
+	kube_list_finish(all);
 	*out = all;
 	return 0;
 }

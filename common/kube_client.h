@@ -126,6 +126,17 @@ int kube_list_page(struct kube_client *kc, const struct kube_resource *r, const 
  */
 int kube_list_all(struct kube_client *kc, const struct kube_resource *r, const char *ns,
 		  const struct kube_list_opts *o, json_t **out, struct kube_error *err);
+/*
+ * kube_list_all's steps on pages already received (pure): merge_page adds
+ * page to *all (made from the first page: kind, apiVersion, metadata),
+ * calling o->item_fn (o may be NULL) on each item first, and sets *cont to
+ * the page's continue token (malloc'd) or NULL on the last page; -1
+ * (KUBE_ERR_DECODE) when page has no items array. finish drops the paging
+ * fields (continue, remainingItemCount) from the merged metadata.
+ */
+int kube_list_merge_page(json_t **all, json_t *page, const struct kube_list_opts *o, char **cont,
+			 struct kube_error *err);
+void kube_list_finish(json_t *all);
 
 int kube_create(struct kube_client *kc, const struct kube_resource *r, const char *ns,
 		const json_t *obj, json_t **out, struct kube_error *err);

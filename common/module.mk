@@ -24,3 +24,4 @@ $(eval $(call e2e_test,test_common_leader,tests/e2e/test_common_leader.c $(COMMO
 $(eval $(call fuzzer,fuzz_watch,tests/fuzz/fuzz_watch.c,gcommon,$(COMMON_LDLIBS)))
 $(eval $(call bench,bench_informer,tests/bench/bench_informer.c tests/bench/bench.c tests/lib/cp.c,gcommon,$(COMMON_LDLIBS)))
 $(eval $(call fuzzer,fuzz_kubeconfig,tests/fuzz/fuzz_kubeconfig.c,gcommon,$(COMMON_LDLIBS)))
+$(eval $(call fuzzer,fuzz_informer_list,tests/fuzz/fuzz_informer_list.c,gcommon,$(COMMON_LDLIBS)))
