@@ -4,6 +4,7 @@
 #include "common/log.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,18 +120,45 @@ static void set_holder(struct leader *l, const char *h)
 		l->o.on_new_leader(h, l->o.ud);
 }
 
-static json_t *lease_obj(struct leader *l, const char *holder, int duration, const char *acquire,
-			 const char *renew, long transitions)
+json_t *leader_lease_body(const char *ns, const char *name, const char *rv, const char *holder,
+			  int duration_s, const char *acquire, const char *renew, long transitions)
 {
 	json_t *o = json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:s, s:i, s:s, s:s, s:I}}",
 			      "apiVersion", "coordination.k8s.io/v1", "kind", "Lease",
-			      "metadata", "name", l->name, "namespace", l->ns,
-			      "spec", "holderIdentity", holder, "leaseDurationSeconds", duration,
+			      "metadata", "name", name, "namespace", ns,
+			      "spec", "holderIdentity", holder, "leaseDurationSeconds", duration_s,
 			      "acquireTime", acquire, "renewTime", renew,
 			      "leaseTransitions", (json_int_t)transitions);
-	if (o && l->rv[0])
-		gj_set(o, "metadata.resourceVersion", json_string(l->rv));
+	if (o && rv && rv[0])
+		gj_set(o, "metadata.resourceVersion", json_string(rv));
 	return o;
+}
+
+static json_t *lease_obj(struct leader *l, const char *holder, int duration, const char *acquire,
+			 const char *renew, long transitions)
+{
+	return leader_lease_body(l->ns, l->name, l->rv, holder, duration, acquire, renew, transitions);
+}
+
+void leader_lease_read(const json_t *lease, double def_duration_s, struct lease_view *v)
+{
+	json_int_t d = gj_int(lease, "spec.leaseDurationSeconds", 0);
+	json_int_t t = gj_int(lease, "spec.leaseTransitions", 0);
+	const char *h = gj_str(lease, "spec.holderIdentity"), *a = gj_str(lease, "spec.acquireTime");
+
+	v->rv = gj_str(lease, "metadata.resourceVersion") ?: "";
+	v->holder = h ? h : "";
+	v->acquire = a && *a ? a : NULL;
+	/* int32 in the API, > 0; anything else (a candidate's bug, a hand
+	 * edit) counts as our own duration rather than as forever or never. */
+	v->duration_s = d > 0 && d <= INT32_MAX ? (double)d : def_duration_s;
+	v->transitions = t >= 0 && t <= INT32_MAX ? (long)t : 0;
+}
+
+long leader_next_transitions(long transitions)
+{
+	/* leaseTransitions is an int32 the API server keeps >= 0. */
+	return transitions >= 0 && transitions < INT32_MAX ? transitions + 1 : 0;
 }
 
 /* One attempt, as client-go's tryAcquireOrRenew. Returns true if we hold the lease. */
@@ -140,6 +168,7 @@ static bool try_acquire_or_renew(struct leader *l)
 	json_t *cur = NULL, *out = NULL, *o;
 	char now[64], *spec_s;
 	const char *holder, *acq;
+	struct lease_view lv;
 	double t = mono();
 	long transitions;
 	bool ok;
@@ -161,8 +190,9 @@ static bool try_acquire_or_renew(struct leader *l)
 		}
 		goto won;
 	}
-	snprintf(l->rv, sizeof(l->rv), "%s", gj_str(cur, "metadata.resourceVersion") ?: "");
-	holder = gj_str(cur, "spec.holderIdentity") ?: "";
+	leader_lease_read(cur, l->o.lease_duration_s, &lv);
+	snprintf(l->rv, sizeof(l->rv), "%s", lv.rv);
+	holder = lv.holder;
 	spec_s = gj_dumps(json_object_get(cur, "spec"));
 	if (!l->observed || !spec_s || strcmp(l->observed, spec_s)) {
 		free(l->observed);
@@ -172,17 +202,17 @@ static bool try_acquire_or_renew(struct leader *l)
 		free(spec_s);
 	}
 	set_holder(l, holder);
-	double dur = (double)gj_int(cur, "spec.leaseDurationSeconds", (int64_t)l->o.lease_duration_s);
+	double dur = lv.duration_s;
 	l->expires_at = 0;
 	if (*holder && strcmp(holder, l->id) && l->observed_at + dur > t) {
 		l->expires_at = l->observed_at + dur;
 		json_decref(cur);
 		return false; /* held by someone else and not expired */
 	}
-	transitions = (long)gj_int(cur, "spec.leaseTransitions", 0);
-	acq = gj_str(cur, "spec.acquireTime");
+	transitions = lv.transitions;
+	acq = lv.acquire;
 	if (strcmp(holder, l->id)) {
-		transitions++;
+		transitions = leader_next_transitions(transitions);
 		acq = now;
 	}
 	o = lease_obj(l, l->id, (int)l->o.lease_duration_s, acq ? acq : now, now, transitions);
@@ -241,10 +271,12 @@ static void release(struct leader *l)
 	/* client-go's release: empty holder, 1 s duration, same transition count. */
 	o = lease_obj(l, "", 1, now, now, 0);
 	if (l->observed) {
-		json_t *spec = json_loads(l->observed, 0, NULL);
-		gj_set(o, "spec.leaseTransitions",
-		       json_integer(gj_int(spec, "leaseTransitions", 0)));
-		json_decref(spec);
+		json_t *spec = json_loads(l->observed, 0, NULL), *lease = json_pack("{s:o*}", "spec", spec);
+		struct lease_view lv;
+
+		leader_lease_read(lease, 1, &lv);
+		gj_set(o, "spec.leaseTransitions", json_integer(lv.transitions));
+		json_decref(lease);
 	}
 	if (kube_update(l->kc, &LEASES, l->ns, l->name, NULL, o, &out, &err))
 		glog_kv(GLOG_WARN, "leader", "release failed", "error", err.message, NULL);

@@ -46,6 +46,24 @@ void leader_holder(struct leader *l, char *buf, size_t n);
 void leader_stop(struct leader *l);
 void leader_free(struct leader *l);
 
+/*
+ * What a Lease says, read defensively (every candidate writes it): rv,
+ * holder ("" when none) and acquire (NULL when none) are borrowed from
+ * lease; a leaseDurationSeconds outside 1..INT32_MAX reads as def_duration_s,
+ * a leaseTransitions outside 0..INT32_MAX as 0.
+ */
+struct lease_view {
+	const char *rv, *holder, *acquire;
+	double duration_s;
+	long transitions;
+};
+void leader_lease_read(const json_t *lease, double def_duration_s, struct lease_view *v);
+/* The count after a takeover: +1, back to 0 past INT32_MAX (the API's int32). */
+long leader_next_transitions(long transitions);
+/* The coordination.k8s.io/v1 Lease a candidate writes (rv NULL or "": none). */
+json_t *leader_lease_body(const char *ns, const char *name, const char *rv, const char *holder,
+			  int duration_s, const char *acquire, const char *renew, long transitions);
+
 /* RFC 3339 with microseconds, the format of Lease times. */
 void leader_format_microtime(double epoch_s, char *buf, size_t n);
 

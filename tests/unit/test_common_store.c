@@ -3,6 +3,7 @@
 #include "common/json.h"
 #include "common/kube_client.h"
 #include "common/kube_store.h"
+#include "common/leader.h"
 #include "tests/lib/gtest.h"
 
 #include <stdlib.h>
@@ -243,6 +244,42 @@ START_TEST(list_pages_merge)
 }
 END_TEST
 
+/* Lease JSON written by other candidates (found while writing fuzz_lease: a
+ * leaseTransitions of INT64_MAX overflowed on takeover, a negative duration
+ * read as "expired long ago"). */
+START_TEST(lease_read_defensive)
+{
+	struct lease_view v;
+	json_t *l, *b;
+
+	l = json_loads("{\"metadata\":{\"resourceVersion\":\"5\"},\"spec\":{\"holderIdentity\":\"a\","
+		       "\"leaseDurationSeconds\":20,\"leaseTransitions\":4,\"acquireTime\":\"t0\"}}", 0, NULL);
+	leader_lease_read(l, 15, &v);
+	ck_assert_str_eq(v.rv, "5");
+	ck_assert_str_eq(v.holder, "a");
+	ck_assert_str_eq(v.acquire, "t0");
+	ck_assert(v.duration_s == 20);
+	ck_assert_int_eq(v.transitions, 4);
+	ck_assert_int_eq(leader_next_transitions(v.transitions), 5);
+	json_decref(l);
+	l = json_loads("{\"spec\":{\"holderIdentity\":7,\"leaseDurationSeconds\":-3,"
+		       "\"leaseTransitions\":9223372036854775807}}", 0, NULL);
+	leader_lease_read(l, 15, &v);
+	ck_assert_str_eq(v.rv, "");
+	ck_assert_str_eq(v.holder, "");
+	ck_assert_ptr_null(v.acquire);
+	ck_assert(v.duration_s == 15);
+	ck_assert_int_eq(v.transitions, 0);
+	json_decref(l);
+	ck_assert_int_eq(leader_next_transitions(2147483647L), 0);
+	b = leader_lease_body("ns", "n", "", "me", 15, "t1", "t2", 1);
+	ck_assert_ptr_null(gj_get(b, "metadata.resourceVersion"));
+	ck_assert_str_eq(gj_str(b, "spec.holderIdentity"), "me");
+	ck_assert_int_eq(gj_int(b, "spec.leaseTransitions", -1), 1);
+	json_decref(b);
+}
+END_TEST
+
 START_TEST(paths)
 {
 	char p[256];
@@ -274,6 +311,7 @@ int main(void)
 	tcase_add_test(tc, typed_errors);
 	tcase_add_test(tc, paths);
 	tcase_add_test(tc, list_pages_merge);
+	tcase_add_test(tc, lease_read_defensive);
 	suite_add_tcase(s, tc);
 	return gt_run(s);
 }
