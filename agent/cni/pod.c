@@ -21,12 +21,14 @@ static void to_gnl(const struct cni_ip *ip, int plen, struct gnl_addr *a)
 	memcpy(a->a.raw, ip->addr, ip->family == AF_INET ? 4 : 16);
 }
 
-static int talk(struct gnl_sock *s, struct nl_msg *m, int rc, char *ext, size_t extlen)
+/* mp, not the message: the builder that sets *mp is an argument of the same
+ * call, and C leaves the order in which arguments are evaluated open. */
+static int talk(struct gnl_sock *s, struct nl_msg **mp, int rc, char *ext, size_t extlen)
 {
 	if (rc)
 		return rc;
-	rc = gnl_talk(s, m, ext, extlen);
-	nlmsg_free(m);
+	rc = gnl_talk(s, *mp, ext, extlen);
+	nlmsg_free(*mp);
 	return rc;
 }
 
@@ -86,7 +88,7 @@ static int pod_configure(struct gnl_sock *ps, const struct cni_conf *c, struct p
 		 * node routes (there is no L2 segment to ARP/ND across), so the
 		 * prefix goes via the gateway below. */
 		ia.flags = IFA_F_NOPREFIXROUTE | (ia.family == AF_INET6 ? IFA_F_NODAD : 0);
-		rc = talk(ps, m, gnl_ifaddr_msg(&m, RTM_NEWADDR, NLM_F_CREATE | NLM_F_REPLACE, &ia),
+		rc = talk(ps, &m, gnl_ifaddr_msg(&m, RTM_NEWADDR, NLM_F_CREATE | NLM_F_REPLACE, &ia),
 			  ext, sizeof(ext));
 		if (rc) {
 			snprintf(err, errlen, "add address %s/%d to %s in the pod: %s %s",
@@ -108,7 +110,7 @@ static int pod_configure(struct gnl_sock *ps, const struct cni_conf *c, struct p
 		 * saves ARP/ND (the host end has no address to answer with). */
 		to_gnl(&rts[i].gw, rts[i].gw.family == AF_INET ? 32 : 128, &ne.dst);
 		memcpy(ne.lladdr, l->host_mac, 6);
-		rc = talk(ps, m, gnl_neigh_msg(&m, RTM_NEWNEIGH, NLM_F_CREATE | NLM_F_REPLACE, &ne),
+		rc = talk(ps, &m, gnl_neigh_msg(&m, RTM_NEWNEIGH, NLM_F_CREATE | NLM_F_REPLACE, &ne),
 			  ext, sizeof(ext));
 		if (rc) {
 			snprintf(err, errlen, "add neighbour %s on %s in the pod: %s %s",
@@ -117,7 +119,7 @@ static int pod_configure(struct gnl_sock *ps, const struct cni_conf *c, struct p
 		}
 		if (!gw_on_link(&rts[i].gw)) {
 			to_gnl(&rts[i].gw, rts[i].gw.family == AF_INET ? 32 : 128, &hr.dst);
-			rc = talk(ps, m, gnl_route_msg(&m, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_REPLACE, &hr),
+			rc = talk(ps, &m, gnl_route_msg(&m, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_REPLACE, &hr),
 				  ext, sizeof(ext));
 			if (rc) {
 				snprintf(err, errlen, "add route to gateway %s dev %s in the pod: %s %s",
@@ -128,7 +130,7 @@ static int pod_configure(struct gnl_sock *ps, const struct cni_conf *c, struct p
 		if (rts[i].plen)
 			to_gnl(&rts[i].dst, rts[i].plen, &r.dst);
 		to_gnl(&rts[i].gw, 0, &r.gw);
-		rc = talk(ps, m, gnl_route_msg(&m, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_REPLACE, &r),
+		rc = talk(ps, &m, gnl_route_msg(&m, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_REPLACE, &r),
 			  ext, sizeof(ext));
 		if (rc) {
 			snprintf(err, errlen, "add route %s/%d via %s dev %s in the pod: %s %s",
@@ -158,7 +160,7 @@ static int pod_configure(struct gnl_sock *ps, const struct cni_conf *c, struct p
 			net.addr[bit / 8] &= (uint8_t)~(0x80 >> (bit % 8));
 		to_gnl(&net, a->plen, &r.dst);
 		to_gnl(gw, 0, &r.gw);
-		rc = talk(ps, m, gnl_route_msg(&m, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_REPLACE, &r),
+		rc = talk(ps, &m, gnl_route_msg(&m, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_REPLACE, &r),
 			  ext, sizeof(ext));
 		if (rc) {
 			snprintf(err, errlen, "add route %s/%d via the gateway dev %s in the pod: %s %s",

@@ -47,12 +47,14 @@ static void set(struct pf_probe *p, const char *name, int err)
  * uses: a probe passes only when the kernel accepts the very message the
  * agent would send. Each returns 0 or a positive errno. */
 
-static int talk(struct gnl_sock *sk, struct nl_msg *m, int rc)
+/* mp, not the message: the builder that sets *mp is an argument of the same
+ * call, and C leaves the order in which arguments are evaluated open. */
+static int talk(struct gnl_sock *sk, struct nl_msg **mp, int rc)
 {
 	if (rc)
 		return -rc;
-	rc = gnl_talk(sk, m, NULL, 0);
-	nlmsg_free(m);
+	rc = gnl_talk(sk, *mp, NULL, 0);
+	nlmsg_free(*mp);
 	return -rc;
 }
 
@@ -68,7 +70,7 @@ static int link_add(struct gnl_sock *sk, const char *name, const char *kind, con
 	if (peer)
 		snprintf(l.peer, sizeof(l.peer), "%s", peer);
 	l.vrf_table = vrf_table;
-	return talk(sk, m, gnl_link_msg(&m, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, &l));
+	return talk(sk, &m, gnl_link_msg(&m, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, &l));
 }
 
 static int link_up(struct gnl_sock *sk, const char *name)
@@ -107,7 +109,7 @@ static int seg6_encap_probe(struct gnl_sock *sk, int mode, const char *dst, int 
 	r.seg6.mode = mode;
 	r.seg6.nsegs = 1;
 	inet_pton(AF_INET6, "fc00:0:1:1::", &r.seg6.segs[0]);
-	return talk(sk, m, gnl_route_msg(&m, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL, &r));
+	return talk(sk, &m, gnl_route_msg(&m, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL, &r));
 }
 
 static int seg6local_probe(struct gnl_sock *sk, uint32_t action, const char *dst, int oif)
@@ -133,7 +135,7 @@ static int seg6local_probe(struct gnl_sock *sk, uint32_t action, const char *dst
 		r.s6l.vrftable = 100;
 		break;
 	}
-	return talk(sk, m, gnl_route_msg(&m, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL, &r));
+	return talk(sk, &m, gnl_route_msg(&m, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL, &r));
 }
 
 static int file_exists(const char *p)
