@@ -107,12 +107,12 @@ int gde_render(const struct gde_shard *s, const struct gde_vpc *v, size_t n, cha
 	if (rc)
 		return rc;
 	if (n > GDE_VPCS_MAX) {
-		snprintf(err, errlen, "%zu VPCs: at most %u", n, GDE_VPCS_MAX);
+		snprintf(err, errlen, "%zu VPCs: at most %u", n, (unsigned)GDE_VPCS_MAX);
 		return -E2BIG;
 	}
 	for (size_t i = 0; i < n; i++) {
 		if (!v[i].arg || v[i].arg > GDE_VPCS_MAX) {
-			snprintf(err, errlen, "vpc argument %u outside 1-%u", v[i].arg, GDE_VPCS_MAX);
+			snprintf(err, errlen, "vpc argument %u outside 1-%u", v[i].arg, (unsigned)GDE_VPCS_MAX);
 			return -EINVAL;
 		}
 		for (size_t j = 0; j < i; j++)

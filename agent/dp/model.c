@@ -259,7 +259,7 @@ int gdp_validate_vpc(const struct gdp_state *s, size_t idx, char *err, size_t er
 		return -EINVAL;
 	}
 	if (!v->arg || v->arg > GDP_ARG_MAX) {
-		snprintf(err, errlen, "vpc %s: argument %u outside 1-%u", v->id, v->arg, GDP_ARG_MAX);
+		snprintf(err, errlen, "vpc %s: argument %u outside 1-%u", v->id, v->arg, (unsigned)GDP_ARG_MAX);
 		return -EINVAL;
 	}
 	if (!v->table || v->table == 253 || v->table == 254 || v->table == 255) {
@@ -332,7 +332,7 @@ int gdp_validate_attachment(const struct gdp_state *s, size_t idx, char *err, si
 	}
 	if (!a->arg || a->arg > GDP_ARG_MAX) {
 		snprintf(err, errlen, "attachment %s/%s: argument %u outside 1-%u", a->vpc, a->id,
-			 a->arg, GDP_ARG_MAX);
+			 a->arg, (unsigned)GDP_ARG_MAX);
 		return -EINVAL;
 	}
 	/* No addresses: the guest addresses itself (rules only). */

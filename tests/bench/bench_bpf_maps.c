@@ -257,10 +257,15 @@ int main(int argc, char **argv)
 	char err[512], pins[128];
 	int e;
 
-	if (!bench_need_root(b, "bpf maps and a network namespace"))
+	if (!bench_need_root(b, "bpf maps and a network namespace")) {
+		free(k);
+		free(v);
 		return bench_end(b);
+	}
 	if (!k || !v || n < 1) {
 		bench_error(b, "bad N or out of memory");
+		free(k);
+		free(v);
 		return bench_end(b);
 	}
 	build(&s, n);
@@ -269,6 +274,8 @@ int main(int argc, char **argv)
 	if (netns_up()) {
 		bench_error(b, "cannot build the node namespace %s", ns);
 		netns_down();
+		free(k);
+		free(v);
 		return bench_end(b);
 	}
 	/* Round 0 (not counted) is the agent's: its map gives the raw side's entries. */

@@ -340,7 +340,7 @@ static void round_fact(struct bench *b, const struct round *rd, int nr, size_t o
 	double v[MAX_ROUNDS];
 
 	for (int r = 0; r < nr; r++)
-		v[r] = *(const double *)((const char *)&rd[r] + off);
+		memcpy(&v[r], (const char *)&rd[r] + off, sizeof(v[r]));
 	bench_fact(b, name, unit, what, v, (size_t)nr);
 }
 
@@ -382,9 +382,6 @@ int main(int argc, char **argv)
 	if (rounds < 1 || rounds > MAX_ROUNDS)
 		rounds = 3;
 	memset(rd, 0, sizeof(rd));
-	ref = calloc((size_t)nref, sizeof(double));
-	ref_sorted = calloc((size_t)nref, sizeof(double));
-	rseq = calloc((size_t)nref, sizeof(double));
 	lat = mmap(NULL, sizeof(double) * (size_t)n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	rlat = mmap(NULL, sizeof(double) * (size_t)n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	rdel = mmap(NULL, sizeof(double) * (size_t)n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -402,6 +399,9 @@ int main(int argc, char **argv)
 		bench_error(b, "setup failed (topology)");
 		return bench_end(b);
 	}
+	ref = calloc((size_t)nref, sizeof(double));
+	ref_sorted = calloc((size_t)nref, sizeof(double));
+	rseq = calloc((size_t)nref, sizeof(double));
 	for (int node = 1; node <= 2; node++) {
 		sock_path(node, sock, sizeof(sock));
 		if (!strcmp(bk, "bpf"))
