@@ -22,6 +22,8 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <limits.h>
+#include <linux/rtnetlink.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -39,6 +41,7 @@
 #include "agent/dp/backend.h"
 #include "agent/dp/bpf/bpf_backend.h"
 #include "agent/egress/egress.h"
+#include "agent/health/drift.h"
 #include "agent/health/health.h"
 #include "agent/identity/identity.h"
 #include "agent/nl/objects.h"
@@ -76,7 +79,12 @@ struct agent {
 	struct gid_daemon *ident;      /* node identity from the API (--node), or NULL */
 	struct ges_daemon *egress;     /* the node's EgressShard (--node), or NULL */
 	const char *backend;           /* the backend in use ("kernel", "bpf") */
-	int drift;                     /* consecutive verify ticks that found drift */
+	int fails;                     /* consecutive verify ticks that found failures (no drift) */
+	/* Drift (agent/health/drift.h): found after a verified pass, repaired, read back. */
+	struct gdrift drift;
+	bool drift_seen;               /* the last read-back found drift: the next one repairs */
+	double recheck_at;             /* a read-back due then (ms, monotonic; 0: none) */
+	unsigned long repair_full;     /* full passes when a repair was asked (ULONG_MAX: none) */
 };
 
 /* The identity the API decided goes into the record (in process); a pass applies it. */
@@ -213,6 +221,7 @@ struct watch {
 	uint32_t tmin, tmax;
 	bool dirty;
 	bool learned;           /* a guest's address was recorded: a pass applies it */
+	bool tc;                 /* a TC filter, chain or qdisc was deleted */
 	struct record *rec;
 	struct glearn *learn;   /* NULL without the CNI socket */
 };
@@ -283,21 +292,61 @@ static int watch_cb(const struct nlmsghdr *h, void *arg)
 	case RTM_DELLINK:
 		w->dirty = true; /* a host veth or the uplink went away */
 		break;
+	case RTM_DELTFILTER:
+	case RTM_DELCHAIN:
+	case RTM_DELQDISC:
+		/* A filter (or its qdisc) went: ours? a read-back says (bpf backend). */
+		w->tc = true;
+		break;
 	}
 	return 0;
 }
 
-/*
- * Verify tick: the datapath read back without a pass. Drift makes the node
- * not ready at once; seen on two ticks in a row it is repaired (a pass), so
- * a change caught mid-way by one read does not rewrite the kernel.
- */
-static void verify_tick(struct agent *ag)
+/* An object the last pass had programmed (drift is a change from there). */
+static bool was_programmed(void *ctx, const struct gdp_result *r)
 {
+	struct agent *ag = ctx;
+	struct gdp_result last;
+
+	return pipeline_result(ag->pl, r->kind, r->vpc, r->key, &last) == 0 && last.programmed && !last.err;
+}
+
+/* Repairs read back: counted (metric, NodeDataplane status) and logged. */
+static void count_repairs(struct agent *ag, const unsigned long got[GDRIFT_KINDS])
+{
+	const char *kinds[GDRIFT_KINDS];
+	bool any = false;
+
+	for (int k = 0; k < GDRIFT_KINDS; k++) {
+		kinds[k] = gdrift_kind_str((enum gdrift_kind)k);
+		if (!got[k])
+			continue;
+		any = true;
+		ghealth_drift_repaired(ag->health, kinds[k], got[k]);
+		glogf(GLOG_INFO, COMP, "drift repaired and read back: %lu %s (%lu so far)", got[k], kinds[k],
+		      ag->drift.repaired[k]);
+	}
+	if (any)
+		gid_daemon_drift(ag->ident, kinds, ag->drift.repaired, GDRIFT_KINDS);
+}
+
+/*
+ * The datapath read back without a pass (verify ticks, TC notifications,
+ * after a repair). Any difference makes the node not ready at once. Drift
+ * (what the last pass had programmed, now missing or different) is
+ * repaired at once when the trigger says for sure that something of ours
+ * went (definitive: a TC filter deleted), else when a second read 250 ms
+ * later still sees it, so a change caught mid-way does not rewrite the
+ * kernel. Failures that are no drift (an object that never got programmed)
+ * ask for a full pass when two verify ticks in a row see them.
+ */
+static void read_back(struct agent *ag, bool definitive, bool tick, const char *why)
+{
+	unsigned long got[GDRIFT_KINDS] = { 0 }, full, delta;
 	struct gdp_results res;
 	struct rec_snap snap;
 	double t0 = now_ms();
-	int n;
+	int n, pending = 0;
 
 	gdp_results_init(&res);
 	n = pipeline_verify(ag->pl, &res);
@@ -305,14 +354,31 @@ static void verify_tick(struct agent *ag)
 		health_report(ag, &snap, &res, true, n == 0, (now_ms() - t0) / 1e3);
 		record_snap_free(&snap);
 	}
-	if (n > 0 && ++ag->drift >= 2) {
-		glogf(GLOG_WARN, COMP, "verify: %d differences on two reads: repairing", n);
-		ag->drift = 0;
+	if (n >= 0) {
+		pending = gdrift_read_back(&ag->drift, &res, was_programmed, ag, got);
+		count_repairs(ag, got);
+	}
+	if (n > 0 && pending > 0 && (definitive || ag->drift_seen)) {
+		glogf(GLOG_WARN, COMP, "%s: drift of %d objects (%d differences): repairing", why, pending, n);
+		ag->drift_seen = false;
+		ag->recheck_at = 0;
+		pipeline_counters(ag->pl, &full, &delta);
+		ag->repair_full = full;
 		pipeline_kick_full(ag->pl);
-	} else if (n > 0) {
+	} else if (n > 0 && pending > 0) {
+		glogf(GLOG_WARN, COMP, "%s: drift of %d objects (%d differences): not ready, reading again", why,
+		      pending, n);
+		ag->drift_seen = true;
+		ag->recheck_at = now_ms() + 250;
+	} else if (n > 0 && tick && ++ag->fails >= 2) {
+		glogf(GLOG_WARN, COMP, "verify: %d differences on two reads: reconciling", n);
+		ag->fails = 0;
+		pipeline_kick_full(ag->pl);
+	} else if (n > 0 && tick) {
 		glogf(GLOG_WARN, COMP, "verify: %d differences in the datapath: not ready", n);
-	} else {
-		ag->drift = 0;
+	} else if (n == 0) {
+		ag->fails = 0;
+		ag->drift_seen = false;
 	}
 	gdp_results_free(&res);
 }
@@ -365,7 +431,7 @@ int main(int argc, char **argv)
 	char err[512];
 	static const unsigned groups[] = { RTNLGRP_LINK, RTNLGRP_IPV4_ROUTE, RTNLGRP_IPV6_ROUTE,
 					   RTNLGRP_IPV4_RULE, RTNLGRP_IPV6_RULE, RTNLGRP_NEIGH,
-					   RTNLGRP_IPV4_IFADDR, RTNLGRP_IPV6_IFADDR };
+					   RTNLGRP_IPV4_IFADDR, RTNLGRP_IPV6_IFADDR, RTNLGRP_TC };
 	struct gnl_sock *mon = NULL;
 	struct watch w = { 0 };
 	double dirty_at = 0;
@@ -419,6 +485,8 @@ int main(int argc, char **argv)
 		glogf(GLOG_WARN, COMP, "backend %s unavailable (%s): using %s", backend, err, ops->name);
 	backend = ops->name;
 	ag.backend = backend;
+	gdrift_init(&ag.drift);
+	ag.repair_full = ULONG_MAX;
 	/* The record first: it migrates the old files before anything applies. */
 	if (record_open(&ag.rec, &(struct record_opts){ .dir = state_dir, .table_min = bo.table_min }, err,
 			sizeof(err))) {
@@ -555,7 +623,9 @@ int main(int argc, char **argv)
 	while (!once && !got_term) {
 		struct pollfd pfd = { .fd = mon ? gnl_fd(mon) : -1, .events = POLLIN };
 
-		poll(&pfd, 1, 200);
+		double wait = ag.recheck_at ? ag.recheck_at - now_ms() : 200;
+
+		poll(&pfd, 1, wait < 0 ? 0 : wait > 200 ? 200 : (int)wait);
 		if (mon && (pfd.revents & POLLIN)) {
 			int n = gnl_read_notifications(mon, watch_cb, &w);
 
@@ -578,10 +648,29 @@ int main(int argc, char **argv)
 			dirty_at = 0;
 			pipeline_kick_full(ag.pl);
 		}
+		/* TC filters are the bpf backend's: one deleted is drift until read back. */
+		if (w.tc) {
+			w.tc = false;
+			if (!strcmp(ops->name, "bpf"))
+				read_back(&ag, true, false, "TC filter or qdisc deleted");
+		}
+		if (ag.repair_full != ULONG_MAX) {
+			unsigned long full, delta;
+
+			pipeline_counters(ag.pl, &full, &delta);
+			if (full > ag.repair_full) {
+				ag.repair_full = ULONG_MAX;
+				read_back(&ag, false, false, "after the repair");
+			}
+		}
+		if (ag.recheck_at && now_ms() >= ag.recheck_at) {
+			ag.recheck_at = 0;
+			read_back(&ag, false, false, "read again");
+		}
 		/* Read-backs between passes feed /readyz (only served with --metrics-addr). */
 		if (ag.health && verify_s > 0 && now_ms() - last_verify >= verify_s * 1000) {
 			last_verify = now_ms();
-			verify_tick(&ag);
+			read_back(&ag, false, true, "verify");
 		}
 		if (got_hup) {
 			got_hup = 0;
@@ -606,5 +695,6 @@ fail:
 	ghealth_stop(ag.health);
 	ops->close(be);
 	record_close(ag.rec);
+	gdrift_free(&ag.drift);
 	return status;
 }

@@ -199,6 +199,20 @@ void gdp_result_fail(struct gdp_result *res, int err, const char *fmt, ...)
 	va_end(ap);
 }
 
+void gdp_result_fail_what(struct gdp_result *res, enum gdp_what what, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!res || res->err)
+		return;
+	res->err = err ? err : -EIO;
+	res->programmed = false;
+	res->what = (uint8_t)what;
+	va_start(ap, fmt);
+	vsnprintf(res->msg, sizeof(res->msg), fmt, ap);
+	va_end(ap);
+}
+
 const char *gdp_obj_kind_str(enum gdp_obj_kind k)
 {
 	switch (k) {

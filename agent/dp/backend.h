@@ -40,6 +40,17 @@ enum gdp_obj_kind {
 	GDP_OBJ_EGRESS,     /* the node's egress shard (dp/egress.h); vpc and key empty */
 };
 
+/*
+ * What of an object a read-back found missing or different, when the
+ * backend can say more than the object's kind (the drift counters' kind,
+ * agent/health/drift.h): 0 = the object itself (a route for a remote).
+ */
+enum gdp_what {
+	GDP_WHAT_OBJECT = 0,
+	GDP_WHAT_FILTER,    /* bpf: a TC filter (decap on the uplink, encap on a host veth) */
+	GDP_WHAT_MAP,       /* bpf: a map entry (routes, ifaces, vpcs, node config) */
+};
+
 /* One model object's outcome. */
 struct gdp_result {
 	enum gdp_obj_kind kind;
@@ -47,6 +58,7 @@ struct gdp_result {
 	char key[GDP_ID_MAX + 1];       /* attachment id, remote prefix; empty for node/vpc */
 	int err;                        /* 0 or -errno of the first failure */
 	bool programmed;                /* verified present in the datapath (observe/apply) */
+	uint8_t what;                   /* enum gdp_what of the first failure */
 	char msg[256];                  /* "add route fd00:a::2/128 table 16385: File exists" */
 };
 
@@ -88,6 +100,9 @@ size_t gdp_results_fold_remotes(struct gdp_results *r);
 /* Records the first error of an object (later ones are only counted). */
 void gdp_result_fail(struct gdp_result *res, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* The same, saying what of the object failed (enum gdp_what). */
+void gdp_result_fail_what(struct gdp_result *res, enum gdp_what what, int err, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 const char *gdp_obj_kind_str(enum gdp_obj_kind k);
 
 struct gdp_caps {

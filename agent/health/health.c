@@ -9,12 +9,13 @@
 #include <time.h>
 
 #include "agent/dp/backend.h"
+#include "agent/health/drift.h"
 #include "common/metrics.h"
 
 struct ghealth {
 	struct metrics *m;
 	struct metrics_http *http;
-	struct metric *passes, *objects, *pass_s, *written, *ready, *verified_g, *node_id, *info;
+	struct metric *passes, *objects, *pass_s, *written, *ready, *verified_g, *node_id, *info, *drift;
 	double stall_s, started;
 
 	pthread_mutex_t mu;       /* guards the fields below */
@@ -152,12 +153,17 @@ int ghealth_start(struct ghealth **out, const struct ghealth_opts *o, char *err,
 				    "1 when the last pass read the datapath back as desired", NULL);
 	h->node_id = metrics_gauge(h->m, "galactic_agent_node_id", "The node ID the data plane runs with (0: none)", NULL);
 	h->info = metrics_gauge(h->m, "galactic_agent_info", "Always 1; labels say what runs", "datapath,version");
+	h->drift = metrics_counter(h->m, "galactic_agent_drift_repaired_total",
+				   "Drift repaired (found missing or different after a verified pass, read back repaired) by kind",
+				   "kind");
 	if (!h->passes || !h->objects || !h->pass_s || !h->written || !h->ready || !h->verified_g || !h->node_id ||
-	    !h->info) {
+	    !h->info || !h->drift) {
 		snprintf(err, errlen, "health: cannot declare metrics");
 		ghealth_stop(h);
 		return -ENOMEM;
 	}
+	for (int k = 0; k < GDRIFT_KINDS; k++)
+		metric_add(h->drift, gdrift_kind_str((enum gdrift_kind)k), 0); /* every series from the start */
 	snprintf(lv, sizeof(lv), "%s,%s", o->datapath ? o->datapath : "", o->version ? o->version : "");
 	metric_set(h->info, lv, 1);
 	h->http = metrics_http_start(h->m, o->addr ? o->addr : "127.0.0.1", o->port, err, errlen);
@@ -210,6 +216,12 @@ void ghealth_pass(struct ghealth *h, const struct ghealth_pass *p)
 	}
 	metric_set(h->verified_g, NULL, p->verified ? 1 : 0);
 	set_ready_gauge(h);
+}
+
+void ghealth_drift_repaired(struct ghealth *h, const char *kind, unsigned long n)
+{
+	if (h && n)
+		metric_add(h->drift, kind, (double)n);
 }
 
 void ghealth_identity(struct ghealth *h, uint16_t node_id, const char *why)

@@ -47,6 +47,8 @@ struct ghealth_pass {
 	const char *why;         /* when !verified: the first failure */
 };
 void ghealth_pass(struct ghealth *h, const struct ghealth_pass *p);
+/* Drift repaired (read back as repaired, agent/health/drift.h): n more of kind ("filter", "map_entry", ...). */
+void ghealth_drift_repaired(struct ghealth *h, const char *kind, unsigned long n);
 /* The identity the data plane runs with (0: none) and, when none, why. */
 void ghealth_identity(struct ghealth *h, uint16_t node_id, const char *why);
 

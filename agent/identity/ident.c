@@ -338,6 +338,18 @@ json_t *gid_status_intent(const struct gid_status_in *in, const json_t *cur, con
 	json_object_set_new(st, "reporter", json_pack("{s:s, s:s, s:s}", "node", in->node, "agentInstance",
 						      in->instance ? in->instance : "", "version",
 						      in->version ? in->version : ""));
+	{
+		json_t *dr = json_array();
+
+		for (i = 0; i < in->n_drift; i++)
+			if (in->drift_counts[i])
+				json_array_append_new(dr, json_pack("{s:s, s:I}", "kind", in->drift_kinds[i], "count",
+								    (json_int_t)in->drift_counts[i]));
+		if (json_array_size(dr))
+			json_object_set_new(st, "driftRepaired", dr);
+		else
+			json_decref(dr);
+	}
 	if (ok_id && ok_dp) {
 		ready = (struct gid_cond){ "True", "Ready", "identity assigned and datapath verified" };
 	} else {

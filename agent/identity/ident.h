@@ -143,12 +143,17 @@ struct gid_status_in {
 	const uint8_t *block;          /* 6 bytes, when node_id */
 	struct gid_cond identity;      /* IdentityAssigned */
 	struct gid_cond datapath_cond; /* DatapathReady */
+	/* drift this process repaired: n_drift pairs (kind, count); counts of 0 left out */
+	const char *const *drift_kinds;
+	const unsigned long *drift_counts;
+	size_t n_drift;
 };
 
 /*
  * The server-side apply intent of this agent's NodeDataplane status: nodeID,
  * nodeIDRef, locator, datapath, capabilities, reporter {node, agentInstance,
- * version}, conditions IdentityAssigned, DatapathReady and Ready (True when
+ * version}, driftRepaired [{kind, count}] (this process's repairs; absent
+ * while none), conditions IdentityAssigned, DatapathReady and Ready (True when
  * both are). A condition's lastTransitionTime is kept from cur (the object
  * as last seen, may be NULL) when its status did not change, else now.
  */

@@ -44,6 +44,10 @@ struct gid_daemon {
 	uint16_t use_id;               /* what the data plane runs with */
 	uint8_t use_block[6];
 	bool dp_known, dp_ok;
+	char drift_kind[GID_DRIFT_KINDS][24];
+	const char *drift_kp[GID_DRIFT_KINDS];
+	unsigned long drift_count[GID_DRIFT_KINDS];
+	size_t n_drift;
 	char dp_reason[64], dp_msg[256];
 	struct gid_daemon_stats st;
 	char last_logged[600];
@@ -119,6 +123,11 @@ static int write_status(struct gid_daemon *d, const json_t *ndp)
 		in.datapath_cond = (struct gid_cond){ "Unknown", "NotVerified", "no datapath pass yet" };
 	else
 		in.datapath_cond = (struct gid_cond){ d->dp_ok ? "True" : "False", d->dp_reason, d->dp_msg };
+	for (size_t i = 0; i < d->n_drift; i++)
+		d->drift_kp[i] = d->drift_kind[i];
+	in.drift_kinds = d->drift_kp;
+	in.drift_counts = d->drift_count;
+	in.n_drift = d->n_drift;
 	gj_time_now(now, sizeof(now));
 	intent = gid_status_intent(&in, ndp, now);
 	pthread_mutex_unlock(&d->mu);
@@ -238,6 +247,27 @@ void gid_daemon_datapath(struct gid_daemon *d, uint16_t node_id, const uint8_t b
 		memcpy(d->use_block, block, 6);
 	snprintf(d->dp_reason, sizeof(d->dp_reason), "%s", reason && *reason ? reason : verified ? "Verified" : "NotVerified");
 	snprintf(d->dp_msg, sizeof(d->dp_msg), "%s", message ? message : "");
+	pthread_mutex_unlock(&d->mu);
+	if (changed)
+		wq_add(d->q, KEY_STATUS);
+}
+
+void gid_daemon_drift(struct gid_daemon *d, const char *const *kinds, const unsigned long *counts, size_t n)
+{
+	bool changed;
+
+	if (!d)
+		return;
+	if (n > GID_DRIFT_KINDS)
+		n = GID_DRIFT_KINDS;
+	pthread_mutex_lock(&d->mu);
+	changed = n != d->n_drift;
+	for (size_t i = 0; i < n; i++) {
+		changed = changed || d->drift_count[i] != counts[i] || strcmp(d->drift_kind[i], kinds[i]);
+		snprintf(d->drift_kind[i], sizeof(d->drift_kind[i]), "%s", kinds[i]);
+		d->drift_count[i] = counts[i];
+	}
+	d->n_drift = n;
 	pthread_mutex_unlock(&d->mu);
 	if (changed)
 		wq_add(d->q, KEY_STATUS);

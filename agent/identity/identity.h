@@ -52,6 +52,15 @@ int gid_daemon_start(struct gid_daemon **out, const struct gid_daemon_opts *o, c
 void gid_daemon_datapath(struct gid_daemon *d, uint16_t node_id, const uint8_t block[6], bool verified,
 			 const char *reason, const char *message);
 
+/*
+ * Drift this process repaired so far, by kind (agent/health/drift.h): n
+ * pairs of a kind name and its count, shown in status.driftRepaired (kinds
+ * with a zero count left out). Any thread, never blocks; the status is
+ * rewritten when a count changes (only when something was repaired).
+ */
+#define GID_DRIFT_KINDS 16
+void gid_daemon_drift(struct gid_daemon *d, const char *const *kinds, const unsigned long *counts, size_t n);
+
 /* Counters, for tests and metrics. */
 struct gid_daemon_stats {
 	unsigned long acquires, api_errors, status_writes, identities;

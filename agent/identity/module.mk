@@ -9,5 +9,5 @@ $(eval $(call fuzzer,fuzz_identity,tests/fuzz/fuzz_identity.c agent/identity/ide
 # Real kube-apiserver + kube-controller-manager (garbage collector): races, pins, release.
 $(eval $(call e2e_test,test_identity_api,tests/e2e/test_identity_api.c tests/lib/cp.c tests/lib/crds.c tests/lib/kreq.c,gident gcommon,$(IDENT_LDLIBS)))
 # galactic-agent itself: identity from the API on netns nodes, restart with the API down, /readyz.
-$(eval $(call netns_test,test_agent_identity,tests/netns/test_agent_identity.c tests/lib/topo.c tests/lib/daemon.c tests/lib/cp.c tests/lib/kreq.c,gident gdp gnl gcommon,jansson nl curl mhd yaml pthread m))
+$(eval $(call netns_test,test_agent_identity,tests/netns/test_agent_identity.c tests/lib/topo.c tests/lib/daemon.c tests/lib/cp.c tests/lib/kreq.c,gident gdpbpf gdp gnl gcommon,jansson nl bpf curl mhd yaml pthread m))
 build/san/tests/test_agent_identity: | build/rel/bin/galactic-agent build/rel/bin/galactic-bpf

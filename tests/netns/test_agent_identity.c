@@ -26,8 +26,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+#include <bpf/bpf.h>
 #include <curl/curl.h>
+#include <stdarg.h>
 
+#include "agent/dp/bpf/bpf_dp.h"
 #include "agent/identity/ident.h"
 #include "tests/lib/cp.h"
 #include "tests/lib/daemon.h"
@@ -42,6 +46,7 @@ static bool bpf;
 static int port[4];
 static char nodename[4][64];
 static const char *NET = "/apis/network.datumapis.com/v1alpha1";
+static const char *verify_s = "0.3"; /* --verify-interval of the agents started next */
 
 static void agent_args(int node, char *buf, size_t n)
 {
@@ -50,7 +55,8 @@ static void agent_args(int node, char *buf, size_t n)
 	if (bpf)
 		snprintf(b, sizeof(b), "--backend bpf --bpffs /sys/fs/bpf/%s-n%d", T.prefix, node);
 	snprintf(buf, n, "%s --kubeconfig %s --node %s --report-namespace galactic-system "
-		 "--metrics-addr 127.0.0.1:%d --verify-interval 0.3 --interval 30", b, cp.kubeconfig, nodename[node], port[node]);
+		 "--metrics-addr 127.0.0.1:%d --verify-interval %s --interval 30", b, cp.kubeconfig, nodename[node], port[node],
+		 verify_s);
 }
 
 static void start(int node)
@@ -74,6 +80,25 @@ static long wait_ready(int node, long want, double secs)
 		usleep(50 * 1000);
 	}
 	return code;
+}
+
+/* Polls until a shell condition holds, up to secs; returns the seconds it took or -1. */
+static double wait_sh(double secs, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static double wait_sh(double secs, const char *fmt, ...)
+{
+	double t0 = gt_now();
+	char cmd[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	while (gt_now() - t0 < secs) {
+		if (topo_sh("%s", cmd) == 0)
+			return gt_now() - t0;
+		usleep(20 * 1000);
+	}
+	return -1;
 }
 
 static void make_ndp(int node, int pin)
@@ -282,11 +307,20 @@ START_TEST(t_api_identity_programs_traffic_and_survives_api_down_restart)
 }
 END_TEST
 
+/*
+ * The agent puts a detached filter back within milliseconds (TC
+ * notifications), so the test keeps it detached: with n2's agent stopped
+ * (SIGSTOP) our filter goes and a foreign one (u32) takes its
+ * priority, where ours cannot be attached (the kernel refuses another
+ * kind at a taken priority). /readyz answers 503 for as long as that
+ * lasts, and 200 once the foreign filter goes and the agent has put its
+ * program back (repaired drift, counted).
+ */
 START_TEST(t_not_ready_while_uplink_program_detached)
 {
-	char ns[64];
-	double t0, t_false, t_true;
-	long before;
+	char ns[64], *body = NULL;
+	double t0, t_false, t_true, before, drift_before;
+	pid_t pid;
 
 	if (skip_why[0])
 		GT_SKIP("%s", skip_why);
@@ -295,20 +329,182 @@ START_TEST(t_not_ready_while_uplink_program_detached)
 	topo_node_ns(&T, 2, ns, sizeof(ns));
 	ck_assert_int_eq(wait_ready(2, 200, 30), 200);
 	ck_assert_int_eq(topo_sh("tc -n %s filter show dev up0 ingress | grep -q galactic_decap", ns), 0);
-	before = (long)gt_metric(port[2], "galactic_agent_passes_total{kind=\"verify\",result=\"failed\"}");
+	before = gt_metric(port[2], "galactic_agent_passes_total{kind=\"verify\",result=\"failed\"}");
+	drift_before = gt_metric(port[2], "galactic_agent_drift_repaired_total{kind=\"filter\"}");
+	pid = topo_agent_pid(&T, 2);
+	ck_assert_int_gt(pid, 0);
+	ck_assert_int_eq(kill(pid, SIGSTOP), 0);
+	ck_assert_int_eq(topo_sh("tc -n %s filter del dev up0 ingress && "
+				 "tc -n %s filter add dev up0 ingress prio %d protocol all u32 match u32 0 0 classid 1:1",
+				 ns, ns, GBPF_TC_PRIO), 0);
 	t0 = gt_now();
-	ck_assert_int_eq(topo_sh("tc -n %s filter del dev up0 ingress", ns), 0);
+	ck_assert_int_eq(kill(pid, SIGCONT), 0);
 	if (wait_ready(2, 503, 5) != 503) {
 		topo_sh("tail -n 30 %s/n2/agent.log", T.dir);
 		ck_abort_msg("/readyz stayed 200 with the uplink program detached");
 	}
 	t_false = gt_now() - t0;
+	/* not ready for as long as it stays detached, and it says why */
+	usleep(1500 * 1000);
+	ck_assert_int_eq(gt_http_get(port[2], "/readyz", &body), 503);
+	ck_assert_msg(body && strstr(body, "datapath"), "%s", body ? body : "");
+	free(body);
+	ck_assert_int_ne(topo_sh("tc -n %s filter show dev up0 ingress | grep -q galactic_decap", ns), 0);
+	ck_assert_int_eq(topo_sh("tc -n %s filter del dev up0 ingress prio %d", ns, GBPF_TC_PRIO), 0);
+	t0 = gt_now();
 	ck_assert_int_eq(wait_ready(2, 200, 10), 200);
 	t_true = gt_now() - t0;
 	ck_assert_int_eq(topo_sh("tc -n %s filter show dev up0 ingress | grep -q galactic_decap", ns), 0);
 	ck_assert_double_gt(gt_metric(port[2], "galactic_agent_passes_total{kind=\"verify\",result=\"failed\"}"), before);
-	printf("uplink program detached: /readyz 503 after %.2f s, program back and 200 after %.2f s\n", t_false, t_true);
+	for (int i = 0; i < 100 && gt_metric(port[2], "galactic_agent_drift_repaired_total{kind=\"filter\"}") <= drift_before; i++)
+		usleep(20 * 1000);
+	ck_assert_double_eq(gt_metric(port[2], "galactic_agent_drift_repaired_total{kind=\"filter\"}"), drift_before + 1);
+	printf("uplink program detached: /readyz 503 after %.2f s and for as long as it stays detached; "
+	       "program back and 200 %.2f s after the foreign filter went; drift counted (filter +1)\n", t_false, t_true);
 	ck_assert_int_eq(ping("a1", "fd00:a::2", 10), 10);
+}
+END_TEST
+
+
+/* status.driftRepaired[kind].count of node's NodeDataplane (0: none). */
+static long drift_status(int node, const char *kind)
+{
+	char path[256];
+	json_t *o, *v;
+	size_t i;
+	long n = 0;
+
+	snprintf(path, sizeof(path), "%s/nodedataplanes/%s", NET, nodename[node]);
+	o = kget(&cp, path, NULL);
+	json_array_foreach(json_object_get(json_object_get(o, "status"), "driftRepaired"), i, v)
+		if (json_is_string(json_object_get(v, "kind")) && !strcmp(json_string_value(json_object_get(v, "kind")), kind))
+			n = (long)json_integer_value(json_object_get(v, "count"));
+	json_decref(o);
+	return n;
+}
+
+static double drift_metric(int node, const char *kind)
+{
+	char q[128];
+
+	snprintf(q, sizeof(q), "galactic_agent_drift_repaired_total{kind=\"%s\"}", kind);
+	return gt_metric(port[node], q);
+}
+
+/* Waits up to secs for the metric to pass before; returns the seconds it took or -1. */
+static double wait_metric_above(int node, const char *kind, double before, double secs)
+{
+	double t0 = gt_now();
+
+	while (gt_now() - t0 < secs) {
+		if (drift_metric(node, kind) > before)
+			return gt_now() - t0;
+		usleep(20 * 1000);
+	}
+	return -1;
+}
+
+static long wait_drift_status(int node, const char *kind, long want, double secs)
+{
+	double t0 = gt_now();
+	long n = 0;
+
+	while (gt_now() - t0 < secs && (n = drift_status(node, kind)) < want)
+		usleep(100 * 1000);
+	return n;
+}
+
+/*
+ * bpf backend drift, repaired and counted within 2 s. Filters: n2's agent
+ * runs without verify ticks (--verify-interval 0), so the decap filter on
+ * the uplink and the encap filter on a2's host veth come back from the TC
+ * netlink notifications alone. A map entry (no notification: a1's route in
+ * n2's routes map) comes back from the verify tick (1 s) and its second
+ * read. Each repair is counted (galactic_agent_drift_repaired_total{kind},
+ * NodeDataplane status.driftRepaired) and traffic flows again.
+ */
+START_TEST(t_bpf_drift_repaired_and_counted_within_2s)
+{
+	char ns[64], d[512], map[512];
+	const char *hv;
+	double t_up, t_hv, t_map, before, m_up, m_hv, m_map;
+	struct gbpf_route_key k;
+	struct gbpf_route r;
+	uint8_t a[16];
+	int fd;
+
+	if (skip_why[0])
+		GT_SKIP("%s", skip_why);
+	if (!bpf)
+		GT_SKIP("bpf preflight refused on this kernel: no TC programs or maps to drift");
+	topo_node_ns(&T, 2, ns, sizeof(ns));
+	hv = topo_pod(&T, "a2")->hostif;
+	/* n2 without verify ticks: only notifications can notice a filter gone */
+	if (topo_agent_pid(&T, 2) > 0)
+		kill(topo_agent_pid(&T, 2), SIGCONT); /* a failed test before may have left it stopped */
+	topo_agent_stop(&T, 2, SIGTERM);
+	verify_s = "0";
+	start(2);
+	verify_s = "0.3";
+	ck_assert_int_eq(wait_ready(2, 200, 30), 200);
+	ck_assert_int_eq(ping("a1", "fd00:a::2", 5), 5);
+
+	before = drift_metric(2, "filter");
+	ck_assert_int_eq(topo_sh("tc -n %s filter del dev up0 ingress", ns), 0);
+	m_up = wait_metric_above(2, "filter", before, 2);
+	t_up = wait_sh(2, "tc -n %s filter show dev up0 ingress | grep -q galactic_decap", ns);
+	ck_assert_msg(t_up >= 0 && m_up >= 0, "uplink filter not repaired and counted within 2 s (see %s/agent.log)",
+		      topo_state_dir(&T, 2, d, sizeof(d)));
+	before = drift_metric(2, "filter");
+	ck_assert_int_eq(topo_sh("tc -n %s filter del dev %s ingress", ns, hv), 0);
+	m_hv = wait_metric_above(2, "filter", before, 2);
+	t_hv = wait_sh(2, "tc -n %s filter show dev %s ingress | grep -q galactic_encap", ns, hv);
+	ck_assert_msg(t_hv >= 0 && m_hv >= 0, "host veth filter not repaired and counted within 2 s");
+	ck_assert_double_ge(drift_metric(2, "filter"), 2);
+	ck_assert_int_ge(wait_drift_status(2, "filter", 2, 10), 2);
+	ck_assert_int_eq(ping("a1", "fd00:a::2", 10), 10);
+
+	/* a map entry: verify ticks every second */
+	topo_agent_stop(&T, 2, SIGTERM);
+	verify_s = "1";
+	start(2);
+	verify_s = "0.3";
+	ck_assert_int_eq(wait_ready(2, 200, 30), 200);
+	snprintf(map, sizeof(map), "/sys/fs/bpf/%s-n2/v%d/%s", T.prefix, GBPF_BPF_LAYOUT, gbpf_map_name(GBPF_MAP_ROUTES));
+	fd = bpf_obj_get(map);
+	ck_assert_msg(fd >= 0, "open %s", map);
+	inet_pton(AF_INET6, "fd00:a::1", a);
+	/* a1's route in vpcA: find its argument by walking the trie */
+	{
+		struct gbpf_route_key cur, next, *prev = NULL;
+		bool found = false;
+
+		while (!found && !bpf_map_get_next_key(fd, prev, &next)) {
+			cur = next;
+			prev = &cur;
+			found = cur.family == GBPF_AF_INET6 && cur.prefixlen == GBPF_ROUTE_KEY_BITS + 128 &&
+				!memcmp(cur.addr, a, 16);
+		}
+		ck_assert_msg(found, "no route for fd00:a::1 in %s", map);
+		k = cur;
+	}
+	before = drift_metric(2, "map_entry");
+	t_map = gt_now();
+	ck_assert_int_eq(bpf_map_delete_elem(fd, &k), 0);
+	ck_assert_int_ne(bpf_map_lookup_elem(fd, &k, &r), 0);
+	m_map = wait_metric_above(2, "map_entry", before, 2.5);
+	while (bpf_map_lookup_elem(fd, &k, &r) && gt_now() - t_map < 2.5)
+		usleep(20 * 1000);
+	t_map = bpf_map_lookup_elem(fd, &k, &r) ? -1 : gt_now() - t_map;
+	close(fd);
+	ck_assert_msg(t_map >= 0 && m_map >= 0, "routes map entry not repaired and counted within 2.5 s (%.2f, %.2f)",
+		      t_map, m_map);
+	ck_assert_int_ge(wait_drift_status(2, "map_entry", 1, 10), 1);
+	ck_assert_int_eq(ping("a1", "fd00:a::2", 10), 10);
+	printf("bpf drift: uplink filter back in %.2f s (counted %.2f s), host veth filter back in %.2f s "
+	       "(counted %.2f s), from TC notifications (no verify ticks); routes map entry back in %.2f s "
+	       "(counted %.2f s, verify every 1 s); NodeDataplane driftRepaired filter=%ld map_entry=%ld\n",
+	       t_up, m_up, t_hv, m_hv, t_map, m_map, drift_status(2, "filter"), drift_status(2, "map_entry"));
 }
 END_TEST
 
@@ -436,6 +632,7 @@ int main(void)
 	tcase_add_test(tc, t_empty_node_waits_then_gets_identity_from_the_api);
 	tcase_add_test(tc, t_api_identity_programs_traffic_and_survives_api_down_restart);
 	tcase_add_test(tc, t_not_ready_while_uplink_program_detached);
+	tcase_add_test(tc, t_bpf_drift_repaired_and_counted_within_2s);
 	tcase_add_test(tc, t_two_agents_race_50_runs);
 	suite_add_tcase(s, tc);
 	return gt_run(s);

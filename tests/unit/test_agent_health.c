@@ -1,10 +1,12 @@
 /* The agent's health endpoints (agent/health/health.h) over real HTTP. */
+#include "agent/health/drift.h"
 #include "agent/health/health.h"
 #include "agent/dp/backend.h"
 #include "tests/lib/daemon.h"
 #include "tests/lib/gtest.h"
 
 #include <curl/curl.h>
+#include <errno.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -115,6 +117,74 @@ START_TEST(test_verdict)
 }
 END_TEST
 
+static bool all_were(void *ctx, const struct gdp_result *r)
+{
+	(void)ctx;
+	return r->kind != GDP_OBJ_ATTACHMENT || strcmp(r->key, "never"); /* "never" was never programmed */
+}
+
+static void result(struct gdp_results *rs, enum gdp_obj_kind k, const char *vpc, const char *key, bool ok,
+		   enum gdp_what what)
+{
+	struct gdp_result *r = gdp_results_get(rs, k, vpc, key);
+
+	r->programmed = ok;
+	if (!ok)
+		gdp_result_fail_what(r, what, -ENOENT, "missing");
+}
+
+/* Drift: seen after a verified pass, repaired when read back programmed, counted by kind. */
+START_TEST(test_drift_counts_repairs_read_back)
+{
+	unsigned long got[GDRIFT_KINDS] = { 0 };
+	struct gdp_results rs;
+	struct gdrift d;
+	struct ghealth *h;
+	char err[256];
+
+	gdrift_init(&d);
+	gdp_results_init(&rs);
+	/* uplink filter and a routes entry gone; an attachment that never was programmed (no drift) */
+	result(&rs, GDP_OBJ_NODE, "", "", false, GDP_WHAT_FILTER);
+	result(&rs, GDP_OBJ_REMOTE, "vpcA", "fd00:a::1/128", false, GDP_WHAT_MAP);
+	result(&rs, GDP_OBJ_REMOTE, "vpcA", "fd00:a::3/128", false, GDP_WHAT_OBJECT);
+	result(&rs, GDP_OBJ_ATTACHMENT, "vpcA", "never", false, GDP_WHAT_OBJECT);
+	result(&rs, GDP_OBJ_VPC, "vpcA", "", true, GDP_WHAT_OBJECT);
+	ck_assert_int_eq(gdrift_read_back(&d, &rs, all_were, NULL, got), 3);
+	/* read again, still missing: nothing repaired, nothing pending twice */
+	ck_assert_int_eq(gdrift_read_back(&d, &rs, all_were, NULL, got), 3);
+	for (int k = 0; k < GDRIFT_KINDS; k++)
+		ck_assert_uint_eq(got[k], 0);
+	/* after the repair: filter and map entry back; the kernel route still missing */
+	gdp_results_reset(&rs);
+	result(&rs, GDP_OBJ_NODE, "", "", true, GDP_WHAT_OBJECT);
+	result(&rs, GDP_OBJ_REMOTE, "vpcA", "fd00:a::1/128", true, GDP_WHAT_OBJECT);
+	result(&rs, GDP_OBJ_REMOTE, "vpcA", "fd00:a::3/128", false, GDP_WHAT_OBJECT);
+	result(&rs, GDP_OBJ_ATTACHMENT, "vpcA", "never", true, GDP_WHAT_OBJECT);
+	ck_assert_int_eq(gdrift_read_back(&d, &rs, all_were, NULL, got), 1);
+	ck_assert_uint_eq(got[GDRIFT_FILTER], 1);
+	ck_assert_uint_eq(got[GDRIFT_MAP_ENTRY], 1);
+	ck_assert_uint_eq(got[GDRIFT_ATTACHMENT], 0); /* never programmed: no repair */
+	ck_assert_uint_eq(got[GDRIFT_ROUTE], 0);
+	/* the route's remote leaves the state: forgotten, not counted */
+	gdp_results_reset(&rs);
+	result(&rs, GDP_OBJ_NODE, "", "", true, GDP_WHAT_OBJECT);
+	ck_assert_int_eq(gdrift_read_back(&d, &rs, all_were, NULL, NULL), 0);
+	ck_assert_uint_eq(d.repaired[GDRIFT_ROUTE], 0);
+	ck_assert_uint_eq(d.repaired[GDRIFT_FILTER], 1);
+	ck_assert_str_eq(gdrift_kind_str(GDRIFT_MAP_ENTRY), "map_entry");
+	gdp_results_free(&rs);
+	gdrift_free(&d);
+	/* the metric: every kind from the start, counted as reported */
+	ck_assert_int_eq(ghealth_start(&h, &(struct ghealth_opts){ .addr = "127.0.0.1" }, err, sizeof(err)), 0);
+	ck_assert_double_eq(gt_metric(ghealth_port(h), "galactic_agent_drift_repaired_total{kind=\"filter\"}"), 0);
+	ghealth_drift_repaired(h, "filter", 2);
+	ck_assert_double_eq(gt_metric(ghealth_port(h), "galactic_agent_drift_repaired_total{kind=\"filter\"}"), 2);
+	ck_assert_double_eq(gt_metric(ghealth_port(h), "galactic_agent_drift_repaired_total{kind=\"map_entry\"}"), 0);
+	ghealth_stop(h);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("agent-health");
@@ -125,6 +195,7 @@ int main(void)
 	tcase_add_test(tc, test_alive_needs_passes);
 	tcase_add_test(tc, test_parse_addr);
 	tcase_add_test(tc, test_verdict);
+	tcase_add_test(tc, test_drift_counts_repairs_read_back);
 	suite_add_tcase(s, tc);
 	return gt_run(s);
 }

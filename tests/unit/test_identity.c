@@ -244,6 +244,23 @@ START_TEST(test_status_intent)
 	ck_assert(!gid_status_equal(cur, b2));
 	json_decref(b2);
 	ck_assert(!gid_status_equal(NULL, a));
+	/* no repair yet: no driftRepaired; one repaired filter: written, zero counts left out */
+	ck_assert_ptr_null(json_object_get(json_object_get(a, "status"), "driftRepaired"));
+	{
+		static const char *const kinds[] = { "filter", "map_entry" };
+		static const unsigned long counts[] = { 1, 0 };
+		json_t *dr;
+
+		in.instance = "h/1";
+		in.drift_kinds = kinds, in.drift_counts = counts, in.n_drift = 2;
+		b2 = gid_status_intent(&in, cur, "2026-01-01T00:05:00Z");
+		ck_assert(!gid_status_equal(cur, b2));
+		dr = json_object_get(json_object_get(b2, "status"), "driftRepaired");
+		ck_assert_uint_eq(json_array_size(dr), 1);
+		ck_assert_str_eq(json_string_value(json_object_get(json_array_get(dr, 0), "kind")), "filter");
+		ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(dr, 0), "count")), 1);
+		json_decref(b2);
+	}
 	json_decref(cur);
 	json_decref(a);
 }

@@ -221,10 +221,12 @@ static const struct gdp_attachment *att_of(const struct gdp_state *d, const char
 /*
  * Interfaces, filters and next hops, inside the node's netns: every link gets
  * the filter it should have (decap on uplinks, encap on attachments) and
- * loses ours otherwise; the ifaces map follows.
+ * loses ours otherwise; the ifaces map follows. What it writes is counted
+ * in st (filters attached and ifaces entries set: added; detached and
+ * deleted: removed), when fixing.
  */
 static int sync_links(struct bpf_backend *b, const struct gdp_state *d, const struct slots *sl,
-		      bool fix, int *bad)
+		      bool fix, int *bad, struct gbpf_sync_stats *st)
 {
 	struct if_nameindex *links = if_nameindex(), *l;
 	struct ifaddrs *ifa = NULL;
@@ -261,10 +263,12 @@ static int sync_links(struct bpf_backend *b, const struct gdp_state *d, const st
 			    hv.arg != v->arg || !(hv.flags & GBPF_IFACE_VALID)) {
 				e = fix ? gbpf_set_iface(b->g, l->if_index, v->arg, err, sizeof(err))
 					: -ENOENT;
+				if (!e)
+					st->added++;
 				if (e) {
 					if (!fix)
 						snprintf(err, sizeof(err), "ifaces map lacks %s", l->if_name);
-					gdp_result_fail(r, e, "%s", err);
+					gdp_result_fail_what(r, GDP_WHAT_MAP, e, "%s", err);
 					(*bad)++;
 					first = first ? first : e;
 				}
@@ -277,6 +281,8 @@ static int sync_links(struct bpf_backend *b, const struct gdp_state *d, const st
 
 			if (ours && fix && (e = gbpf_detach((int)l->if_index, err, sizeof(err))))
 				first = first ? first : e;
+			else if (ours && fix)
+				st->removed++;
 			else if (ours && !fix)
 				(*bad)++; /* an owned leftover */
 			continue;
@@ -286,14 +292,13 @@ static int sync_links(struct bpf_backend *b, const struct gdp_state *d, const st
 			continue;
 		/* 1: a previous load; REPLACE swaps it in place, no packet sees no filter. */
 		e = fix ? gbpf_attach(b->g, (int)l->if_index, want, err, sizeof(err)) : -ENOENT;
+		if (!e)
+			st->added++;
 		if (e) {
 			if (!fix)
 				snprintf(err, sizeof(err), "%s: %s filter not attached", l->if_name,
 					 want == GBPF_PROG_DECAP ? "decap" : "encap");
-			if (r)
-				gdp_result_fail(r, e, "%s", err);
-			else
-				gdp_result_fail(slot_node(sl), e, "%s", err);
+			gdp_result_fail_what(r ? r : slot_node(sl), GDP_WHAT_FILTER, e, "%s", err);
 			(*bad)++;
 			first = first ? first : e;
 		}
@@ -312,10 +317,12 @@ static int sync_links(struct bpf_backend *b, const struct gdp_state *d, const st
 			(*bad)++;
 			continue;
 		}
-		if ((e = gbpf_del_iface(b->g, key, err, sizeof(err))))
+		if ((e = gbpf_del_iface(b->g, key, err, sizeof(err)))) {
 			first = first ? first : e;
-		else
+		} else {
+			st->removed++;
 			prev = NULL; /* restart the walk: the key we stood on is gone */
+		}
 	}
 	for (size_t i = 0; i < d->n_atts; i++) {
 		struct gdp_result *r = slot_att(sl, d, &d->atts[i]);
@@ -387,9 +394,11 @@ static int sync_routes(struct bpf_backend *b, const struct gdp_state *d, struct 
  * Before the first kernel apply of this handle: put maps and filters in place
  * first, so seg6 encap routes a kernel-mode agent left are removed only once
  * the programs carry the traffic (a backend switch without a gap). Results go
- * to a scratch set; the regular pass that follows reports.
+ * to a scratch set; the regular pass that follows reports. What it wrote
+ * goes to *wrote (the regular pass then finds it unchanged).
  */
-static void pre_sync(struct bpf_backend *b, const struct gdp_state *d)
+static void pre_sync(struct bpf_backend *b, const struct gdp_state *d, struct gbpf_sync_stats *wrote,
+		     unsigned long *map_adds)
 {
 	struct gbpf_sync_stats st = { 0 };
 	struct gdp_results scratch;
@@ -399,15 +408,18 @@ static void pre_sync(struct bpf_backend *b, const struct gdp_state *d)
 	gdp_results_init(&scratch);
 	gbpf_sync_node(b->g, d, &scratch);
 	gbpf_sync_vpcs(b->g, d, &scratch, &st);
+	*map_adds = st.added;
 	if (!slots_init(&sl, &scratch, d)) {
 		if (!enter(b, &saved)) {
 			sync_routes(b, d, NULL, &st);
-			sync_links(b, d, &sl, true, &bad);
+			*map_adds = st.added; /* vpcs and routes: the regular pass finds them unchanged */
+			sync_links(b, d, &sl, true, &bad, &st);
 			leave(saved);
 		}
 		free(sl.att);
 	}
 	gdp_results_free(&scratch);
+	*wrote = st;
 }
 
 static int bpf_apply(struct gdp_backend *base, const struct gdp_state *desired,
@@ -415,13 +427,14 @@ static int bpf_apply(struct gdp_backend *base, const struct gdp_state *desired,
 {
 	struct bpf_backend *b = of(base);
 	struct gdp_state k = no_remotes(desired);
-	struct gbpf_sync_stats st = { 0 };
+	struct gbpf_sync_stats st = { 0 }, pre = { 0 };
+	unsigned long pre_maps = 0;
 	struct slots sl;
 	char err[512];
 	int first, e, saved, bad = 0;
 
 	if (!b->applied)
-		pre_sync(b, desired);
+		pre_sync(b, desired, &pre, &pre_maps);
 	b->applied = true;
 	first = b->kernel->ops->apply(b->kernel, &k, res);
 	if ((e = gbpf_sync_node(b->g, desired, res)))
@@ -438,15 +451,17 @@ static int bpf_apply(struct gdp_backend *base, const struct gdp_state *desired,
 	/* Routes before filters: a fresh encap filter finds its prefixes. */
 	if ((e = sync_routes(b, desired, res, &st)))
 		first = first ? first : e;
-	if ((e = sync_links(b, desired, &sl, true, &bad)))
+	if ((e = sync_links(b, desired, &sl, true, &bad, &st)))
 		first = first ? first : e;
 	leave(saved);
 	/* Only once the new programs hold every link may an old layout's maps go. */
 	if (!first && gbpf_stale_layouts(b->g) && (e = gbpf_prune_layouts(b->g, err, sizeof(err))))
 		gdp_result_fail(slot_node(&sl), e, "%s", err);
 	free(sl.att);
-	res->added += st.added;
-	res->removed += st.removed;
+	/* The first apply's writes happened in pre_sync: the pass found them unchanged. */
+	st.unchanged -= pre_maps < st.unchanged ? pre_maps : st.unchanged;
+	res->added += st.added + pre.added;
+	res->removed += st.removed + pre.removed;
 	res->unchanged += st.unchanged;
 	res->failed += st.failed;
 	return first;
@@ -561,7 +576,7 @@ static int bpf_observe(struct gdp_backend *base, const struct gdp_state *desired
 
 		if (v->arg >= GBPF_MAX_ARG || gbpf_get_vpc(b->g, v->arg, &have) ||
 		    !(have.flags & GBPF_VPC_VALID) || have.table != v->table) {
-			gdp_result_fail(r, -ENOENT, "vpc %s: bpf vpcs map lacks arg %u -> table %u",
+			gdp_result_fail_what(r, GDP_WHAT_MAP, -ENOENT, "vpc %s: bpf vpcs map lacks arg %u -> table %u",
 					v->id, v->arg, v->table);
 			bad++;
 		}
@@ -571,7 +586,7 @@ static int bpf_observe(struct gdp_backend *base, const struct gdp_state *desired
 	gbpf_node_src(&desired->node, src);
 	if (gbpf_get_cfg(b->g, &cfg) || !(cfg.flags & GBPF_CFG_VALID) ||
 	    memcmp(cfg.block, desired->node.block, 6) || memcmp(cfg.src, src, 16)) {
-		gdp_result_fail(slot_node(&sl), -ENOENT, "bpf node config missing or different");
+		gdp_result_fail_what(slot_node(&sl), GDP_WHAT_MAP, -ENOENT, "bpf node config missing or different");
 		bad++;
 	}
 	for (size_t i = 0; i < desired->n_remotes; i++) {
@@ -587,7 +602,7 @@ static int bpf_observe(struct gdp_backend *base, const struct gdp_state *desired
 				       rm->prefix.len);
 		if (!v || bpf_map_lookup_elem(fd, &key, &have) ||
 		    memcmp(have.sid, rm->sid.s6_addr, 16)) {
-			gdp_result_fail(r, -ENOENT, "remote %s in vpc %s: not in the bpf routes map",
+			gdp_result_fail_what(r, GDP_WHAT_MAP, -ENOENT, "remote %s in vpc %s: not in the bpf routes map",
 					r ? r->key : "?", rm->vpc);
 			bad++;
 		} else if (r && !r->err) {
@@ -598,7 +613,7 @@ static int bpf_observe(struct gdp_backend *base, const struct gdp_state *desired
 		free(sl.att);
 		return e;
 	}
-	sync_links(b, desired, &sl, false, &bad);
+	sync_links(b, desired, &sl, false, &bad, &(struct gbpf_sync_stats){ 0 });
 	leave(saved);
 	free(sl.att);
 	return n + bad;

@@ -1,0 +1,98 @@
+/* Drift bookkeeping (drift.h). */
+#include "agent/health/drift.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *gdrift_kind_str(enum gdrift_kind k)
+{
+	static const char *const n[GDRIFT_KINDS] = { "filter", "map_entry", "route", "attachment",
+						     "vpc", "node", "egress" };
+
+	return (unsigned)k < GDRIFT_KINDS ? n[k] : "?";
+}
+
+enum gdrift_kind gdrift_kind_of(const struct gdp_result *r)
+{
+	if (r->what == GDP_WHAT_FILTER)
+		return GDRIFT_FILTER;
+	if (r->what == GDP_WHAT_MAP)
+		return GDRIFT_MAP_ENTRY;
+	switch (r->kind) {
+	case GDP_OBJ_REMOTE: return GDRIFT_ROUTE;
+	case GDP_OBJ_ATTACHMENT: return GDRIFT_ATTACHMENT;
+	case GDP_OBJ_VPC: return GDRIFT_VPC;
+	case GDP_OBJ_EGRESS: return GDRIFT_EGRESS;
+	case GDP_OBJ_NODE: break;
+	}
+	return GDRIFT_NODE;
+}
+
+void gdrift_init(struct gdrift *d)
+{
+	memset(d, 0, sizeof(*d));
+	gdp_results_init(&d->pending);
+}
+
+void gdrift_free(struct gdrift *d)
+{
+	gdp_results_free(&d->pending);
+}
+
+size_t gdrift_pending(const struct gdrift *d)
+{
+	return d->pending.n;
+}
+
+static bool ok(const struct gdp_result *r)
+{
+	return r->programmed && !r->err;
+}
+
+int gdrift_read_back(struct gdrift *d, struct gdp_results *res,
+		     bool (*was_programmed)(void *ctx, const struct gdp_result *r), void *ctx,
+		     unsigned long got[GDRIFT_KINDS])
+{
+	bool *drop = NULL, any = false;
+
+	/* Pending objects read back as programmed: repaired. One gone from
+	 * the state (no result) is no longer anyone's drift: forgotten. */
+	if (d->pending.n) {
+		drop = calloc(d->pending.n, sizeof(*drop));
+		if (!drop)
+			return -ENOMEM;
+		for (size_t i = 0; i < d->pending.n; i++) {
+			struct gdp_result *p = &d->pending.v[i];
+			struct gdp_result *r = gdp_results_find(res, p->kind, p->vpc, p->key);
+
+			if (r && !ok(r))
+				continue;
+			drop[i] = any = true;
+			if (r) {
+				d->repaired[p->what]++;
+				if (got)
+					got[p->what]++;
+			}
+		}
+		if (any)
+			gdp_results_drop(&d->pending, drop);
+		free(drop);
+	}
+	for (size_t i = 0; i < res->n; i++) {
+		const struct gdp_result *r = &res->v[i];
+		struct gdp_result *p;
+
+		if (ok(r) || (was_programmed && !was_programmed(ctx, r)))
+			continue;
+		if (gdp_results_find(&d->pending, r->kind, r->vpc, r->key))
+			continue;
+		p = gdp_results_get(&d->pending, r->kind, r->vpc, r->key);
+		if (!p)
+			return -ENOMEM;
+		p->what = (uint8_t)gdrift_kind_of(r);
+		p->err = r->err;
+		memcpy(p->msg, r->msg, sizeof(p->msg));
+	}
+	return (int)d->pending.n;
+}
