@@ -302,13 +302,20 @@ static int watch_cb(const struct nlmsghdr *h, void *arg)
 	return 0;
 }
 
-/* An object the last pass had programmed (drift is a change from there). */
+/*
+ * An object the last pass had programmed (drift is a change from there).
+ * The read-back covers what the last pass applied (pipeline_verify), whose
+ * programmed remotes the results keep only as a count (folded): a remote
+ * without an entry was programmed.
+ */
 static bool was_programmed(void *ctx, const struct gdp_result *r)
 {
 	struct agent *ag = ctx;
 	struct gdp_result last;
 
-	return pipeline_result(ag->pl, r->kind, r->vpc, r->key, &last) == 0 && last.programmed && !last.err;
+	if (pipeline_result(ag->pl, r->kind, r->vpc, r->key, &last))
+		return r->kind == GDP_OBJ_REMOTE;
+	return last.programmed && !last.err;
 }
 
 /* Repairs read back: counted (metric, NodeDataplane status) and logged. */

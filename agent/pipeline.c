@@ -331,8 +331,12 @@ int pipeline_verify(struct pipeline *p, struct gdp_results *res)
 		pthread_mutex_unlock(&p->pass_mu);
 		return rc;
 	}
+	/* What the last pass applied, when one did: a change not applied yet
+	 * (a learned route, an ADD in flight) is no difference in the kernel. */
 	if (record_held(p->o.rec, held, sizeof(held)))
 		rc = -EBUSY;
+	else if (p->have_prev && p->prev.have_node)
+		rc = p->o.be->ops->observe(p->o.be, &p->prev.st, res);
 	else if (!snap.have_node)
 		rc = -ENODATA;
 	else

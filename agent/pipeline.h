@@ -39,7 +39,8 @@ int pipeline_new(struct pipeline **out, const struct pipeline_opts *o, char *err
 /* Runs one pass now on the caller's thread (serialized with the loop). Returns its rc. */
 int pipeline_pass(struct pipeline *p);
 /*
- * Reads the datapath back against the record's current snapshot without
+ * Reads the datapath back against the snapshot the last pass applied (the
+ * record's current one before any pass applied) without
  * changing anything (backend observe), serialized with passes. Returns the
  * number of differences (0: in sync) with one result per object in res, or
  * -EBUSY (record held) / -ENODATA (no node identity): nothing to verify.
