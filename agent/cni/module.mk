@@ -27,8 +27,14 @@ $(eval $(call fuzzer,fuzz_cni_config,tests/fuzz/fuzz_cni_config.c,gcni,jansson))
 $(eval $(call fuzzer,fuzz_cni_proto,tests/fuzz/fuzz_cni_proto.c,gcni,jansson))
 $(eval $(call netns_test,test_cni_plugin,tests/netns/test_cni_plugin.c tests/lib/topo.c,gdp gnl,jansson nl))
 # libcni's cnitool + tuning (tests/controlplane/build-cni.sh) against real agents.
-$(eval $(call netns_test,test_cnitool,tests/netns/test_cnitool.c tests/lib/topo.c,gdp gnl,jansson nl))
+$(eval $(call netns_test,test_cnitool,tests/netns/test_cnitool.c tests/lib/cnirt.c tests/lib/topo.c,gdp gnl,jansson nl))
+# Issue 9 end to end: real control plane, agents reporting, the translator and
+# the stand-in incumbents, the VPC operator's conflists through libcni (cnirt).
+UPSTREAM_E2E_SRCS := tests/lib/cnirt.c tests/lib/topo.c tests/lib/cp.c tests/lib/crds.c tests/lib/kreq.c tests/lib/daemon.c
+$(eval $(call netns_test,test_upstream_e2e,tests/netns/test_upstream_e2e.c $(UPSTREAM_E2E_SRCS),gdp gnl,jansson curl nl))
+$(eval $(call netns_test,test_upstream_e2e_maplist,tests/netns/test_upstream_e2e_maplist.c $(UPSTREAM_E2E_SRCS),gdp gnl,jansson curl nl))
 # make bench: 200 concurrent ADDs (p50/p99, time until the last pod pings across nodes).
 $(eval $(call bench,bench_cni,tests/bench/bench_cni.c tests/bench/bench.c tests/lib/topo.c,gdp gnl,jansson nl))
 # The netns suite runs the sanitized plugin binary: keep it up to date.
-build/san/tests/test_cni_plugin build/san/tests/test_cnitool: | build/san/bin/galactic-cni $(CNI_ALIASES:%=build/san/bin/%)
+build/san/tests/test_cni_plugin build/san/tests/test_cnitool build/san/tests/test_upstream_e2e build/san/tests/test_upstream_e2e_maplist: | build/san/bin/galactic-cni $(CNI_ALIASES:%=build/san/bin/%)
+build/san/tests/test_upstream_e2e build/san/tests/test_upstream_e2e_maplist: | build/san/bin/galactic-translator build/rel/bin/galactic-agent

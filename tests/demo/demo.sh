@@ -99,137 +99,16 @@ PODS=(
   "blue-2 3 Blu9 B2 fd00:a::12 10.1.0.12"
 )
 # ---- the translator and the stand-in incumbents (before the pods, as on a cell) ----
-# Raw API calls (method and status code explicit, as the incumbents make them).
-. "$D/cp/env"
-api() { curl -sS --cacert "$CP_CA" -H "Authorization: Bearer $CP_TOKEN" "$@"; }
-NI=$APISERVER/apis/networking.datumapis.com/v1alpha/namespaces/default/networkinterfaces
-NIC=$APISERVER/apis/networking.datumapis.com/v1alpha/namespaces/default/networkinterfaceclaims
-VA=$APISERVER/apis/cloud.datumapis.com/v1alpha1/namespaces/default/vpcattachments
-now_ms() { date +%s%3N; }
-
-# Status().Update: PUT the whole object to /status; the resourceVersion in it
-# is the optimistic lock. Prints the HTTP code; a 409 is counted (the caller
-# reads again and retries, as a controller-runtime requeue does).
-put_status() { # url-of-object, manager, object json
-  local code
-  code=$(api -o "$D/put.out" -w '%{http_code}' -X PUT -H 'Content-Type: application/json' \
-             --data-binary @- "$1/status?fieldManager=$2" <<<"$3")
-  [ "$code" = 409 ] && echo 1 >>"$D/conflicts.$2"
-  echo "$code"
-}
-
-# jq helpers for metav1.Condition lists: set a condition (lastTransitionTime
-# kept unless status changes), read one.
-JQ_COND='
-def setc($t; $s; $r; $m; $now; $gen):
-  if any(.[]; .type == $t)
-  then map(if .type == $t
-           then (if .status == $s then . else .lastTransitionTime = $now end)
-                | .status = $s | .reason = $r | .message = $m | .observedGeneration = $gen
-           else . end)
-  else . + [{type: $t, status: $s, reason: $r, message: $m, lastTransitionTime: $now, observedGeneration: $gen}]
-  end;
-def cond($t): ((.status.conditions // [])[] | select(.type == $t) | .status) // "";
-'
-
-# compute: the claim (spec only; immutable upstream).
-compute_claim() { # name vpc
-  K apply -f - >/dev/null <<J
-{"apiVersion":"networking.datumapis.com/v1alpha","kind":"NetworkInterfaceClaim",
- "metadata":{"name":"$1","namespace":"default"},
- "spec":{"network":{"name":"net-$2"},"attachmentMode":"Netns","interfaceName":"eth0","ipFamilies":["IPv6","IPv4"]}}
-J
-}
-
-# NSO, binding: the interface named as the claim, spec.claimRef back to it
-# (no ownerReference, as upstream). Prints the interface's uid.
-nso_interface() { # name vpc a6 a4
-  K apply -o jsonpath='{.metadata.uid}' -f - <<J
-{"apiVersion":"networking.datumapis.com/v1alpha","kind":"NetworkInterface",
- "metadata":{"name":"$1","namespace":"default"},
- "spec":{"network":{"name":"net-$2"},"claimRef":{"name":"$1"},"interfaceName":"eth0","mtu":1400,
-  "addresses":[{"family":"IPv6","address":"$3/128","primary":true},{"family":"IPv4","address":"$4/32"}]}}
-J
-}
-
-# NSO, one pass: each interface's phase/networkContextRef/Allocated and each
-# claim's networkInterfaceRef, addresses (objects, copied from the
-# interface), Bound, Allocated and Ready = Bound ∧ Allocated ∧ Prepared ∧
-# Programmed (else False, reason Not<first type not True>), re-derived from
-# the list as read, so a change of the translator's Prepared/Programmed is
-# picked up on the next pass. Whole-status PUT only when something changed;
-# a 409 leaves it to the next pass. A poll loop stands in for NSO's watch.
-nso_pass() {
-  local now o code name
-  now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-  api "$NI" >"$D/nso.ni.json" || return 0
-  api "$NIC" >"$D/nso.nic.json" || return 0
-  # (for the table: when this loop first saw the translator's Programmed=True)
-  for name in $(jq -r "$JQ_COND"'.items[] | select(cond("Programmed") == "True") | .metadata.name' "$D/nso.nic.json"); do
-    [ -e "$D/programmed.$name" ] || now_ms >"$D/programmed.$name"
-  done
-  jq -c --arg now "$now" "$JQ_COND"'
-    .items[] | . as $o
-    | .status.phase = "Bound" | .status.networkContextRef = {name: ("ctx-" + .spec.network.name)}
-    | .status.conditions = ((.status.conditions // []) | setc("Allocated"; "True"; "AddressesAllocated"; "addresses allocated"; $now; $o.metadata.generation))
-    | select(.status != $o.status)' "$D/nso.ni.json" |
-  while read -r o; do
-    put_status "$NI/$(jq -r .metadata.name <<<"$o")" network-services-operator "$o" >/dev/null
-  done
-  jq -c --arg now "$now" --slurpfile ni "$D/nso.ni.json" "$JQ_COND"'
-    ($ni[0].items | map({key: .metadata.name, value: .}) | from_entries) as $ifs
-    | .items[] | . as $o | $ifs[.metadata.name] as $nif
-    | select($nif != null and $nif.spec.claimRef.name == .metadata.name)
-    | .status.networkInterfaceRef = {name: $nif.metadata.name}
-    | .status.addresses = [$nif.spec.addresses[] | {family, address} + (if .primary then {primary} else {} end)]
-    | .status.conditions = ((.status.conditions // [])
-        | setc("Bound"; "True"; "Bound"; "bound to NetworkInterface " + $nif.metadata.name; $now; $o.metadata.generation)
-        | setc("Allocated"; "True"; "AddressesAllocated"; "addresses allocated"; $now; $o.metadata.generation))
-    | ([("Bound", "Allocated", "Prepared", "Programmed") as $t | select(cond($t) != "True") | $t] | first) as $not
-    | .status.conditions |= (if $not == null
-        then setc("Ready"; "True"; "Ready"; "claim is ready"; $now; $o.metadata.generation)
-        else setc("Ready"; "False"; "Not" + $not; $not + " is not True"; $now; $o.metadata.generation) end)
-    | select(.status != $o.status)' "$D/nso.nic.json" |
-  while read -r o; do
-    name=$(jq -r .metadata.name <<<"$o")
-    code=$(put_status "$NIC/$name" network-services-operator "$o")
-    if [ "$code" = 200 ] && [ ! -e "$D/ready.$name" ] &&
-       [ "$(jq -r "$JQ_COND"'cond("Ready")' "$D/put.out")" = True ]; then
-      now_ms >"$D/ready.$name"
-    fi
-  done
-}
-nso_loop() {
-  set +e
-  while [ ! -e "$D/nso.stop" ]; do nso_pass; sleep 0.3; done
-}
-
-# VPC operator (the cloud NetworkInterfaceReconciler): the attachment named as
-# the interface, controller-owned by it, interfaceRef.name; then its own
-# status fields (the ids it allocated, the NAD, Ready) by Status().Update:
-# read, set, PUT with resourceVersion, again on 409.
-vpc_operator() { # name vpc-id attachment-id interface-uid ipv6 ipv4
-  local o code
-  K apply -f - >/dev/null <<J
-{"apiVersion":"cloud.datumapis.com/v1alpha1","kind":"VPCAttachment",
- "metadata":{"name":"$1","namespace":"default",
-  "ownerReferences":[{"apiVersion":"networking.datumapis.com/v1alpha","kind":"NetworkInterface",
-   "name":"$1","uid":"$4","controller":true,"blockOwnerDeletion":true}]},
- "spec":{"vpc":{"name":"$2"},"interfaceRef":{"name":"$1"},
-  "interface":{"name":"eth0","mode":"Netns","addresses":["$5/128","$6/32"]}}}
-J
-  for _ in $(seq 20); do
-    o=$(api "$VA/$1" | jq -c --arg now "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg vpc "$2" --arg att "$3" "$JQ_COND"'
-      . as $o | .status.vpc = $vpc | .status.vpcAttachment = $att
-      | .status.networkAttachmentDefinition = .metadata.name | .status.observedGeneration = .metadata.generation
-      | .status.conditions = ((.status.conditions // [])
-          | setc("Ready"; "True"; "AttachmentDefinitionReady"; "NetworkAttachmentDefinition " + $o.metadata.name + " is ready for use"; $now; $o.metadata.generation))')
-    code=$(put_status "$VA/$1" vpc-operator "$o")
-    [ "$code" = 200 ] && return 0
-    [ "$code" = 409 ] || { echo "vpc-operator: PUT $1/status: HTTP $code: $(cat "$D/put.out")" >&2; return 1; }
-  done
-  echo "vpc-operator: $1: still 409 after 20 tries" >&2; return 1
-}
+# tests/lib/incumbents.sh: raw API calls, method and status code explicit, as
+# the incumbents make them (shared with tests/netns/test_upstream_e2e.c).
+. tests/lib/incumbents.sh
+inc_init "$D/cp" "$D" default
+JQ_COND=$INC_JQ_COND
+now_ms() { inc_now_ms; }
+compute_claim() { inc_claim "$1" "net-$2"; }                       # name vpc
+nso_interface() { inc_interface "$1" "net-$2" "$3/128" "$4/32"; }    # name vpc a6 a4
+vpc_operator() { inc_vpc_operator "$1" "$2" "$3" "$4" "$5/128" "$6/32"; } # name vpc att uid a6 a4
+nso_loop() { inc_nso_loop; }
 
 say "galactic-translator and the stand-in incumbents (compute, NSO, VPC operator), before the pods"
 "$bin/galactic-translator" --kubeconfig "$D/cp/kubeconfig" --namespace "$RNS" \

@@ -39,34 +39,13 @@
 #include <unistd.h>
 
 #include "agent/dp/model.h"
+#include "tests/lib/cnirt.h"
 #include "tests/lib/gtest.h"
 #include "tests/lib/topo.h"
 
 static struct topo T;
 static int setup_ok;
 static char setup_why[1024];
-static char tools[512]; /* cnitool, cnigc, tuning */
-
-static const char *top(void)
-{
-	const char *t = getenv("GT_TOP");
-
-	return t && *t ? t : ".";
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static const char *sock_path(int node, char *buf, size_t n)
-{
-	snprintf(buf, n, "/run/galactic/%s-n%d.sock", T.prefix, node);
-	return buf;
-}
 
 static const char *jstr(json_t *j, const char *k)
 {
@@ -103,103 +82,31 @@ static const char *net_of(const char *pod, char *buf, size_t n)
 	return buf;
 }
 
-static const char *netdir(int node, char *buf, size_t n)
-{
-	snprintf(buf, n, "%s/n%d/net.d", T.dir, node);
-	return buf;
-}
-
 /* The NetworkAttachmentDefinition's spec.config as the VPC operator renders
  * it (UPSTREAM.md §6): nothing of ours added. */
 static json_t *operator_conflist(const struct cpod *p, const char *ver)
 {
-	char net[128];
-	json_t *veth = json_pack("{s:s,s:s,s:s,s:s}", "type", "galactic-veth", "vpc", p->vpc,
-				 "vpcattachment", p->att, "namespace", "galactic-system");
-	json_t *bgp = json_pack("{s:s,s:s,s:s,s:s}", "type", "galactic-bgp", "vpc", p->vpc,
-				"vpcattachment", p->att, "namespace", "galactic-system");
-	json_t *addrs = json_array();
+	char net[128], a4[40];
+	struct cnirt_att a = { .net = net_of(p->name, net, sizeof(net)), .vpc = p->vpc, .att = p->att };
 
 	if (p->shape == IPAM_HOST) {
-		json_array_append_new(addrs, json_pack("{s:s+,s:s}", "address", p->a4, "/32", "gateway", "169.254.1.1"));
-		json_array_append_new(addrs, json_pack("{s:s,s:s}", "address", p->a6, "gateway", p->gw6));
-	} else if (p->shape == BLOCK96) {
-		json_array_append_new(addrs, json_pack("{s:s,s:s}", "address", p->a6, "gateway", p->gw6));
+		snprintf(a4, sizeof(a4), "%s/32", p->a4);
+		a.addrs[a.n_addrs].address = a4, a.addrs[a.n_addrs++].gateway = "169.254.1.1";
 	}
+	if (p->shape != NO_IPAM)
+		a.addrs[a.n_addrs].address = p->a6, a.addrs[a.n_addrs++].gateway = p->gw6;
 	/* the operator omits an mtu of 0: pn's stanza has none (the agent's default) */
-	if (p->shape != NO_IPAM)
-		json_object_set_new(veth, "mtu", json_integer(1400));
-	if (p->shape != NO_IPAM)
-		json_object_set_new(veth, "ipam", json_pack("{s:s,s:o}", "type", "galactic-ipam", "addresses", addrs));
-	else
-		json_decref(addrs);
-	return json_pack("{s:s,s:s,s:[o,o]}", "cniVersion", ver, "name", net_of(p->name, net, sizeof(net)),
-			 "plugins", veth, bgp);
-}
-
-static int write_conflist(int node, const char *file, json_t *doc)
-{
-	char p[700], d[600];
-	int rc;
-
-	snprintf(p, sizeof(p), "%s/%s.conflist", netdir(node, d, sizeof(d)), file);
-	rc = json_dump_file(doc, p, JSON_INDENT(2));
-	json_decref(doc);
-	return rc;
-}
-
-/* ---- running libcni's tools ---------------------------------------------- */
-
-/*
- * Runs `tool ARGS` as a runtime on node would: the node's conflists, our
- * binaries first in CNI_PATH (under the upstream names), then the reference
- * plugins; the agent socket comes from the runtime's environment, so the
- * conflists stay exactly as rendered. Returns the exit status; out gets
- * stdout + stderr.
- */
-static int tool(int node, const char *sock_override, char *out, size_t n, const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
-static int tool(int node, const char *sock_override, char *out, size_t n, const char *fmt, ...)
-{
-	char args[2048], d[600], s[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(args, sizeof(args), fmt, ap);
-	va_end(ap);
-	return topo_out(out, n,
-			"NETCONFPATH=%s CNI_PATH=%s/build/san/bin:%s GALACTIC_AGENT_SOCKET=%s "
-			"ASAN_OPTIONS=detect_leaks=1 %s/%s 2>&1; r=$?; echo; echo \"rc=$r\"; exit $r",
-			netdir(node, d, sizeof(d)), top(), tools,
-			sock_override ? sock_override : sock_path(node, s, sizeof(s)), tools, args);
-}
-
-/* The JSON document before the trailing "rc=" line. */
-static json_t *tool_json(const char *out)
-{
-	const char *b = strchr(out, '{');
-
-	return b ? json_loadb(b, strlen(b), JSON_DISABLE_EOF_CHECK, NULL) : NULL;
-}
-
-static const char *ns_path(const char *pod, char *buf, size_t n)
-{
-	snprintf(buf, n, "/run/netns/%s-%s", T.prefix, pod);
-	return buf;
-}
-
-static int mkns(const char *pod)
-{
-	return topo_sh("ip netns add %s-%s && ip -n %s-%s link set lo up", T.prefix, pod, T.prefix, pod);
+	a.mtu = p->shape != NO_IPAM ? 1400 : 0;
+	return cnirt_operator_conflist(&a, ver);
 }
 
 static int cnitool_add(const struct cpod *p, json_t **res, char *out, size_t n)
 {
 	char net[128], nsp[256];
-	int rc = tool(p->node, NULL, out, n, "cnitool add %s %s", net_of(p->name, net, sizeof(net)),
-		      ns_path(p->name, nsp, sizeof(nsp)));
+	int rc = cnirt_tool(&T, p->node, NULL, NULL, out, n, "cnitool add %s %s", net_of(p->name, net, sizeof(net)),
+			    cnirt_ns_path(&T, p->name, nsp, sizeof(nsp)));
 
-	*res = rc == 0 ? tool_json(out) : NULL;
+	*res = rc == 0 ? cnirt_json(out) : NULL;
 	return rc == 0 && *res ? 0 : -1;
 }
 
@@ -314,47 +221,6 @@ static int write_remotes(void)
 	return 0;
 }
 
-static long ping(const char *pod, const char *dst, int count)
-{
-	char out[256];
-
-	topo_out(out, sizeof(out),
-		 "ip netns exec %s-%s ping -q -c %d -i 0.05 -W 1 %s | sed -n 's/.* \\([0-9]*\\) received.*/\\1/p'",
-		 T.prefix, pod, count, dst);
-	return out[0] ? atol(out) : -1;
-}
-
-static int wait_ping(const char *pod, const char *dst, double timeout)
-{
-	double end = now_s() + timeout;
-
-	while (now_s() < end) {
-		if (ping(pod, dst, 1) == 1)
-			return 0;
-		usleep(100000);
-	}
-	return -1;
-}
-
-static int wait_socket(int node, double timeout)
-{
-	double end = now_s() + timeout;
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-
-	sock_path(node, sa.sun_path, sizeof(sa.sun_path));
-	while (now_s() < end) {
-		int fd = socket(AF_UNIX, SOCK_STREAM, 0), ok;
-
-		ok = fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
-		if (fd >= 0)
-			close(fd);
-		if (ok)
-			return 0;
-		usleep(50000);
-	}
-	return -1;
-}
-
 /* ---- the verbs conflist: 1.1.0 (GC, STATUS), tuning chained after ours ------ */
 
 #define VERBS_TXQLEN 2345
@@ -378,7 +244,7 @@ static int use_bpf; /* the second run: agents on the bpf (TC) backend */
 
 static void setup(void)
 {
-	char out[16384], d[600], extra[600], p[512];
+	char out[16384], extra[600], p[512];
 
 	setup_ok = 0;
 	setup_why[0] = 0;
@@ -386,40 +252,32 @@ static void setup(void)
 	if (geteuid() != 0)
 		return;
 	if (use_bpf && topo_sh("%s/build/rel/bin/galactic-bpf preflight --bpffs /sys/fs/bpf/galactic-preflight-%d >/dev/null 2>&1",
-			       top(), (int)getpid())) {
+			       cnirt_top(), (int)getpid())) {
 		snprintf(setup_why, sizeof(setup_why), "bpf preflight refused on this kernel");
 		return;
 	}
 	/* The reference client and plugins (cached by version; built on a cold machine). */
-	if (topo_out(out, sizeof(out), "%s/tests/controlplane/build-cni.sh 2>&1 | tail -1", top()) ||
-	    snprintf(tools, sizeof(tools), "%s", out) <= 0 ||
-	    topo_sh("test -x %s/cnitool -a -x %s/cnigc -a -x %s/tuning", tools, tools, tools)) {
-		snprintf(setup_why, sizeof(setup_why), "building cnitool/cnigc/tuning failed: %s", out);
+	if (cnirt_init(setup_why, sizeof(setup_why)))
 		return;
-	}
-	if (topo_sh("test -x %s/build/san/bin/galactic-veth -a -x %s/build/san/bin/galactic-bgp", top(), top())) {
-		snprintf(setup_why, sizeof(setup_why), "build/san/bin/galactic-{veth,bgp} missing (make)");
-		return;
-	}
-	if (topo_sh("mkdir -p -m 0700 /run/galactic") || topo_up(&T, 2)) {
+	if (topo_up(&T, 2)) {
 		snprintf(setup_why, sizeof(setup_why), "topo_up failed");
 		return;
 	}
 	for (int n = 1; n <= 2; n++) {
 		if (use_bpf)
 			snprintf(extra, sizeof(extra), "--cni-socket %s --backend bpf --bpffs /sys/fs/bpf/%s-n%d",
-				 sock_path(n, p, sizeof(p)), T.prefix, n);
+				 cnirt_sock(&T, n, p, sizeof(p)), T.prefix, n);
 		else
-			snprintf(extra, sizeof(extra), "--cni-socket %s", sock_path(n, p, sizeof(p)));
-		if (topo_write_state(&T, n, 0) || topo_sh("mkdir -p %s", netdir(n, d, sizeof(d))) ||
-		    topo_agent_start(&T, n, extra) <= 0 || wait_socket(n, 20)) {
+			snprintf(extra, sizeof(extra), "--cni-socket %s", cnirt_sock(&T, n, p, sizeof(p)));
+		if (topo_write_state(&T, n, 0) || cnirt_node(&T, n) ||
+		    topo_agent_start(&T, n, extra) <= 0 || cnirt_wait_socket(&T, n, 20)) {
 			snprintf(setup_why, sizeof(setup_why), "agent on n%d did not open its CNI socket (see %s/n%d/agent.log)",
 				 n, T.dir, n);
 			return;
 		}
 	}
 	for (size_t i = 0; i < NPODS; i++) {
-		if (mkns(pods[i].name) || write_conflist(pods[i].node, pods[i].name, operator_conflist(&pods[i], "1.0.0"))) {
+		if (cnirt_mkns(&T, pods[i].name) || cnirt_write_conflist(&T, pods[i].node, pods[i].name, operator_conflist(&pods[i], "1.0.0"))) {
 			snprintf(setup_why, sizeof(setup_why), "netns/conflist for %s", pods[i].name);
 			return;
 		}
@@ -567,16 +425,16 @@ START_TEST(t_operator_traffic_and_isolation)
 
 	NEED_TOPO();
 	/* veth with ipam: both families across nodes; q2 (vpcB, same address) sees nothing */
-	ck_assert_msg(wait_ping("pa", "fd00:a::82", 15) == 0, "pa never reached p2 over IPv6");
-	ck_assert_msg(wait_ping("pa", "10.1.0.82", 15) == 0, "pa never reached p2 over IPv4");
+	ck_assert_msg(cnirt_wait_ping(&T, "pa", "fd00:a::82", 15) == 0, "pa never reached p2 over IPv6");
+	ck_assert_msg(cnirt_wait_ping(&T, "pa", "10.1.0.82", 15) == 0, "pa never reached p2 over IPv4");
 	before = topo_snmp(&T, "q2", "Icmp6InEchos");
-	got = ping("pa", "fd00:a::82", 20);
+	got = cnirt_ping(&T, "pa", "fd00:a::82", 20);
 	other = topo_snmp(&T, "q2", "Icmp6InEchos") - before;
 	printf("cnitool traffic: pa->p2 v6 %ld/20, q2 (vpcB, same address) saw %ld\n", got, other);
 	ck_assert_int_eq(got, 20);
 	ck_assert_int_eq(other, 0);
 	before = topo_snmp(&T, "q2", "Icmp:InEchos");
-	got = ping("pa", "10.1.0.82", 20);
+	got = cnirt_ping(&T, "pa", "10.1.0.82", 20);
 	other = topo_snmp(&T, "q2", "Icmp:InEchos") - before;
 	printf("cnitool traffic: pa->p2 v4 %ld/20, q2 saw %ld\n", got, other);
 	ck_assert_int_eq(got, 20);
@@ -584,14 +442,14 @@ START_TEST(t_operator_traffic_and_isolation)
 
 	/* the /96: p2 reaches the block's address and another address the pod
 	 * took from its block (the whole block is routed), and back */
-	ck_assert_msg(wait_ping("p2", "fd00:a::1:0:5", 15) == 0, "p2 never reached pb's block");
-	got = ping("p2", "fd00:a::1:0:5", 20);
+	ck_assert_msg(cnirt_wait_ping(&T, "p2", "fd00:a::1:0:5", 15) == 0, "p2 never reached pb's block");
+	got = cnirt_ping(&T, "p2", "fd00:a::1:0:5", 20);
 	printf("cnitool traffic: p2->pb block address fd00:a::1:0:5 %ld/20\n", got);
 	ck_assert_int_eq(got, 20);
-	got = ping("p2", "fd00:a::1:0:0", 10);
+	got = cnirt_ping(&T, "p2", "fd00:a::1:0:0", 10);
 	ck_assert_int_eq(got, 10);
 	before = topo_snmp(&T, "q2", "Icmp6InEchos");
-	got = ping("pb", "fd00:a::82", 10);
+	got = cnirt_ping(&T, "pb", "fd00:a::82", 10);
 	other = topo_snmp(&T, "q2", "Icmp6InEchos") - before;
 	ck_assert_int_eq(got, 10);
 	ck_assert_int_eq(other, 0);
@@ -601,14 +459,14 @@ START_TEST(t_operator_traffic_and_isolation)
 	 * addresses (agent/cni/learn.h), checked below. */
 	before = topo_snmp(&T, "p2", "Icmp6InEchos");
 	other = topo_snmp(&T, "q2", "Icmp6InEchos");
-	ping("pn", "fd00:a::82", 20);
+	cnirt_ping(&T, "pn", "fd00:a::82", 20);
 	got = topo_snmp(&T, "p2", "Icmp6InEchos") - before;
 	other = topo_snmp(&T, "q2", "Icmp6InEchos") - other;
 	printf("cnitool traffic: pn (no ipam) -> p2: p2 saw %ld/20 echo requests, q2 %ld\n", got, other);
 	ck_assert_int_eq(got, 20);
 	ck_assert_int_eq(other, 0);
 	before = topo_snmp(&T, "p2", "Icmp:InEchos");
-	ping("pn", "10.1.0.82", 10);
+	cnirt_ping(&T, "pn", "10.1.0.82", 10);
 	got = topo_snmp(&T, "p2", "Icmp:InEchos") - before;
 	ck_assert_int_eq(got, 10);
 
@@ -620,10 +478,10 @@ START_TEST(t_operator_traffic_and_isolation)
 		char out[4096], want[96];
 		const char *host = jstr(json_array_get(json_object_get(results[pod_index("pn")], "interfaces"), 0), "name");
 		json_t *a = NULL;
-		double end = now_s() + 10;
+		double end = cnirt_now() + 10;
 		char *addrs = NULL;
 
-		while (now_s() < end) {
+		while (cnirt_now() < end) {
 			json_decref(a);
 			a = record_att(1, "PN");
 			free(addrs);
@@ -644,14 +502,14 @@ START_TEST(t_operator_traffic_and_isolation)
 		snprintf(want, sizeof(want), "10.1.0.83 dev %s", host);
 		ck_assert_msg(strstr(out, want), "no route '%s' in: %s", want, out);
 		ck_assert_int_eq(write_remotes(), 0);
-		ck_assert_msg(wait_ping("pn", "fd00:a::82", 15) == 0, "pn gets no IPv6 reply from p2");
-		ck_assert_msg(wait_ping("p2", "10.1.0.83", 15) == 0, "p2 never reached pn over IPv4");
-		got = ping("p2", "fd00:a::83", 20);
-		other = ping("q2", "fd00:a::83", 5);
+		ck_assert_msg(cnirt_wait_ping(&T, "pn", "fd00:a::82", 15) == 0, "pn gets no IPv6 reply from p2");
+		ck_assert_msg(cnirt_wait_ping(&T, "p2", "10.1.0.83", 15) == 0, "p2 never reached pn over IPv4");
+		got = cnirt_ping(&T, "p2", "fd00:a::83", 20);
+		other = cnirt_ping(&T, "q2", "fd00:a::83", 5);
 		printf("cnitool traffic: p2 -> pn (learned fd00:a::83) %ld/20; q2 (vpcB) -> it %ld/5\n", got, other);
 		ck_assert_int_eq(got, 20);
 		ck_assert_int_eq(other, 0);
-		got = ping("pn", "10.1.0.82", 10);
+		got = cnirt_ping(&T, "pn", "10.1.0.82", 10);
 		ck_assert_int_eq(got, 10);
 
 		/* addresses outside vpcA's prefixes (n1's record: fd00:a::/64,
@@ -698,7 +556,7 @@ static int other_runtime_add(const char *cid, char *out, size_t n)
 	rc = topo_out(out, n,
 		      "echo '%s' | CNI_COMMAND=ADD CNI_CONTAINERID=%s CNI_IFNAME=eth0 CNI_NETNS=%s CNI_PATH=%s/build/san/bin "
 		      "GALACTIC_AGENT_SOCKET=%s %s/build/san/bin/galactic-veth 2>&1",
-		      conf, cid, ns_path("t2", nsp, sizeof(nsp)), top(), sock_path(1, s, sizeof(s)), top());
+		      conf, cid, cnirt_ns_path(&T, "t2", nsp, sizeof(nsp)), cnirt_top(), cnirt_sock(&T, 1, s, sizeof(s)), cnirt_top());
 	free(conf);
 	return rc;
 }
@@ -711,15 +569,15 @@ START_TEST(t_cnitool_every_verb)
 
 	NEED_TOPO();
 	net_of("pt", net, sizeof(net));
-	ns_path("pt", nsp, sizeof(nsp));
-	ck_assert_int_eq(mkns("pt"), 0);
-	ck_assert_int_eq(mkns("t2"), 0);
-	ck_assert_int_eq(write_conflist(1, "pt", verbs_conflist("PT", "10.1.0.84", "fd00:a::84/128")), 0);
+	cnirt_ns_path(&T, "pt", nsp, sizeof(nsp));
+	ck_assert_int_eq(cnirt_mkns(&T, "pt"), 0);
+	ck_assert_int_eq(cnirt_mkns(&T, "t2"), 0);
+	ck_assert_int_eq(cnirt_write_conflist(&T, 1, "pt", verbs_conflist("PT", "10.1.0.84", "fd00:a::84/128")), 0);
 
 	/* ADD: veth -> bgp -> tuning. tuning requires a prevResult and passes it
 	 * on: the printed (final) result is ours, and its txQLen is applied. */
-	ck_assert_msg(tool(1, NULL, out, sizeof(out), "cnitool add %s %s", net, nsp) == 0, "cnitool add: %s", out);
-	r = tool_json(out);
+	ck_assert_msg(cnirt_tool(&T, 1, NULL, NULL, out, sizeof(out), "cnitool add %s %s", net, nsp) == 0, "cnitool add: %s", out);
+	r = cnirt_json(out);
 	ck_assert_ptr_nonnull(r);
 	ck_assert_str_eq(jstr(r, "cniVersion"), "1.1.0");
 	snprintf(host, sizeof(host), "%s", jstr(json_array_get(json_object_get(r, "interfaces"), 0), "name"));
@@ -735,13 +593,13 @@ START_TEST(t_cnitool_every_verb)
 	json_decref(rec);
 	pt_remote = 1;
 	ck_assert_int_eq(write_remotes(), 0);
-	ck_assert_msg(wait_ping("pt", "fd00:a::82", 15) == 0, "pt never reached p2");
+	ck_assert_msg(cnirt_wait_ping(&T, "pt", "fd00:a::82", 15) == 0, "pt never reached p2");
 
 	/* CHECK: libcni hands every plugin the cached final result */
-	ck_assert_msg(tool(1, NULL, out, sizeof(out), "cnitool check %s %s", net, nsp) == 0, "cnitool check: %s", out);
+	ck_assert_msg(cnirt_tool(&T, 1, NULL, NULL, out, sizeof(out), "cnitool check %s %s", net, nsp) == 0, "cnitool check: %s", out);
 	/* STATUS: the agent answers; with the agent away, code 50 */
-	ck_assert_msg(tool(1, NULL, out, sizeof(out), "cnitool status %s %s", net, nsp) == 0, "cnitool status: %s", out);
-	ck_assert_msg(tool(1, "/run/galactic/no-such-agent.sock", out, sizeof(out), "cnitool status %s %s", net, nsp) != 0,
+	ck_assert_msg(cnirt_tool(&T, 1, NULL, NULL, out, sizeof(out), "cnitool status %s %s", net, nsp) == 0, "cnitool status: %s", out);
+	ck_assert_msg(cnirt_tool(&T, 1, "/run/galactic/no-such-agent.sock", NULL, out, sizeof(out), "cnitool status %s %s", net, nsp) != 0,
 		      "STATUS succeeded without an agent: %s", out);
 	ck_assert_msg(strstr(out, "galactic-agent is not available"), "STATUS without agent: %s", out);
 
@@ -752,7 +610,7 @@ START_TEST(t_cnitool_every_verb)
 	ck_assert_ptr_nonnull((rec = record_att(1, "T2")));
 	json_decref(rec);
 	gcs = gc_count(1, net);
-	ck_assert_msg(tool(1, NULL, out, sizeof(out), "cnitool gc %s %s", net, nsp) == 0, "cnitool gc: %s", out);
+	ck_assert_msg(cnirt_tool(&T, 1, NULL, NULL, out, sizeof(out), "cnitool gc %s %s", net, nsp) == 0, "cnitool gc: %s", out);
 	ck_assert_int_eq(gc_count(1, net), gcs + 1); /* libcni did send GC (1.1.0) to galactic-veth */
 	rec = record_att(1, "T2");
 	ck_assert_msg(rec != NULL, "a GC naming no attachments removed T2");
@@ -761,34 +619,34 @@ START_TEST(t_cnitool_every_verb)
 	ck_assert(!link_exists(1, host));
 
 	/* GC with GC args: pt (re-added) is valid, T2 is not: T2 goes, pt stays */
-	ck_assert_msg(tool(1, NULL, out, sizeof(out), "cnitool add %s %s", net, nsp) == 0, "cnitool add again: %s", out);
+	ck_assert_msg(cnirt_tool(&T, 1, NULL, NULL, out, sizeof(out), "cnitool add %s %s", net, nsp) == 0, "cnitool add again: %s", out);
 	snprintf(pair, sizeof(pair), "%s/eth0", cid);
-	ck_assert_msg(tool(1, NULL, out, sizeof(out), "cnigc %s %s", net, pair) == 0, "cnigc: %s", out);
+	ck_assert_msg(cnirt_tool(&T, 1, NULL, NULL, out, sizeof(out), "cnigc %s %s", net, pair) == 0, "cnigc: %s", out);
 	ck_assert_int_eq(gc_count(1, net), gcs + 2);
 	ck_assert_ptr_null(record_att(1, "T2"));
 	rec = record_att(1, "PT");
 	ck_assert_msg(rec != NULL, "GC removed the valid attachment");
 	json_decref(rec);
 	ck_assert(link_exists(1, host));
-	ck_assert_msg(tool(1, NULL, out, sizeof(out), "cnitool check %s %s", net, nsp) == 0, "check after GC: %s", out);
-	ck_assert_msg(wait_ping("pt", "fd00:a::82", 10) == 0, "pt lost traffic after GC");
+	ck_assert_msg(cnirt_tool(&T, 1, NULL, NULL, out, sizeof(out), "cnitool check %s %s", net, nsp) == 0, "check after GC: %s", out);
+	ck_assert_msg(cnirt_wait_ping(&T, "pt", "fd00:a::82", 10) == 0, "pt lost traffic after GC");
 
 	/* DEL, twice: the second succeeds */
-	ck_assert_msg(tool(1, NULL, out, sizeof(out), "cnitool del %s %s", net, nsp) == 0, "cnitool del: %s", out);
+	ck_assert_msg(cnirt_tool(&T, 1, NULL, NULL, out, sizeof(out), "cnitool del %s %s", net, nsp) == 0, "cnitool del: %s", out);
 	ck_assert_ptr_null(record_att(1, "PT"));
 	ck_assert(!link_exists(1, host));
-	ck_assert_msg(tool(1, NULL, out, sizeof(out), "cnitool del %s %s", net, nsp) == 0, "second cnitool del: %s", out);
+	ck_assert_msg(cnirt_tool(&T, 1, NULL, NULL, out, sizeof(out), "cnitool del %s %s", net, nsp) == 0, "second cnitool del: %s", out);
 
 	/* GC with GC args naming nothing (a nil list: JSON null): every
 	 * attachment of the network goes, the other runtime's too */
 	ck_assert_msg(other_runtime_add("other-runtime-2", out, sizeof(out)) == 0, "direct ADD T2 again: %s", out);
-	ck_assert_msg(tool(1, NULL, out, sizeof(out), "cnigc %s", net) == 0, "cnigc (null list): %s", out);
+	ck_assert_msg(cnirt_tool(&T, 1, NULL, NULL, out, sizeof(out), "cnigc %s", net) == 0, "cnigc (null list): %s", out);
 	ck_assert_ptr_null(record_att(1, "T2"));
 	/* other networks are untouched throughout */
 	rec = record_att(1, "PA");
 	ck_assert_ptr_nonnull(rec);
 	json_decref(rec);
-	ck_assert_msg(wait_ping("pa", "fd00:a::82", 10) == 0, "GC of another network broke pa");
+	ck_assert_msg(cnirt_wait_ping(&T, "pa", "fd00:a::82", 10) == 0, "GC of another network broke pa");
 	topo_sh("ip netns del %s-pt; ip netns del %s-t2", T.prefix, T.prefix);
 }
 END_TEST
@@ -802,22 +660,22 @@ START_TEST(t_operator_tap_refused)
 	json_t *l;
 
 	NEED_TOPO();
-	ck_assert_int_eq(mkns("tap"), 0);
+	ck_assert_int_eq(cnirt_mkns(&T, "tap"), 0);
 	l = operator_conflist(&(struct cpod){ "tap", TOPO_VPC_A, "TP", 1, IPAM_HOST, "10.1.0.86", "fd00:a::86/128",
 					     "fe80::1" }, "1.0.0");
 	json_object_set_new(json_array_get(json_object_get(l, "plugins"), 0), "type", json_string("galactic-tap"));
-	ck_assert_int_eq(write_conflist(1, "tap", l), 0);
+	ck_assert_int_eq(cnirt_write_conflist(&T, 1, "tap", l), 0);
 	net_of("tap", net, sizeof(net));
-	ns_path("tap", nsp, sizeof(nsp));
+	cnirt_ns_path(&T, "tap", nsp, sizeof(nsp));
 	before = malloc(65536);
 	after = malloc(65536);
 	topo_out(before, 65536, "ip -n %s-n1 -o link show | cut -d: -f2 | sort", T.prefix);
-	ck_assert_msg(tool(1, NULL, out, sizeof(out), "cnitool add %s %s", net, nsp) != 0, "tap ADD succeeded: %s", out);
+	ck_assert_msg(cnirt_tool(&T, 1, NULL, NULL, out, sizeof(out), "cnitool add %s %s", net, nsp) != 0, "tap ADD succeeded: %s", out);
 	ck_assert_msg(strstr(out, "galactic-tap") && strstr(out, "Hypervisor"), "tap ADD error: %s", out);
 	ck_assert_ptr_null(record_att(1, "TP"));
 	topo_out(after, 65536, "ip -n %s-n1 -o link show | cut -d: -f2 | sort", T.prefix);
 	ck_assert_str_eq(before, after);
-	ck_assert_msg(tool(1, NULL, out, sizeof(out), "cnitool del %s %s", net, nsp) == 0, "tap DEL: %s", out);
+	ck_assert_msg(cnirt_tool(&T, 1, NULL, NULL, out, sizeof(out), "cnitool del %s %s", net, nsp) == 0, "tap DEL: %s", out);
 	free(before);
 	free(after);
 	topo_sh("ip netns del %s-tap; rm -f /var/lib/cni/results/%s-*", T.prefix, net);
@@ -834,10 +692,10 @@ START_TEST(t_operator_conflists_del)
 		const char *host = jstr(json_array_get(json_object_get(results[i], "interfaces"), 0), "name");
 
 		net_of(pods[i].name, net, sizeof(net));
-		ns_path(pods[i].name, nsp, sizeof(nsp));
-		ck_assert_msg(tool(pods[i].node, NULL, out, sizeof(out), "cnitool del %s %s", net, nsp) == 0,
+		cnirt_ns_path(&T, pods[i].name, nsp, sizeof(nsp));
+		ck_assert_msg(cnirt_tool(&T, pods[i].node, NULL, NULL, out, sizeof(out), "cnitool del %s %s", net, nsp) == 0,
 			      "del %s: %s", pods[i].name, out);
-		ck_assert_msg(tool(pods[i].node, NULL, out, sizeof(out), "cnitool del %s %s", net, nsp) == 0,
+		ck_assert_msg(cnirt_tool(&T, pods[i].node, NULL, NULL, out, sizeof(out), "cnitool del %s %s", net, nsp) == 0,
 			      "second del %s: %s", pods[i].name, out);
 		ck_assert_ptr_null(record_att(pods[i].node, pods[i].att));
 		ck_assert(!link_exists(pods[i].node, host));
