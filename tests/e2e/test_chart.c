@@ -856,6 +856,38 @@ START_TEST(test_installed_workloads)
 }
 END_TEST
 
+/* NOTES.txt, as helm shows it after the install: what to check next, with the release's names. */
+START_TEST(test_notes_tell_what_to_check)
+{
+	static char out[65536];
+	static const char *const want[] = {
+		"kubectl apply -f crds/",
+		"kubectl -n " NS " rollout status daemonset/galactic-agent",
+		"kubectl get nodedataplanes",
+		"galactic-cni, galactic-veth, galactic-bgp, galactic-tap",
+		"/opt/cni/bin",
+		"logs POD -c install-cni",
+		"kubectl -n " NS " rollout status deployment/galactic-translator",
+		"get lease galactic-translator",
+		"kubectl get egressshardclaims -A",
+		"galactic-agent-metrics (headless, port 9471",
+		"galactic-translator-metrics (port 8080)",
+	};
+	int rc = run("helm", "get notes galactic --namespace " NS, out, sizeof(out));
+
+	ck_assert_msg(rc == 0, "helm get notes: %d\n%.1500s", rc, out);
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		ck_assert_msg(strstr(out, want[i]), "NOTES lack '%s':\n%.1500s", want[i], out);
+	/* the staged values change what it says (an upgrade's server dry run renders the notes, stores nothing) */
+	rc = run("helm", "upgrade galactic " CHART " --namespace " NS " --dry-run=server -f " CHART "/ci/staged-values.yaml",
+		 out, sizeof(out));
+	ck_assert_msg(rc == 0, "notes of the staged values: %d\n%.1500s", rc, out);
+	ck_assert_msg(strstr(out, "Egress binding is off") && strstr(out, "no metrics Services") &&
+		      strstr(out, "Left to their incumbent writers: vpcattachment.status.hostInterface") &&
+		      strstr(out, "get lease galactic-translator-staged"), "staged NOTES:\n%.1500s", out);
+}
+END_TEST
+
 /* ---- least privilege: kubectl auth can-i, as each ServiceAccount ---- */
 
 #define AGENT_SA "system:serviceaccount:" NS ":galactic-agent"
@@ -1160,6 +1192,7 @@ int main(void)
 	tcase_add_test(tc, test_schema_refuses_bad_values);
 	tcase_add_test(tc, test_servicemonitor_needs_its_api);
 	tcase_add_test(tc, test_installed_workloads);
+	tcase_add_test(tc, test_notes_tell_what_to_check);
 	tcase_add_test(tc, test_can_i_matrix);
 	tcase_add_test(tc, test_rules_are_exactly_these);
 	suite_add_tcase(s, tc);

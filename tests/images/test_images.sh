@@ -97,11 +97,12 @@ for name in galactic-agent galactic-translator; do
   else
     # The agent programs the node's kernel: as the image's user it refuses
     # with the reason; the chart runs it as root with only NET_ADMIN, BPF,
-    # PERFMON and SYS_ADMIN, which is enough (here in an empty network
-    # namespace with its own /proc, like a pod's; chroot needs SYS_CHROOT).
+    # PERFMON and SYS_ADMIN and a read-only root filesystem, which is enough
+    # (here in an empty network namespace with its own /proc, like a pod's;
+    # chroot needs SYS_CHROOT).
     agent() { # STATE-DIR, then setpriv/chroot args..., then -- agent args
       local st=$1 pre=(); shift; while [ "$1" != -- ]; do pre+=("$1"); shift; done; shift
-      exec unshare --net --mount --propagation private -- bash -c 'ip link set lo up && mount -t proc proc "$1/proc" && shift && exec "$@"' _ \
+      exec unshare --net --mount --propagation private -- bash -c '[ -z "${RO:-}" ] || { mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" && mount -t tmpfs -o mode=0700 tmpfs "$1/tmp/rstate"; } && ip link set lo up && mount -t proc proc "$1/proc" && shift && exec "$@"' _ \
         "$R" "${pre[@]}" "$ep" --state-dir "$st" --backend kernel --cni-socket "$st/cni.sock" \
         --interval 1 "$@"
     }
@@ -113,7 +114,8 @@ for name in galactic-agent galactic-translator; do
     check "$name as $user refuses to program the node (exit $rc): $(tail -1 <<<"$out")" \
       bash -c '[ "$1" != 0 ] && [ "$1" != 124 ] && [[ "$2" == *"Permission denied"* ]]' _ "$rc" "$out"
     mkdir -m 0700 "$R/tmp/rstate"
-    agent /tmp/rstate setpriv --inh-caps=-all --bounding-set=-all,+net_admin,+bpf,+perfmon,+sys_admin,+sys_chroot chroot "$R" -- \
+    # as the chart runs it: a read-only root, the state directory writable
+    RO=1 agent /tmp/rstate setpriv --inh-caps=-all --bounding-set=-all,+net_admin,+bpf,+perfmon,+sys_admin,+sys_chroot chroot "$R" -- \
       --metrics-addr 127.0.0.1:9471 >"$tmp/$name.log" 2>&1 &
     pid=$!; pids+=("$pid")
     code=
@@ -131,6 +133,29 @@ for name in galactic-agent galactic-translator; do
     # CapEff: exactly net_admin(12), sys_chroot(18), sys_admin(21), perfmon(38), bpf(39)
     check "$name: effective capabilities are the chart's set (+sys_chroot) ($caps)" \
       [ "$caps" = "$(printf '%016x' $(( (1<<12) | (1<<18) | (1<<21) | (1<<38) | (1<<39) )))" ]
+    kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+    # the same set opens the bpf backend (no fallback; read-only root): maps
+    # and pins on the namespace's own bpffs, the kernel's BTF from a read-only sysfs (what a
+    # pod sees; the chart mounts the host's /sys/fs/bpf over it)
+    rm -rf "$R/tmp/rstate"; mkdir -m 0700 "$R/tmp/rstate"; mkdir -p "$R/sys"
+    RO=1 unshare --net --mount --propagation private -- bash -c '
+      [ -z "${RO:-}" ] || { mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" && mount -t tmpfs -o mode=0700 tmpfs "$1/tmp/rstate"; } && ip link set lo up && mount -t proc proc "$1/proc" && mount -t sysfs -o ro sysfs "$1/sys" &&
+      mount -t bpf bpf "$1/sys/fs/bpf" && shift && exec "$@"' _ "$R" \
+      setpriv --inh-caps=-all --bounding-set=-all,+net_admin,+bpf,+perfmon,+sys_admin,+sys_chroot chroot "$R" \
+      "$ep" --state-dir /tmp/rstate --backend bpf --cni-socket /tmp/rstate/cni.sock --interval 1 \
+      --metrics-addr 127.0.0.1:9471 >"$tmp/$name.bpf.log" 2>&1 &
+    pid=$!; pids+=("$pid")
+    code=
+    for _ in $(seq 100); do
+      kill -0 "$pid" 2>/dev/null || break
+      if [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$R$ep" ]; then
+        code=$(nsenter --net="/proc/$pid/ns/net" curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:9471/healthz)
+        [ "$code" = 200 ] && break
+      fi
+      sleep 0.1
+    done
+    check "$name --backend bpf with the chart's capabilities serves /healthz ($code): $(grep -o 'backend bpf: [^"]*' "$tmp/$name.bpf.log" | head -1)" \
+      bash -c '[ "$1" = 200 ] && grep -q "backend bpf: " "$2" && ! grep -q "refused" "$2"' _ "$code" "$tmp/$name.bpf.log"
     kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
   fi
 done
