@@ -617,7 +617,12 @@ int main(int argc, char **argv)
 	/* Guests that address themselves: their addresses from the neighbour
 	 * tables (the monitor's events, and what is there already). */
 	if (!once && cni_socket) {
-		if (glearn_new(&w.learn, &(struct glearn_opts){ .rec = ag.rec, .netns = bo.netns, .proto = w.proto },
+		struct metric *gm = ag.health ? metrics_counter(ghealth_metrics(ag.health), "galactic_agent_guest_addresses_total",
+								"Addresses of self-addressed guests seen on their host ends, by result (learned, refused)",
+								"result")
+					      : NULL;
+
+		if (glearn_new(&w.learn, &(struct glearn_opts){ .rec = ag.rec, .netns = bo.netns, .proto = w.proto, .counter = gm },
 			       err, sizeof(err)))
 			glogf(GLOG_WARN, COMP, "guest address learning unavailable: %s", err);
 		else if (glearn_scan(w.learn) > 0)

@@ -17,7 +17,6 @@
 struct glearn {
 	struct glearn_opts o;
 	struct gnl_sock *s;
-	unsigned long learned, refused;
 	struct seen {
 		char ifname[GDP_IFNAME_MAX + 1];
 		struct gdp_prefix p;
@@ -182,13 +181,15 @@ bool glearn_neigh(struct glearn *l, const struct gnl_neigh *n)
 	if (vd == GLEARN_NEW) {
 		char pb[64];
 
-		l->learned++;
+		if (l->o.counter)
+			metric_add(l->o.counter, "learned", 1);
 		glogf(GLOG_INFO, COMP, "vpc %s attachment %s (%s): learned the guest's address %s", vpc, att, host,
 		      gdp_prefix_str(&p, pb, sizeof(pb)));
 		return gen != 0;
 	}
 	if (vd == GLEARN_REFUSED) {
-		l->refused++;
+		if (l->o.counter)
+			metric_add(l->o.counter, "refused", 1);
 		if (!said_before(l, host, &p))
 			glogf(GLOG_WARN, COMP, "vpc %s attachment %s (%s): the guest's address not learned: %s", vpc,
 			      att, host, why);
@@ -241,10 +242,4 @@ int glearn_scan(struct glearn *l)
 		learned += glearn_neigh(l, &c.v[i]);
 	free(c.v);
 	return rc ? rc : learned;
-}
-
-void glearn_counters(const struct glearn *l, unsigned long *learned, unsigned long *refused)
-{
-	*learned = l ? l->learned : 0;
-	*refused = l ? l->refused : 0;
 }

@@ -22,7 +22,8 @@
  * the VPC, at most GDP_ADDRS_MAX per attachment. Link-local, multicast,
  * loopback and unspecified addresses are ignored (every guest has an fe80::
  * address); any other address is refused, logged once per attachment and
- * address, and counted.
+ * address, and counted (galactic_agent_guest_addresses_total{result=
+ * "learned"|"refused"}, with --metrics-addr).
  *
  * One writer of the record among others (inputs -> record -> apply); it
  * touches nothing in the kernel.
@@ -37,6 +38,7 @@
 #include "agent/dp/model.h"
 #include "agent/nl/objects.h"
 #include "agent/record.h"
+#include "common/metrics.h"
 
 enum glearn_verdict {
 	GLEARN_REFUSED = -1, /* why says which rule */
@@ -57,6 +59,7 @@ struct glearn_opts {
 	struct record *rec;
 	const char *netns;     /* the node's namespace (NULL: the current one) */
 	uint8_t proto;         /* the agent's own neighbour protocol: its entries are not evidence */
+	struct metric *counter; /* galactic_agent_guest_addresses_total{result} (NULL: none) */
 };
 
 int glearn_new(struct glearn **out, const struct glearn_opts *o, char *err, size_t errlen);
@@ -65,6 +68,5 @@ void glearn_free(struct glearn *l);
 bool glearn_neigh(struct glearn *l, const struct gnl_neigh *n);
 /* Dumps both neighbour tables through glearn_neigh. The number learned, or -errno. */
 int glearn_scan(struct glearn *l);
-void glearn_counters(const struct glearn *l, unsigned long *learned, unsigned long *refused);
 
 #endif

@@ -72,7 +72,7 @@ static struct topo T;
 static int setup_ok, cp_is_up;
 static char setup_why[1024], work[600];
 static pid_t translator;
-static int tport;
+static int tport, mport; /* the translator's and n1's agent's metrics */
 
 enum shape { IPAM_HOST, NO_IPAM, BLOCK96 };
 
@@ -202,8 +202,11 @@ static void setup(void)
 	}
 	for (int n = 1; n <= 2; n++) {
 		/* Only the node: VPCs and attachments come through CNI, routes through the API. */
-		snprintf(extra, sizeof(extra), "--cni-socket %s --kubeconfig %s --node n%d --report-namespace " RNS,
-			 cnirt_sock(&T, n, s, sizeof(s)), cp.kubeconfig, n);
+		if (n == 1)
+			mport = gt_free_port();
+		snprintf(extra, sizeof(extra), "--cni-socket %s --kubeconfig %s --node n%d --report-namespace " RNS "%s%.0d",
+			 cnirt_sock(&T, n, s, sizeof(s)), cp.kubeconfig, n, n == 1 ? " --metrics-addr 127.0.0.1:" : "",
+			 n == 1 ? mport : 0);
 		if (topo_sh("printf '{\"node\":{\"block\":\"fcbb:bb00:1::/48\",\"node_id\":%d,\"uplink\":\"up0\"},"
 			    "\"vpcs\":[],\"attachments\":[]}' >%s/n%d/state.json", n, T.dir, n) ||
 		    cnirt_node(&T, n) || topo_agent_start(&T, n, extra) <= 0 || cnirt_wait_socket(&T, n, 20)) {
@@ -434,6 +437,24 @@ START_TEST(t_self_addressed_guest)
 	printf("upstream e2e: p2->pn (learned 10.1.0.83) %ld/20\n", got);
 	ck_assert_int_eq(got, 20);
 	ck_assert_int_eq(cnirt_ping(&T, "pn", "fd00:a::82", 10), 10);
+	ck_assert_double_ge(gt_metric(mport, "galactic_agent_guest_addresses_total{result=\"learned\"}"), 2);
+
+	/* an address another pod of the VPC has (p2's, on n2: n1 knows it from
+	 * n2's report) is refused: n1 keeps routing it toward n2 */
+	ck_assert_int_eq(topo_sh("ip -n %s-pn addr add fd00:a::82/128 dev eth0 nodad && ip -n %s-pn neigh flush dev eth0 && "
+				 "{ ip netns exec %s-pn ping -c 2 -i 0.2 -W 1 -I fd00:a::82 fd00:a::81; true; } >/dev/null 2>&1",
+				 T.prefix, T.prefix, T.prefix), 0);
+	ck_assert_int_eq(topo_sh("for _ in $(seq 50); do grep -q 'not learned: fd00:a::82/128 is already used by a pod of vpc %s on another node' "
+				 "%s/n1/agent.log && exit 0; sleep 0.1; done; exit 1", VPC_A, T.dir), 0);
+	ck_assert_double_ge(gt_metric(mport, "galactic_agent_guest_addresses_total{result=\"refused\"}"), 1);
+	ck_assert_msg(pn_reported(NULL), "pn's report changed");
+	topo_out(out, sizeof(out), "ip -n %s-n1 -6 route show table all | grep -c 'fd00:a::82 .*dev %s'", T.prefix, host_of("pn"));
+	ck_assert_str_eq(out, "0");
+	topo_sh("ip -n %s-pn addr del fd00:a::82/128 dev eth0", T.prefix);
+	ck_assert_int_eq(cnirt_ping(&T, "pa", "fd00:a::82", 5), 5);
+	printf("upstream e2e: n1 guest addresses learned %g, refused %g\n",
+	       gt_metric(mport, "galactic_agent_guest_addresses_total{result=\"learned\"}"),
+	       gt_metric(mport, "galactic_agent_guest_addresses_total{result=\"refused\"}"));
 }
 END_TEST
 
