@@ -230,6 +230,31 @@ int gde_nft_apply(const char *text, char *err, size_t errlen)
 	return rc ? -EIO : 0;
 }
 
+int gde_nft_list(char **out, char *err, size_t errlen)
+{
+	struct nft_ctx *c = ctx_new(err, errlen);
+	const char *o;
+	int rc = 0;
+
+	*out = NULL;
+	if (!c)
+		return -ENOMEM;
+	nft_ctx_output_set_flags(c, nft_ctx_output_get_flags(c) | NFT_CTX_OUTPUT_STATELESS);
+	if (nft_run_cmd_from_buffer(c, "list table inet " GDE_TABLE)) {
+		ctx_err(c, "list table inet " GDE_TABLE, err, errlen);
+		rc = -ENOENT;
+	} else {
+		o = nft_ctx_get_output_buffer(c);
+		*out = strdup(o ? o : "");
+		if (!*out) {
+			snprintf(err, errlen, "out of memory listing the egress table");
+			rc = -ENOMEM;
+		}
+	}
+	nft_ctx_free(c);
+	return rc;
+}
+
 long gde_nft_counter(const char *name, char *err, size_t errlen)
 {
 	struct nft_ctx *c;

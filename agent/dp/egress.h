@@ -65,6 +65,14 @@ int gde_render(const struct gde_shard *s, const struct gde_vpc *v, size_t n, cha
 const char *gde_render_remove(void);
 /* Runs an nftables program through libnftables in the caller's netns. 0 or -errno with err. */
 int gde_nft_apply(const char *text, char *err, size_t errlen);
+/*
+ * The table as the kernel holds it, listed without counter values
+ * (libnftables, stateless output): what a read-back compares with the
+ * listing taken right after the last apply, so a rule, chain, map element
+ * or counter changed, added or removed behind the agent is drift. *out is
+ * malloc'd. 0, -ENOENT (no table) or -errno with err.
+ */
+int gde_nft_list(char **out, char *err, size_t errlen);
 /* Reads one counter of the table (e.g. "snat6"): packets, or -errno. */
 long gde_nft_counter(const char *name, char *err, size_t errlen);
 

@@ -55,6 +55,7 @@ struct kb {
 	struct gdp_caps caps;
 	char clsact_on[GDP_IFNAME_MAX + 1]; /* uplink that has its clsact */
 	char *egress_text;      /* the nftables program last applied (NULL: none) */
+	char *egress_listing;   /* the table as listed right after that apply (stateless) */
 	bool egress_clean;      /* no galactic_egress table is left (checked once when egress is off) */
 	/* What the last full reconcile verified, for delta applies. */
 	bool full_ok;                       /* a full apply has run */
@@ -795,7 +796,8 @@ out:
 }
 
 struct nft_job {
-	const char *text;       /* program to run; NULL: only check the table exists */
+	const char *text;       /* program to run; NULL: list the table into listing */
+	char *listing;          /* malloc'd: the table as the kernel holds it */
 	char err[512];
 };
 
@@ -805,7 +807,8 @@ static int nft_job_run(void *arg)
 
 	if (j->text)
 		return gde_nft_apply(j->text, j->err, sizeof(j->err));
-	return gde_nft_counter("decap", j->err, sizeof(j->err)) < 0 ? -ENOENT : 0;
+	free(j->listing);
+	return gde_nft_list(&j->listing, j->err, sizeof(j->err));
 }
 
 static int sysctl_job(void *arg)
@@ -875,6 +878,15 @@ static int plan_egress(struct pass *ps)
 			if (!(vegress[i] & (j ? GDP_FAM_V4 : GDP_FAM_V6)))
 				continue;
 			gde_vpc_sid(&sh->sid, af, v->arg, &sid);
+			/* decap on this node: inner routed by its destination (mark rule: main table) */
+			base_route(k, &r, AF_INET6, RT_TABLE_MAIN);
+			v6_addr(&sid, 128, &r.dst);
+			r.oif = ol->ifindex;
+			r.encap = GNL_ENCAP_SEG6LOCAL;
+			r.s6l.action = af == AF_INET ? SEG6_LOCAL_ACTION_END_DX4 : SEG6_LOCAL_ACTION_END_DX6;
+			rc |= want_route(p, eres, &r);
+			if (d->egress.shard_only)
+				continue; /* the bpf trie routes the VPC toward the shard */
 			/* default route of the VPC toward its shard SID */
 			base_route(k, &r, af, v->table);
 			r.oif = upidx;
@@ -890,13 +902,6 @@ static int plan_egress(struct pass *ps)
 			v6_addr(&sid, 128, &r.dst);
 			r.type = RTN_THROW;
 			rc |= want_route(p, vres[i], &r);
-			/* decap on this node: inner routed by its destination (mark rule: main table) */
-			base_route(k, &r, AF_INET6, RT_TABLE_MAIN);
-			v6_addr(&sid, 128, &r.dst);
-			r.oif = ol->ifindex;
-			r.encap = GNL_ENCAP_SEG6LOCAL;
-			r.s6l.action = af == AF_INET ? SEG6_LOCAL_ACTION_END_DX4 : SEG6_LOCAL_ACTION_END_DX6;
-			rc |= want_route(p, eres, &r);
 		}
 		/* replies, un-translated, carry the VPC's reply mark: back into its table */
 		memset(&ru, 0, sizeof(ru));
@@ -962,6 +967,8 @@ static void egress_nft(struct kb *k, struct gdp_result *eres, const struct gde_s
 			k->egress_clean = true;
 			free(k->egress_text);
 			k->egress_text = NULL;
+			free(k->egress_listing);
+			k->egress_listing = NULL;
 		}
 		return;
 	}
@@ -972,18 +979,31 @@ static void egress_nft(struct kb *k, struct gdp_result *eres, const struct gde_s
 		gdp_result_fail(eres, rc, "egress shard: %s", j.err);
 		return;
 	}
-	/* the table must exist and be the program last applied */
+	/*
+	 * Read back: the program last applied is the one desired, and the table
+	 * the kernel holds lists exactly as it did right after that apply (every
+	 * rule, chain, map element and counter object; counter values aside).
+	 */
 	rc = in_netns(k->netns, nft_job_run, &j, j.err, sizeof(j.err));
-	if (!rc && k->egress_text && !strcmp(k->egress_text, text)) {
+	if (!rc && k->egress_text && !strcmp(k->egress_text, text) && k->egress_listing &&
+	    !strcmp(k->egress_listing, j.listing)) {
+		free(j.listing);
 		free(text);
 		return;
 	}
 	if (dry) {
-		gdp_result_fail(eres, -ENOENT, "missing or different: nftables table inet %s", GDE_TABLE);
+		gdp_result_fail(eres, -ENOENT, "%s: nftables table inet %s",
+				rc ? "missing" : k->egress_text && !strcmp(k->egress_text, text) &&
+						 k->egress_listing ? "rules differ from the program applied (drift)"
+								   : "not the desired program",
+				GDE_TABLE);
 		(*pending)++;
+		free(j.listing);
 		free(text);
 		return;
 	}
+	free(j.listing);
+	j.listing = NULL;
 	j.text = NULL;
 	rc = in_netns(k->netns, sysctl_job, NULL, j.err, sizeof(j.err));
 	if (rc) {
@@ -999,6 +1019,14 @@ static void egress_nft(struct kb *k, struct gdp_result *eres, const struct gde_s
 		free(text);
 		return;
 	}
+	/* what this apply left, the reference of the next read-back */
+	j.text = NULL;
+	free(k->egress_listing);
+	k->egress_listing = NULL;
+	if (!in_netns(k->netns, nft_job_run, &j, j.err, sizeof(j.err)))
+		k->egress_listing = j.listing;
+	else
+		free(j.listing);
 	free(k->egress_text);
 	k->egress_text = text;
 	k->egress_clean = false;
@@ -1082,11 +1110,13 @@ static int plan(struct pass *ps)
 		/* The table ends in unreachable, unless the family egresses through the shard. */
 		base_route(k, &r, AF_INET6, v->table);
 		r.type = RTN_UNREACHABLE;
-		if (!(ps->vegress[i] & GDP_FAM_V6) && want_route(&ps->p, vres[i], &r))
+		if ((!(ps->vegress[i] & GDP_FAM_V6) || d->egress.shard_only) &&
+		    want_route(&ps->p, vres[i], &r))
 			return -ENOMEM;
 		base_route(k, &r, AF_INET, v->table);
 		r.type = RTN_UNREACHABLE;
-		if (!(ps->vegress[i] & GDP_FAM_V4) && want_route(&ps->p, vres[i], &r))
+		if ((!(ps->vegress[i] & GDP_FAM_V4) || d->egress.shard_only) &&
+		    want_route(&ps->p, vres[i], &r))
 			return -ENOMEM;
 	}
 
@@ -1656,6 +1686,7 @@ static int kb_open(struct gdp_backend **out, const struct gdp_backend_opts *o, c
 fail:
 	gnl_close(k->nl);
 	free(k->egress_text);
+	free(k->egress_listing);
 	free(k->netns);
 	free(k);
 	return rc;

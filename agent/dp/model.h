@@ -101,6 +101,13 @@ struct gdp_egress {
 	bool have_v4;
 	struct in_addr addr4;           /* shardAddressIPv4 */
 	char oif[GDP_IFNAME_MAX + 1];   /* internet-facing device; empty = the node's uplink */
+	/*
+	 * Set by the bpf backend on the state it hands the kernel backend: its
+	 * trie routes the VPCs toward the shard (GBPF_RT_SHARD), so the kernel
+	 * programs the shard only (End.DX SIDs, rules, addresses, nftables) and
+	 * the VPC tables keep their unreachable default.
+	 */
+	bool shard_only;
 };
 
 struct gdp_state {

@@ -12,3 +12,4 @@ $(eval $(call netns_test,test_kernel_nl,tests/netns/test_kernel_nl.c tests/lib/t
 $(eval $(call unit_test,test_egress_render,tests/unit/test_egress_render.c,gdp gnl,nl jansson))
 # The egress shard with real traffic: two VPCs with the same addresses through one shard, an internet host.
 $(eval $(call netns_test,test_egress_dp,tests/netns/test_egress_dp.c tests/lib/topo.c,gdp gnl,nl jansson))
+build/san/tests/test_egress_dp: | build/rel/bin/galactic-preflight

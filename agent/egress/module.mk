@@ -5,5 +5,5 @@ $(eval $(call unit_test,test_egress_shard,tests/unit/test_egress_shard.c,gegress
 # (the pure part and its JSON helpers only)
 $(eval $(call fuzzer,fuzz_egress_shard,tests/fuzz/fuzz_egress_shard.c agent/egress/shard.c common/json.c,,jansson))
 # End to end: real API server, the agent binary on three netns nodes with an internet host, CNI ADDs.
-$(eval $(call netns_test,test_egress,tests/netns/test_egress.c tests/lib/topo.c tests/lib/cp.c tests/lib/crds.c tests/lib/kreq.c,gdp gnl gcommon,jansson nl curl mhd yaml pthread m))
-build/san/tests/test_egress: | build/rel/bin/galactic-agent build/rel/bin/galactic-cni
+$(eval $(call netns_test,test_egress,tests/netns/test_egress.c tests/lib/topo.c tests/lib/cp.c tests/lib/crds.c tests/lib/kreq.c tests/lib/daemon.c,gdp gnl gcommon,jansson nl curl mhd yaml pthread m))
+build/san/tests/test_egress: | build/rel/bin/galactic-agent build/rel/bin/galactic-cni build/rel/bin/galactic-translator build/rel/bin/galactic-bpf build/rel/bin/galactic-preflight

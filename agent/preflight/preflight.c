@@ -173,6 +173,10 @@ static int netns_probes(struct pf_probe *p, int max)
 	set(&p[n++], "link bridge", link_add(sk, "pfbr0", "bridge", NULL, 0));
 	set(&p[n++], "sysctl net.vrf.strict_mode",
 	    file_exists("/proc/sys/net/vrf/strict_mode"));
+	/* egress shard (docs/dataplane-egress.md): seg6local's decapsulated
+	 * packets pass netfilter only with it; present in every netns or none */
+	set(&p[n++], "sysctl net.netfilter.nf_hooks_lwtunnel",
+	    file_exists("/proc/sys/net/netfilter/nf_hooks_lwtunnel"));
 	link_up(sk, "lo");
 	link_up(sk, "pfv0");
 	oif = (int)if_nametoindex("pfv0");

@@ -717,6 +717,101 @@ START_TEST(encap_local_destination_passes)
 }
 END_TEST
 
+/*
+ * The VPC's egress default toward this node's shard (GBPF_RT_SHARD): the
+ * packet goes to the kernel untouched, marked with its VPC (the mark the
+ * shard's decap gives, GBPF_MARK_SHARD | arg, other mark bits kept); a more
+ * specific remote still wins; a VPC without the default is not marked. The
+ * entries are the ones gbpf_shard_routes derives from the model.
+ */
+START_TEST(encap_egress_default_marks_for_the_shard)
+{
+	struct gdp_vpc va = { .id = "vpcA", .arg = ARG_A, .table = TABLE_A };
+	struct gdp_vpc vb = { .id = "vpcB", .arg = ARG_B, .table = TABLE_B };
+	struct gdp_attachment at = { .vpc = "vpcA", .id = "att1", .host_ifname = "hv1", .n_addrs = 1,
+				     .egress = GDP_FAM_V6 | GDP_FAM_V4 };
+	struct gbpf_route_key k[8];
+	struct gbpf_route v[8];
+	struct pkt inner = { 0 }, in = { 0 }, out, want = { 0 }, fwd = { 0 };
+	struct __sk_buff ctx = { .ifindex = 0, .mark = 0x40000000 }, cout = { 0 };
+	struct gbpf_vpc_stats st;
+	struct gdp_state s;
+	char err[512], sid[INET6_ADDRSTRLEN];
+	size_t n;
+
+	NEED_ROOT();
+	gdp_state_init(&s);
+	ck_assert_int_eq(gdp_state_add_vpc(&s, &va), 0);
+	ck_assert_int_eq(gdp_state_add_vpc(&s, &vb), 0);
+	ck_assert_int_eq(gdp_prefix_parse("fd00:a::2", &at.addrs[0]), 0);
+	ck_assert_int_eq(gdp_state_add_attachment(&s, &at), 0);
+	/* no shard: nothing */
+	ck_assert_uint_eq(gbpf_shard_routes(&s, k, v, 8), 0);
+	s.egress.have = true;
+	a6("fc00:0:0:1:f000::", s.egress.sid.s6_addr);
+	a6("2001:db8:f::50:1", s.egress.addr6.s6_addr);
+	/* IPv6 only while the shard has no IPv4 address */
+	ck_assert_uint_eq(gbpf_shard_routes(&s, k, v, 8), 1);
+	s.egress.have_v4 = true;
+	inet_pton(AF_INET, "203.0.113.51", &s.egress.addr4);
+	n = gbpf_shard_routes(&s, k, v, 8);
+	ck_assert_uint_eq(n, 2); /* vpcB has no attachment declaring egress */
+	for (size_t i = 0; i < n; i++) {
+		ck_assert_uint_eq(k[i].prefixlen, GBPF_ROUTE_KEY_BITS);
+		ck_assert_uint_eq(ntohs(k[i].arg), ARG_A);
+		ck_assert_uint_eq(v[i].flags, GBPF_RT_SHARD);
+		uint8_t want_sid[16];
+
+		/* bytes 10-11: function 0xD (IPv4 inner) / 0xC (IPv6 inner), then the VPC's argument */
+		a6(k[i].family == GBPF_AF_INET ? "fc00:0:0:1:f000:d005::" : "fc00:0:0:1:f000:c005::", want_sid);
+		inet_ntop(AF_INET6, v[i].sid, sid, sizeof(sid));
+		ck_assert_msg(!memcmp(v[i].sid, want_sid, 16), "family %u: sid %s", k[i].family, sid);
+		ck_assert_msg(!gbpf_set_route(g, &k[i], &v[i], err, sizeof(err)), "%s", err);
+	}
+	ck_assert(k[0].family != k[1].family);
+	add_route(ARG_A, AF_INET6, "fd00:a:0:2::", 64, REMOTE_SID_A, GBPF_RT_L2);
+
+	for (int f = 0; f < 2; f++) {
+		LIBBPF_OPTS(bpf_test_run_opts, o, .data_out = out.b, .data_size_out = sizeof(out.b),
+			    .ctx_in = &ctx, .ctx_size_in = sizeof(ctx), .ctx_out = &cout,
+			    .ctx_size_out = sizeof(cout), .repeat = 1);
+
+		memset(&in, 0, sizeof(in));
+		memset(&inner, 0, sizeof(inner));
+		if (f)
+			inner4(&inner, 64, "10.1.0.2", "203.0.113.254");
+		else
+			inner6(&inner, 64, "fd00:a::2", "2001:db8:f::ff");
+		pod_frame(&in, f ? 0x0800 : 0x86dd, &inner);
+		ctx.ifindex = (uint32_t)if_hv1;
+		o.data_in = in.b;
+		o.data_size_in = (uint32_t)in.n;
+		ck_assert_msg(!bpf_prog_test_run_opts(gbpf_prog_fd(g, GBPF_PROG_ENCAP), &o), "test run: %s",
+			      strerror(errno));
+		out.n = o.data_size_out;
+		expect(f ? "IPv4 toward the internet" : "IPv6 toward the internet", (int)o.retval, TC_ACT_OK, &out, &in);
+		ck_assert_uint_eq(cout.mark, 0x40000000u | GBPF_MARK_SHARD | ARG_A);
+	}
+	ck_assert_int_eq(gbpf_vpc_stats(g, ARG_A, &st), 0);
+	ck_assert_uint_eq(st.encap_pkts, 2);
+
+	/* a remote inside the VPC still wins over the default */
+	memset(&in, 0, sizeof(in));
+	memset(&inner, 0, sizeof(inner));
+	inner6(&inner, 64, "fd00:a::2", "fd00:a:0:2::5");
+	pod_frame(&in, 0x86dd, &inner);
+	{
+		int vr = run(GBPF_PROG_ENCAP, if_hv1, &in, &out);
+
+		inner6(&fwd, 63, "fd00:a::2", "fd00:a:0:2::5");
+		encap_want(&want, 0xb8, 0x12345, 41, 63, REMOTE_SID_A, &fwd);
+		expect("remote inside the VPC, not the shard", vr, TC_ACT_REDIRECT, &out, &want);
+	}
+	ck_assert_uint_eq(drops_total(), 0);
+	gdp_state_free(&s);
+}
+END_TEST
+
 /* Above the uplink MTU once wrapped (and not GSO): counted, not lost silently. */
 START_TEST(encap_too_big_dropped)
 {
@@ -1049,6 +1144,7 @@ static Suite *suite(void)
 	tcase_add_test(e, encap_fib_next_hop);
 	tcase_add_test(e, encap_vpc_isolation_and_lpm);
 	tcase_add_test(e, encap_local_destination_passes);
+	tcase_add_test(e, encap_egress_default_marks_for_the_shard);
 	tcase_add_test(e, encap_then_decap_round_trip);
 	tcase_add_test(e, encap_too_big_dropped);
 	TCase *l = tcase_create("loader");

@@ -1,6 +1,7 @@
 /* The bpf backend: kernel backend for pod plumbing, TC programs for SRv6. */
 #include "agent/dp/bpf/bpf_backend.h"
 
+#include <arpa/inet.h>
 #include <bpf/bpf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -142,6 +143,7 @@ static struct gdp_state no_remotes(const struct gdp_state *d)
 
 	k.remotes = NULL;
 	k.n_remotes = k.cap_remotes = 0;
+	k.egress.shard_only = true; /* the trie routes VPCs toward the shard */
 	return k;
 }
 
@@ -588,6 +590,32 @@ static int bpf_observe(struct gdp_backend *base, const struct gdp_state *desired
 	    memcmp(cfg.block, desired->node.block, 6) || memcmp(cfg.src, src, 16)) {
 		gdp_result_fail_what(slot_node(&sl), GDP_WHAT_MAP, -ENOENT, "bpf node config missing or different");
 		bad++;
+	}
+	{
+		/* the egress defaults toward the shard (the kernel backend made the egress result) */
+		size_t ns = gbpf_shard_routes(desired, NULL, NULL, 0);
+		struct gbpf_route_key *sk = ns ? calloc(ns, sizeof(*sk)) : NULL;
+		struct gbpf_route *sv = ns ? calloc(ns, sizeof(*sv)) : NULL, have;
+		struct gdp_result *er = gdp_results_find(res, GDP_OBJ_EGRESS, "", "");
+
+		if (ns && (!sk || !sv)) {
+			free(sk);
+			free(sv);
+			return -ENOMEM;
+		}
+		gbpf_shard_routes(desired, sk, sv, ns);
+		for (size_t i = 0; i < ns; i++)
+			if (bpf_map_lookup_elem(fd, &sk[i], &have) || memcmp(&have, &sv[i], sizeof(have))) {
+				char sid[INET6_ADDRSTRLEN];
+
+				inet_ntop(AF_INET6, sv[i].sid, sid, sizeof(sid));
+				gdp_result_fail(er, -ENOENT, "egress shard: bpf default toward %s missing or different",
+						sid);
+				bad++;
+				break;
+			}
+		free(sk);
+		free(sv);
 	}
 	for (size_t i = 0; i < desired->n_remotes; i++) {
 		const struct gdp_remote *rm = &desired->remotes[i];

@@ -1,5 +1,6 @@
 /* Desired state -> bpf maps, level-triggered (see bpf_sync.h). */
 #include "agent/dp/bpf/bpf_sync.h"
+#include "agent/dp/egress.h"
 
 #include <arpa/inet.h>
 #include <bpf/bpf.h>
@@ -320,6 +321,55 @@ static void want_key(struct gbpf_route_key *k, uint16_t arg, const struct gdp_pr
 	gbpf_route_key(k, arg, p->family, p->addr.raw, p->len);
 }
 
+_Static_assert(GBPF_MARK_SHARD == GDE_MARK_OUT && GBPF_MARK_MASK == GDE_MARK_MASK,
+	       "the bpf shard mark is the nftables translator's");
+
+size_t gbpf_shard_routes(const struct gdp_state *d, struct gbpf_route_key *k, struct gbpf_route *v,
+			 size_t cap)
+{
+	struct gde_shard sh = { 0 };
+	char err[256];
+	size_t n = 0;
+
+	if (!d->egress.have)
+		return 0;
+	sh.sid = d->egress.sid;
+	sh.addr6 = d->egress.addr6;
+	sh.have_v4 = d->egress.have_v4;
+	sh.addr4 = d->egress.addr4;
+	snprintf(sh.oif, sizeof(sh.oif), "%s", "lo"); /* the device is the kernel side's to check */
+	if (gde_validate_shard(&sh, err, sizeof(err)))
+		return 0; /* the egress result says why (kernel backend) */
+	for (size_t i = 0; i < d->n_vpcs; i++) {
+		const struct gdp_vpc *vp = &d->vpcs[i];
+		unsigned fam = 0;
+
+		if (!vp->arg || vp->arg >= GBPF_MAX_ARG)
+			continue;
+		for (size_t j = 0; j < d->n_atts; j++)
+			if (!strcmp(d->atts[j].vpc, vp->id))
+				fam |= d->atts[j].egress;
+		fam &= GDP_FAM_V6 | (sh.have_v4 ? GDP_FAM_V4 : 0);
+		for (int f = 0; f < 2; f++) {
+			int af = f ? AF_INET : AF_INET6;
+			static const uint8_t any[16];
+			struct in6_addr sid;
+
+			if (!(fam & (f ? GDP_FAM_V4 : GDP_FAM_V6)))
+				continue;
+			if (n < cap) {
+				gbpf_route_key(&k[n], vp->arg, af, any, 0);
+				memset(&v[n], 0, sizeof(v[n]));
+				gde_vpc_sid(&sh.sid, af, vp->arg, &sid);
+				memcpy(v[n].sid, sid.s6_addr, 16);
+				v[n].flags = GBPF_RT_SHARD;
+			}
+			n++;
+		}
+	}
+	return n;
+}
+
 int gbpf_sync_routes(struct gbpf *g, const struct gdp_state *d, gbpf_l2_fn l2, void *l2ctx,
 		     struct gdp_results *res, struct gbpf_sync_stats *st)
 {
@@ -335,6 +385,7 @@ int gbpf_sync_routes(struct gbpf *g, const struct gdp_state *d, gbpf_l2_fn l2, v
 
 	for (size_t i = 0; i < d->n_atts; i++)
 		cap += d->atts[i].n_addrs;
+	cap += gbpf_shard_routes(d, NULL, NULL, 0);
 	w.k = malloc(cap * sizeof(*w.k));
 	w.v = malloc(cap * sizeof(*w.v));
 	w.remote = malloc(cap * sizeof(*w.remote));
@@ -363,6 +414,13 @@ int gbpf_sync_routes(struct gbpf *g, const struct gdp_state *d, gbpf_l2_fn l2, v
 			w.v[w.n].flags = GBPF_RT_LOCAL;
 			w.remote[w.n++] = -1;
 		}
+	}
+	/* The egress defaults next: a remote /0 in an egressing VPC loses to them. */
+	{
+		size_t ns = gbpf_shard_routes(d, w.k + w.n, w.v + w.n, cap - w.n);
+
+		for (size_t i = 0; i < ns; i++)
+			w.remote[w.n++] = -3;
 	}
 	for (size_t i = 0; i < d->n_remotes; i++) {
 		const struct gdp_remote *rm = &d->remotes[i];
@@ -401,8 +459,9 @@ int gbpf_sync_routes(struct gbpf *g, const struct gdp_state *d, gbpf_l2_fn l2, v
 				gdp_result_fail(&res->v[base + (size_t)w.remote[i]], -EEXIST,
 						"remote %s in vpc %s: %s",
 						gdp_prefix_str(&rm->prefix, pb, sizeof(pb)), rm->vpc,
-						w.remote[dup] < 0 ? "a local attachment has it"
-								  : "duplicate of an earlier remote");
+						w.remote[dup] == -3 ? "the VPC's egress default toward the shard has it"
+						: w.remote[dup] < 0 ? "a local attachment has it"
+								    : "duplicate of an earlier remote");
 		}
 		w.remote[i] = -2; /* not written */
 	}
@@ -471,6 +530,9 @@ int gbpf_sync_routes(struct gbpf *g, const struct gdp_state *d, gbpf_l2_fn l2, v
 				continue;
 			if ((e = gbpf_set_route(g, &w.k[i], &w.v[i], err, sizeof(err)))) {
 				first = first ? first : e;
+				if (w.remote[i] == -3 && res)
+					gdp_result_fail(gdp_results_find(res, GDP_OBJ_EGRESS, "", ""), e,
+							"egress shard: bpf default route: %s", err);
 				if (w.remote[i] >= 0) {
 					failed[w.remote[i]] = true;
 					if (res)

@@ -47,6 +47,16 @@ int gbpf_sync_routes(struct gbpf *g, const struct gdp_state *d, gbpf_l2_fn l2, v
 		     struct gdp_results *res, struct gbpf_sync_stats *st);
 
 /*
+ * The trie entries of the node's egress shard (d->egress, from the node
+ * record): for each VPC with an attachment declaring egress, a default
+ * (/0) per declared family (IPv4 only when the shard has an IPv4 address)
+ * toward the VPC's shard SID, flagged GBPF_RT_SHARD. Writes at most cap
+ * entries; returns how many are wanted (0: no shard or no VPC egresses).
+ */
+size_t gbpf_shard_routes(const struct gdp_state *d, struct gbpf_route_key *k, struct gbpf_route *v,
+			 size_t cap);
+
+/*
  * Only the entries of a delta (backend.h, struct gdp_delta): the added
  * attachments' pod addresses (local), the added or changed remotes (one
  * batch), deletes of what went. No walk of the trie. res holds the

@@ -119,6 +119,12 @@ int galactic_encap(struct __sk_buff *skb)
 		count_local(arg);
 		return TC_ACT_OK;
 	}
+	if (rt->flags & GBPF_RT_SHARD) {
+		/* this node's shard: its decap's VPC context, then the kernel's NAT */
+		skb->mark = (skb->mark & ~GBPF_MARK_MASK) | GBPF_MARK_SHARD | arg;
+		count_encap(arg, skb->len);
+		return TC_ACT_OK;
+	}
 	if (ii.hop_limit <= 1)
 		return TC_ACT_OK; /* the kernel sends time-exceeded */
 	cfg = bpf_map_lookup_elem(&gbpf_cfg, &zero);

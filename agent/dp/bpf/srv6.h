@@ -73,6 +73,17 @@ struct gbpf_route {
 };
 #define GBPF_RT_LOCAL 1u     /* destination on this node: hand to the kernel */
 #define GBPF_RT_L2    2u     /* ifindex/smac/dmac are valid */
+/*
+ * The VPC's default toward this node's own egress shard (sid = the VPC's
+ * shard SID, docs/dataplane-egress.md): the program does the shard SID's
+ * decap step in place (no outer header to push and strip on the same node)
+ * and hands the packet to the kernel marked GBPF_MARK_SHARD | arg, the mark
+ * the shard's decap gives it: routed by the main table, NATed by the
+ * shard's nftables translator in the VPC's conntrack zone.
+ */
+#define GBPF_RT_SHARD 4u
+#define GBPF_MARK_SHARD 0x100000u  /* = GDE_MARK_OUT (agent/dp/egress.h) */
+#define GBPF_MARK_MASK  0x300fffu  /* = GDE_MARK_MASK */
 
 /* galactic_resolve's answer (written into the test-run packet). */
 struct gbpf_resolved {
