@@ -13,6 +13,7 @@
 #include "agent/dp/backend.h"
 #include "agent/record_legacy.h"
 #include "common/fileio.h"
+#include "common/json.h"
 #include "common/log.h"
 
 #define COMP "record"
@@ -256,42 +257,34 @@ static char *encode_main(const struct record *r)
 	return text;
 }
 
-static char *encode_remotes(const struct rec_remotes *x)
+/*
+ * record-remotes.json, streamed to the file (gfile_write_atomic_fn): one
+ * element at a time, never the whole text in memory (20 MiB at 100k).
+ * Written by hand: 100k entries through a jansson tree cost 10x more.
+ */
+static int emit_remotes(FILE *f, void *ctx)
 {
-	/* Written by hand: 100k entries through a jansson tree cost 10x more. */
-	size_t cap = 64 + (x ? x->n : 0) * 200, off;
-	char *s = malloc(cap), sid[INET6_ADDRSTRLEN], pb[64];
+	const struct rec_remotes *x = ctx;
+	char sid[INET6_ADDRSTRLEN], pb[64];
 
-	if (!s)
-		return NULL;
-	off = (size_t)snprintf(s, cap, "{\"version\":%d,\"remotes\":[", RECORD_VERSION);
+	fprintf(f, "{\"version\":%d,\"remotes\":[", RECORD_VERSION);
 	for (size_t i = 0; x && i < x->n; i++) {
 		const struct gdp_remote *m = &x->v[i];
 		json_t *id = json_string(m->vpc);
-		char *q = json_dumps(id, JSON_ENCODE_ANY);
+		char *q = id ? json_dumps(id, JSON_ENCODE_ANY) : NULL;
 
 		json_decref(id);
-		if (!q) {
-			free(s);
-			return NULL;
-		}
+		if (!q)
+			return -ENOMEM;
 		inet_ntop(AF_INET6, &m->sid, sid, sizeof(sid));
-		off += (size_t)snprintf(s + off, cap - off, "%s{\"vpc\":%s,\"prefix\":\"%s\",\"sid\":\"%s\"}",
-					i ? "," : "", q, gdp_prefix_str(&m->prefix, pb, sizeof(pb)), sid);
+		fprintf(f, "%s{\"vpc\":%s,\"prefix\":\"%s\",\"sid\":\"%s\"}", i ? "," : "", q,
+			gdp_prefix_str(&m->prefix, pb, sizeof(pb)), sid);
 		free(q);
-		if (off >= cap - 200) {
-			char *ns = realloc(s, cap * 2);
-
-			if (!ns) {
-				free(s);
-				return NULL;
-			}
-			s = ns;
-			cap *= 2;
-		}
+		if (ferror(f))
+			return -(errno ? errno : EIO);
 	}
-	snprintf(s + off, cap - off, "]}\n");
-	return s;
+	fprintf(f, "]}\n");
+	return 0;
 }
 
 /* ---- record.json: parse (pure) -------------------------------------------- */
@@ -517,35 +510,66 @@ bad:
 	return -EINVAL;
 }
 
+struct remotes_parse {
+	struct gdp_state *st;
+	json_int_t version;
+	bool have_version;
+	char *err;
+	size_t errlen;
+};
+
+static int remotes_member(const char *name, json_t *v, void *ctx)
+{
+	struct remotes_parse *p = ctx;
+
+	if (strcmp(name, "version"))
+		return 0; /* other members: ignored, as a whole-tree reader would */
+	if (!json_is_integer(v))
+		return snprintf(p->err, p->errlen, "\"version\" must be an integer"), -EINVAL;
+	p->version = json_integer_value(v);
+	p->have_version = true;
+	return 0;
+}
+
+static int remotes_elem(json_t *x, size_t i, void *ctx)
+{
+	struct remotes_parse *p = ctx;
+	const char *pf = jstr(x, "prefix"), *sid = jstr(x, "sid");
+	struct gdp_remote m;
+
+	memset(&m, 0, sizeof(m));
+	if (!json_is_object(x) || jcopy(x, "vpc", m.vpc, sizeof(m.vpc), true) || !m.vpc[0] || !pf ||
+	    gdp_prefix_parse(pf, &m.prefix) || !sid || inet_pton(AF_INET6, sid, &m.sid) != 1)
+		return snprintf(p->err, p->errlen, "remotes[%zu]: needs \"vpc\", a \"prefix\" and an IPv6 \"sid\"", i),
+		       -EINVAL;
+	if (gdp_state_add_remote(p->st, &m))
+		return snprintf(p->err, p->errlen, "out of memory"), -ENOMEM;
+	return 0;
+}
+
+/*
+ * One element's tree at a time (gj_stream_array): a whole-file tree of
+ * 100,000 remotes was ~50 MiB at every start.
+ */
 int record_parse_remotes(const char *text, size_t len, struct gdp_state *st, char *err, size_t errlen)
 {
-	json_error_t je;
-	json_t *o, *x;
-	size_t i;
+	struct remotes_parse p = { .st = st, .err = err, .errlen = errlen };
+	size_t n0 = st->n_remotes;
+	char why[300];
+	bool found;
+	int rc;
 
-	o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
-	if (!o)
-		return snprintf(err, errlen, "not JSON (line %d: %s)", je.line, je.text), -EINVAL;
-	if (!json_is_object(o) || !json_is_integer(json_object_get(o, "version")) ||
-	    json_integer_value(json_object_get(o, "version")) != RECORD_VERSION ||
-	    !json_is_array(json_object_get(o, "remotes")))
-		BAD("must be {\"version\": %d, \"remotes\": [...]}", RECORD_VERSION);
-	json_array_foreach(json_object_get(o, "remotes"), i, x) {
-		struct gdp_remote m;
-		const char *pf = jstr(x, "prefix"), *sid = jstr(x, "sid");
-
-		memset(&m, 0, sizeof(m));
-		if (!json_is_object(x) || jcopy(x, "vpc", m.vpc, sizeof(m.vpc), true) || !m.vpc[0] || !pf ||
-		    gdp_prefix_parse(pf, &m.prefix) || !sid || inet_pton(AF_INET6, sid, &m.sid) != 1)
-			BAD("remotes[%zu]: needs \"vpc\", a \"prefix\" and an IPv6 \"sid\"", i);
-		if (gdp_state_add_remote(st, &m))
-			BAD("out of memory");
+	err[0] = 0;
+	rc = gj_stream_array(text, len, "remotes", remotes_member, remotes_elem, &p, &found, why, sizeof(why));
+	if (rc && !err[0])
+		snprintf(err, errlen, "not the remotes file (%s)", why);
+	if (!rc && (!found || !p.have_version || p.version != RECORD_VERSION))
+		rc = -EINVAL, snprintf(err, errlen, "must be {\"version\": %d, \"remotes\": [...]}", RECORD_VERSION);
+	if (rc) {
+		st->n_remotes = n0; /* nothing of a refused file is kept */
+		return -EINVAL;
 	}
-	json_decref(o);
 	return 0;
-bad:
-	json_decref(o);
-	return -EINVAL;
 }
 
 #undef BAD
@@ -1392,7 +1416,7 @@ nomem:
 
 int record_commit(struct record *r, const struct rec_snap *s, char *err, size_t errlen)
 {
-	char path[4200], *main_text = NULL, *rem_text = NULL;
+	char path[4200], *main_text = NULL;
 	unsigned long mg = 0, rg = 0;
 	struct rec_remotes *rem = NULL;
 	int rc = 0;
@@ -1415,20 +1439,14 @@ int record_commit(struct record *r, const struct rec_snap *s, char *err, size_t 
 		rem = remotes_ref(r->remotes);
 	}
 	pthread_mutex_unlock(&r->mu);
-	if (rem || rg) {
-		rem_text = encode_remotes(rem);
-		remotes_unref(rem);
-		if (!rem_text)
-			rc = -ENOMEM;
-	}
 	if (rc) {
 		snprintf(err, errlen, "record: out of memory");
 		goto out;
 	}
 	/* The remotes first: record.json is what a restart trusts most. */
-	if (rem_text) {
+	if (rem || rg) {
 		path_of(r, RECORD_REMOTES_FILE, path, sizeof(path));
-		if ((rc = gfile_write_atomic(path, rem_text, strlen(rem_text), err, errlen)))
+		if ((rc = gfile_write_atomic_fn(path, emit_remotes, rem, err, errlen)))
 			goto out;
 		r->saved_remotes = rg;
 	}
@@ -1439,8 +1457,8 @@ int record_commit(struct record *r, const struct rec_snap *s, char *err, size_t 
 		r->saved_main = mg;
 	}
 out:
+	remotes_unref(rem);
 	free(main_text);
-	free(rem_text);
 	return rc;
 }
 

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "common/fileio.h"
+#include "common/json.h"
 
 static const char *jstr(json_t *o, const char *k)
 {
@@ -172,6 +173,56 @@ static json_t *load_file(const char *dir, const char *name, char *err, size_t er
 	return j;
 }
 
+struct remotes_load {
+	struct gdp_state *st;
+	struct gdp_results *bad;
+};
+
+static int remote_elem(json_t *o, size_t i, void *ctx)
+{
+	struct remotes_load *l = ctx;
+	const char *pf = jstr(o, "prefix"), *sid = jstr(o, "sid");
+	struct gdp_remote r;
+	char why[200];
+
+	(void)i;
+	memset(&r, 0, sizeof(r));
+	if (jcopy(o, "vpc", r.vpc, sizeof(r.vpc), true) || !pf || gdp_prefix_parse(pf, &r.prefix)) {
+		bad_obj(l->bad, GDP_OBJ_REMOTE, jstr(o, "vpc"), pf, "missing vpc or invalid prefix");
+		return 0;
+	}
+	if (!sid || inet_pton(AF_INET6, sid, &r.sid) != 1) {
+		snprintf(why, sizeof(why), "invalid SID '%s'", sid ? sid : "(none)");
+		bad_obj(l->bad, GDP_OBJ_REMOTE, r.vpc, pf, why);
+		return 0;
+	}
+	return gdp_state_add_remote(l->st, &r) ? -ENOMEM : 0;
+}
+
+/* remotes.json, one element's tree at a time (100,000 of them were a ~50 MiB tree). */
+static int load_remotes(const char *dir, struct gdp_state *st, struct gdp_results *bad, char *err, size_t errlen)
+{
+	struct remotes_load l = { st, bad };
+	char path[4096], why[300], *text;
+	size_t len;
+	bool found;
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, LEGACY_REMOTES);
+	rc = gfile_read(path, 256u << 20, &text, &len);
+	if (rc == -ENOENT)
+		return 0;
+	if (rc)
+		return snprintf(err, errlen, "%s: %s", path, strerror(-rc)), rc;
+	rc = gj_stream_array(text, len, "remotes", NULL, remote_elem, &l, &found, why, sizeof(why));
+	free(text);
+	if (rc == -ENOMEM)
+		return snprintf(err, errlen, "load state: out of memory"), rc;
+	if (rc)
+		return snprintf(err, errlen, "%s: %s", path, why), -EINVAL;
+	return 0;
+}
+
 int legacy_load(const char *dir, struct gdp_state *st, struct gdp_results *bad, char *err, size_t errlen)
 {
 	json_t *j, *arr, *o;
@@ -208,29 +259,7 @@ int legacy_load(const char *dir, struct gdp_state *st, struct gdp_results *bad, 
 		}
 		json_decref(j);
 	}
-	j = load_file(dir, LEGACY_REMOTES, err, errlen, &rc);
-	if (rc)
-		return rc;
-	arr = j ? json_object_get(j, "remotes") : NULL;
-	json_array_foreach(arr, i, o) {
-		struct gdp_remote r;
-		const char *pf = jstr(o, "prefix"), *sid = jstr(o, "sid");
-
-		memset(&r, 0, sizeof(r));
-		if (jcopy(o, "vpc", r.vpc, sizeof(r.vpc), true) || !pf || gdp_prefix_parse(pf, &r.prefix)) {
-			bad_obj(bad, GDP_OBJ_REMOTE, jstr(o, "vpc"), pf, "missing vpc or invalid prefix");
-			continue;
-		}
-		if (!sid || inet_pton(AF_INET6, sid, &r.sid) != 1) {
-			snprintf(why, sizeof(why), "invalid SID '%s'", sid ? sid : "(none)");
-			bad_obj(bad, GDP_OBJ_REMOTE, r.vpc, pf, why);
-			continue;
-		}
-		if (gdp_state_add_remote(st, &r))
-			goto nomem;
-	}
-	json_decref(j);
-	return 0;
+	return load_remotes(dir, st, bad, err, errlen);
 nomem:
 	json_decref(j);
 	snprintf(err, errlen, "load state: out of memory");

@@ -15,11 +15,13 @@ static int fail(char *err, size_t errlen, const char *step, const char *path, in
 	return -e;
 }
 
+static int commit_tmp(const char *tmp, const char *path, char *err, size_t errlen);
+
 int gfile_write_atomic(const char *path, const void *data, size_t len, char *err, size_t errlen)
 {
-	char tmp[4200], dir[4096];
-	const char *p = data, *slash;
-	int fd, dfd, e;
+	char tmp[4200];
+	const char *p = data;
+	int fd, e;
 
 	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof(tmp))
 		return fail(err, errlen, "write", path, ENAMETOOLONG);
@@ -46,6 +48,50 @@ int gfile_write_atomic(const char *path, const void *data, size_t len, char *err
 		unlink(tmp);
 		return fail(err, errlen, "sync", tmp, e);
 	}
+	return commit_tmp(tmp, path, err, errlen);
+}
+
+int gfile_write_atomic_fn(const char *path, int (*emit)(FILE *f, void *ctx), void *ctx, char *err,
+			  size_t errlen)
+{
+	char tmp[4200];
+	FILE *f;
+	int fd, e;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof(tmp))
+		return fail(err, errlen, "write", path, ENAMETOOLONG);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return fail(err, errlen, "create", tmp, errno);
+	f = fdopen(fd, "w");
+	if (!f) {
+		e = errno;
+		close(fd);
+		unlink(tmp);
+		return fail(err, errlen, "create", tmp, e);
+	}
+	e = emit(f, ctx);
+	if (!e && (fflush(f) || ferror(f)))
+		e = -(errno ? errno : EIO);
+	/* The data must be on disk before the name points at it. */
+	if (!e && fsync(fd) < 0)
+		e = -errno;
+	if (fclose(f) && !e)
+		e = -(errno ? errno : EIO);
+	if (e) {
+		unlink(tmp);
+		return fail(err, errlen, "write", tmp, -e);
+	}
+	return commit_tmp(tmp, path, err, errlen);
+}
+
+/* Renames the synced tmp over path and syncs the directory. */
+static int commit_tmp(const char *tmp, const char *path, char *err, size_t errlen)
+{
+	char dir[4096];
+	const char *slash;
+	int dfd, e;
+
 	if (rename(tmp, path) < 0) {
 		e = errno;
 		unlink(tmp);

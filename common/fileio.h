@@ -8,9 +8,18 @@
 #define GALACTIC_COMMON_FILEIO_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 /* Writes len bytes to path atomically. 0, or -errno (err says which step, may be NULL). */
 int gfile_write_atomic(const char *path, const void *data, size_t len, char *err, size_t errlen);
+
+/*
+ * The same, the content written by emit(f, ctx) through a stdio stream (a
+ * large file is never one buffer in memory); emit returns 0 or -errno. The
+ * stream's errors count as write errors.
+ */
+int gfile_write_atomic_fn(const char *path, int (*emit)(FILE *f, void *ctx), void *ctx,
+			  char *err, size_t errlen);
 
 /* Reads a whole file (NUL-terminated, *len without it). 0, -ENOENT, -EFBIG past max, -errno. */
 int gfile_read(const char *path, size_t max, char **out, size_t *len);

@@ -1,5 +1,6 @@
 #include "common/json.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -93,4 +94,123 @@ void gj_time_now(char *buf, size_t n)
 
 	gmtime_r(&t, &tm);
 	strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* ---- gj_stream_array ------------------------------------------------------ */
+
+static size_t skip_ws(const char *t, size_t len, size_t off)
+{
+	while (off < len && (t[off] == ' ' || t[off] == '\t' || t[off] == '\n' || t[off] == '\r'))
+		off++;
+	return off;
+}
+
+/* One value at t[*off] (any JSON value), *off moved past it; NULL with err. */
+static json_t *one_value(const char *t, size_t len, size_t *off, char *err, size_t errlen)
+{
+	json_error_t je;
+	json_t *v;
+
+	v = json_loadb(t + *off, len - *off, JSON_DECODE_ANY | JSON_DISABLE_EOF_CHECK | JSON_REJECT_DUPLICATES,
+		       &je);
+	if (!v) {
+		snprintf(err, errlen, "byte %zu: %s", *off + (size_t)(je.position > 0 ? je.position : 0), je.text);
+		return NULL;
+	}
+	*off += (size_t)je.position;
+	return v;
+}
+
+int gj_stream_array(const char *text, size_t len, const char *array,
+		    int (*member)(const char *name, json_t *value, void *ctx),
+		    int (*each)(json_t *elem, size_t i, void *ctx), void *ctx, bool *found, char *err,
+		    size_t errlen)
+{
+	json_t *seen = json_object(), *k = NULL, *v;
+	size_t off, n = 0;
+	int rc = -EINVAL;
+
+#define SBAD(...) do { snprintf(err, errlen, __VA_ARGS__); goto out; } while (0)
+	*found = false;
+	if (!seen)
+		SBAD("out of memory");
+	off = skip_ws(text, len, 0);
+	if (off >= len || text[off] != '{')
+		SBAD("byte %zu: not a JSON object", off);
+	off = skip_ws(text, len, off + 1);
+	if (off < len && text[off] == '}') {
+		off++;
+		goto end;
+	}
+	for (;;) {
+		const char *name;
+
+		if (off >= len || text[off] != '"')
+			SBAD("byte %zu: a member name expected", off);
+		if (!(k = one_value(text, len, &off, err, errlen)))
+			goto out;
+		name = json_string_value(k);
+		if (json_object_get(seen, name))
+			SBAD("byte %zu: member \"%s\" given twice", off, name);
+		json_object_set_new(seen, name, json_true());
+		off = skip_ws(text, len, off);
+		if (off >= len || text[off] != ':')
+			SBAD("byte %zu: ':' expected", off);
+		off = skip_ws(text, len, off + 1);
+		if (!strcmp(name, array)) {
+			*found = true;
+			if (off >= len || text[off] != '[')
+				SBAD("byte %zu: \"%s\" must be an array", off, array);
+			off = skip_ws(text, len, off + 1);
+			if (off < len && text[off] == ']') {
+				off++;
+			} else {
+				for (;;) {
+					if (!(v = one_value(text, len, &off, err, errlen)))
+						goto out;
+					rc = each(v, n++, ctx);
+					json_decref(v);
+					if (rc)
+						goto out;
+					rc = -EINVAL;
+					off = skip_ws(text, len, off);
+					if (off < len && text[off] == ']') {
+						off++;
+						break;
+					}
+					if (off >= len || text[off] != ',')
+						SBAD("byte %zu: ',' or ']' expected", off);
+					off = skip_ws(text, len, off + 1);
+				}
+			}
+		} else {
+			if (!(v = one_value(text, len, &off, err, errlen)))
+				goto out;
+			rc = member ? member(name, v, ctx) : 0;
+			json_decref(v);
+			if (rc)
+				goto out;
+			rc = -EINVAL;
+		}
+		json_decref(k);
+		k = NULL;
+		off = skip_ws(text, len, off);
+		if (off < len && text[off] == '}') {
+			off++;
+			break;
+		}
+		if (off >= len || text[off] != ',')
+			SBAD("byte %zu: ',' or '}' expected", off);
+		off = skip_ws(text, len, off + 1);
+	}
+end:
+	off = skip_ws(text, len, off);
+	if (off != len)
+		SBAD("byte %zu: data after the object", off);
+	rc = 0;
+out:
+#undef SBAD
+	json_decref(k);
+	json_decref(seen);
+	return rc;
 }

@@ -3,6 +3,8 @@
 #define GALACTIC_COMMON_JSON_H
 
 #include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Borrowed value at a dotted path ("metadata.name"), or NULL. */
@@ -19,6 +21,22 @@ char *gj_dumps(const json_t *v);
 /* Now as Kubernetes writes a metav1.Time (RFC 3339, UTC, whole seconds):
  * "2026-12-01T12:00:00Z". n >= 21. */
 void gj_time_now(char *buf, size_t n);
+/*
+ * One JSON object whose largest member is an array, parsed a piece at a
+ * time so that a file of 100,000 elements never becomes one tree (jansson
+ * parses each piece; nothing is hand-decoded): every element of the member
+ * named `array` is handed to each(elem, i, ctx) as its own tree (borrowed),
+ * every other member to member(name, value, ctx) (NULL: ignored). Names
+ * and elements are parsed with JSON_REJECT_DUPLICATES, and a name given
+ * twice at the top is refused too. A callback's nonzero return stops the
+ * parse and is returned. *found: whether the array member was there.
+ * Returns 0, or -EINVAL with err ("byte N: ...") when text is not such an
+ * object (the array member not an array included).
+ */
+int gj_stream_array(const char *text, size_t len, const char *array,
+		    int (*member)(const char *name, json_t *value, void *ctx),
+		    int (*each)(json_t *elem, size_t i, void *ctx), void *ctx, bool *found, char *err,
+		    size_t errlen);
 /* "namespace/name" or "name" for cluster-scoped objects, into buf. */
 int gj_object_key(const json_t *obj, char *buf, size_t n);
 

@@ -1,6 +1,8 @@
 /* libFuzzer: the parsers of the agent's record (record.json and
  * record-remotes.json, agent/record.h). What is accepted must be consistent:
- * every attachment's VPC is listed, numbers are in range and unique. */
+ * every attachment's VPC is listed, numbers are in range and unique;
+ * record-remotes.json, parsed one element at a time, agrees with a
+ * whole-tree parse of the same text. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,8 +36,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 	} else {
 		gdp_state_init(&st);
-		if (record_parse_remotes((const char *)data + 1, size - 1, &st, err, sizeof(err)) && !err[0])
-			abort();
+		if (record_parse_remotes((const char *)data + 1, size - 1, &st, err, sizeof(err))) {
+			if (!err[0] || st.n_remotes)
+				abort(); /* says why, keeps nothing */
+		} else {
+			/* Parsed a piece at a time: what it accepts, a whole-tree
+			 * parse accepts too, with the same number of remotes. */
+			json_t *o = json_loadb((const char *)data + 1, size - 1, JSON_REJECT_DUPLICATES, NULL);
+
+			if (!o || json_integer_value(json_object_get(o, "version")) != RECORD_VERSION ||
+			    json_array_size(json_object_get(o, "remotes")) != st.n_remotes)
+				abort();
+			json_decref(o);
+		}
 		gdp_state_free(&st);
 	}
 	return 0;

@@ -333,6 +333,105 @@ START_TEST(t_remotes_replaced_and_filtered)
 }
 END_TEST
 
+/* record-remotes.json is parsed one element at a time: the same verdicts as a whole-tree parse. */
+START_TEST(t_remotes_file_parse)
+{
+	static const char *const good[] = {
+		"{\"version\":1,\"remotes\":[{\"vpc\":\"vpcA\",\"prefix\":\"fd00:a::9/128\",\"sid\":\"fcbb:bb00:1:2:e001::\"},"
+		"{\"vpc\":\"v\\u0041\",\"prefix\":\"10.1.0.9/32\",\"sid\":\"fcbb:bb00:1:3:e001::\"}]}",
+		/* members in any order, whitespace anywhere, unknown members ignored */
+		" {\n \"remotes\" : [ {\"sid\":\"fcbb:bb00:1:2:e001::\", \"prefix\":\"fd00:a::9/128\",\"vpc\":\"vpcA\"} ,\n"
+		"{\"vpc\":\"vA\",\"prefix\":\"10.1.0.9/32\",\"sid\":\"fcbb:bb00:1:3:e001::\"} ] ,"
+		" \"note\": {\"x\": [1, 2.5, null, \"]}\"]}, \"version\" : 1 }\n",
+	};
+	static const char *const bad[] = {
+		"", "[]", "{", "{\"version\":1}", "{\"remotes\":[]}", "{\"version\":2,\"remotes\":[]}",
+		"{\"version\":\"1\",\"remotes\":[]}", "{\"version\":1,\"remotes\":{}}",
+		"{\"version\":1,\"remotes\":[],\"version\":1}",                       /* a name twice */
+		"{\"version\":1,\"remotes\":[]} x",                                      /* data after it */
+		"{\"version\":1,\"remotes\":[{\"vpc\":\"v\",\"prefix\":\"fd00::1/128\",\"sid\":\"fcbb:bb00:1:2:e001::\"},]}",
+		"{\"version\":1,\"remotes\":[{\"vpc\":\"v\",\"vpc\":\"w\",\"prefix\":\"fd00::1/128\",\"sid\":\"fcbb::\"}]}",
+		"{\"version\":1,\"remotes\":[{\"vpc\":\"v\",\"prefix\":\"fd00::1/128\",\"sid\":\"fcbb:bb00:1:2:e001::\"} "
+		"{\"vpc\":\"v\",\"prefix\":\"fd00::2/128\",\"sid\":\"fcbb:bb00:1:2:e001::\"}]}",
+		"{\"version\":1,\"remotes\":[{\"vpc\":\"v\",\"prefix\":\"fd00::1/129\",\"sid\":\"fcbb:bb00:1:2:e001::\"}]}",
+		"{\"version\":1,\"remotes\":[{\"vpc\":\"v\",\"prefix\":\"fd00::1/128\"}]}",
+		"{\"version\":1,\"remotes\":[7]}",
+	};
+	struct gdp_state st;
+	char err[512];
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		gdp_state_init(&st);
+		ck_assert_msg(record_parse_remotes(good[i], strlen(good[i]), &st, err, sizeof(err)) == 0, "good %zu: %s",
+			      i, err);
+		ck_assert_uint_eq(st.n_remotes, 2);
+		ck_assert_str_eq(st.remotes[0].vpc, "vpcA");
+		ck_assert_uint_eq(st.remotes[1].prefix.family, AF_INET);
+		ck_assert_uint_eq(st.remotes[1].sid.s6_addr[7], 3);
+		gdp_state_free(&st);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct gdp_remote keep = { .vpc = "kept" };
+
+		gdp_state_init(&st);
+		gdp_state_add_remote(&st, &keep);
+		err[0] = 0;
+		ck_assert_msg(record_parse_remotes(bad[i], strlen(bad[i]), &st, err, sizeof(err)) == -EINVAL,
+			      "bad %zu accepted: %s", i, bad[i]);
+		ck_assert_msg(err[0], "bad %zu: no reason", i);
+		ck_assert_uint_eq(st.n_remotes, 1); /* nothing of a refused file is kept */
+		gdp_state_free(&st);
+	}
+}
+END_TEST
+
+/* 20,000 remotes: committed by streaming, reloaded, the same set. */
+START_TEST(t_remotes_streamed_roundtrip)
+{
+	struct gdp_node n = { .block = { 0xfc, 0xbb, 0xbb, 0, 0, 1 }, .node_id = 1 };
+	size_t nr = 20000;
+	struct gdp_remote *v = calloc(nr, sizeof(*v));
+	struct record *r;
+	struct rec_snap s;
+
+	ck_assert_ptr_nonnull(v);
+	for (size_t i = 0; i < nr; i++) {
+		char pf[64];
+
+		gdp_prefix_parse("::/0", &v[i].prefix);
+		snprintf(v[i].vpc, sizeof(v[i].vpc), "%s", i % 2 ? "vpcA" : "vpc\"B");
+		snprintf(pf, sizeof(pf), "fd00:a::%zx:%zx/128", i >> 16, i & 0xffff);
+		if (gdp_prefix_parse(pf, &v[i].prefix))
+			ck_abort_msg("prefix %s", pf);
+		inet_pton(AF_INET6, "fcbb:bb00:1:2:e001::", &v[i].sid);
+		v[i].sid.s6_addr[7] = (uint8_t)(i % 200);
+	}
+	mkdir_tmp();
+	r = open_rec();
+	record_set_node_identity(r, &n, 0);
+	ck_assert_int_eq(record_set_remotes(r, v, nr), 0);
+	commit(r);
+	record_close(r);
+	r = open_rec();
+	ck_assert_ptr_null(record_held(r, (char[64]){ 0 }, 64));
+	ck_assert_int_eq(record_snapshot(r, &s), 0);
+	ck_assert_uint_eq(s.remotes->n, nr);
+	{
+		size_t differ = 0; /* counted, not asserted one by one (check marks every assertion) */
+
+		for (size_t i = 0; i < nr; i++)
+			differ += strcmp(s.remotes->v[i].vpc, v[i].vpc) ||
+				  !gdp_prefix_equal(&s.remotes->v[i].prefix, &v[i].prefix) ||
+				  memcmp(&s.remotes->v[i].sid, &v[i].sid, sizeof(v[i].sid));
+		ck_assert_uint_eq(differ, 0);
+	}
+	record_snap_free(&s);
+	record_close(r);
+	rm_tmp();
+	free(v);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("record");
@@ -343,6 +442,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, t_migrates_legacy_files);
 	tcase_add_test(tc, t_damaged_record_is_held);
 	tcase_add_test(tc, t_remotes_replaced_and_filtered);
+	tcase_add_test(tc, t_remotes_file_parse);
+	tcase_add_test(tc, t_remotes_streamed_roundtrip);
 	suite_add_tcase(s, tc);
 	return s;
 }
