@@ -24,6 +24,7 @@
 #include <jansson.h>
 #include <limits.h>
 #include <linux/rtnetlink.h>
+#include <malloc.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -401,6 +402,21 @@ static void usage(void)
 			"       galactic-agent --version | --help\n");
 }
 
+/*
+ * The allocator's settings for a daemon that holds 100,000 remotes: every
+ * allocation of 128 KiB or more is its own mapping, given back to the
+ * kernel when freed. glibc otherwise raises that threshold to the largest
+ * block freed so far (a pass's 40 MB of results), after which a full
+ * pass's arrays come from the heap and stay resident between passes
+ * (bench_rss: 37-40 MiB at rest instead of 28-29 MiB).
+ */
+static void malloc_setup(void)
+{
+#ifdef __GLIBC__
+	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+#endif
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -444,6 +460,7 @@ int main(int argc, char **argv)
 	double dirty_at = 0;
 	int c, rc;
 
+	malloc_setup();
 	while ((c = getopt_long(argc, argv, "s:b:n:i:op:t:B:c:fvh", lo, NULL)) != -1) {
 		switch (c) {
 		case 's': state_dir = optarg; break;
