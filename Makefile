@@ -14,7 +14,7 @@ SHELL := /bin/bash
 include mk/rules.mk
 include $(sort $(wildcard */module.mk */*/module.mk */*/*/module.mk))
 
-.PHONY: all deps controlplane test test-unit test-netns test-e2e bench demo fuzz clean preflight images
+.PHONY: all deps controlplane test test-unit test-netns test-e2e bench demo fuzz lint clean preflight images
 
 all: $(ALL_REL)
 
@@ -40,7 +40,8 @@ test: deps
 	-$(MAKE) test-netns
 	-$(MAKE) test-e2e
 	-$(MAKE) fuzz FUZZ_SECONDS=$(TEST_FUZZ_SECONDS)
-	./tests/run-suites.sh --summary unit netns e2e fuzz
+	-$(MAKE) lint
+	./tests/run-suites.sh --summary unit netns e2e fuzz lint
 
 test-unit: $(UNIT_TESTS)
 	./tests/run-suites.sh unit $(UNIT_TESTS)
@@ -68,6 +69,10 @@ bench: all $(BENCHES)
 
 fuzz: $(FUZZERS)
 	./tests/run-fuzz.sh $(FUZZERS)
+
+# Static checks (mk/lint.sh): cppcheck, shellcheck, yamllint, helm lint --strict.
+lint:
+	./mk/lint.sh
 
 demo: deps all
 	./tests/demo/demo.sh

@@ -13,6 +13,7 @@ PKGS=(
   iproute2 iputils-ping iperf3 netcat-openbsd procps psmisc tcpdump ethtool
   openssl jq ca-certificates
   umoci
+  cppcheck shellcheck yamllint clang-format
 )
 
 missing=()
