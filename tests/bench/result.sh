@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shell side of the bench result files (the C side is tests/bench/bench.c;
 # the format is described in tests/bench/bench.h). Sourced by
 # tests/run-benches.sh; needs jq.

@@ -163,7 +163,7 @@ EOK
 
 case $cmd in
 up)
-  owner= kcm=
+  owner="" kcm=""
   while [ $# -gt 0 ]; do
     case $1 in
     --owner) owner=$2; shift 2 ;;

@@ -234,6 +234,7 @@ jq -r '[.items[] | select(.involvedObject.kind == "VPCAttachment")][0].message /
 
 echo "  translator writes refused (422/5xx), galactic_translator_writes_refused_total summed: $refused"
 [ "$refused" = 0 ] || bad "translator: writes refused = $refused"
+# shellcheck disable=SC2002 # cat of a file that may be missing: 0, not an error
 echo "  NSO stand-in PUTs answered 409 (read again, retried): $(cat "$D/conflicts.network-services-operator" 2>/dev/null | wc -l);" \
      "VPC operator: $(cat "$D/conflicts.vpc-operator" 2>/dev/null | wc -l)"
 echo "  field managers on the claims: $(jq -r '[.items[].metadata.managedFields[] | "\(.manager)(\(.operation))"] | unique | join(", ")' "$D/nic.json")"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2016 # bash -c '...' _ ARGS: the inner script expands them
 # The images `make images` builds (mk/images.sh), run from the image itself:
 # each layout is checked blob by blob (sha256 of every blob is its name),
 # unpacked to a root filesystem (umoci raw unpack), and its entrypoint run
@@ -20,7 +21,7 @@
 # Needs root (chroot, unshare). Prints 'images: N passed, N failed'.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$top"
+cd "$top" || exit 1
 ver=$(sed -n 's/^#define GALACTIC_VERSION "\(.*\)"$/\1/p' common/version.h)
 app=$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' charts/galactic/Chart.yaml)
 tmp=$(mktemp -d /tmp/galactic-images.XXXXXX)
