@@ -135,10 +135,10 @@ for p in "${PODS[@]}"; do
   t0=$(now_ms); echo "$t0" >"$D/add.$name"
   # container ids as containerd and CRI-O give them: 64 hex characters
   ctr=$(printf '%s' "$P-$name" | sha256sum | cut -c1-64)
-  out=$(echo "$conf" | CNI_COMMAND=ADD CNI_CONTAINERID="$ctr" CNI_NETNS="/var/run/netns/$P-$name" \
+  result=$(echo "$conf" | CNI_COMMAND=ADD CNI_CONTAINERID="$ctr" CNI_NETNS="/var/run/netns/$P-$name" \
         CNI_IFNAME=eth0 CNI_PATH="$bin" CNI_ARGS="K8S_POD_NAMESPACE=default;K8S_POD_NAME=$name" \
         "$bin/galactic-cni")
-  echo "  $name on n$node in $vpc: ADD $(( $(date +%s%3N) - t0 )) ms -> $(echo "$out" | jq -c '[.ips[].address]')"
+  echo "  $name on n$node in $vpc: ADD $(( $(date +%s%3N) - t0 )) ms -> $(echo "$result" | jq -c '[.ips[].address]')"
 done
 
 say "reports in the API (written by each node's agent) and the routes each agent learned from the others"

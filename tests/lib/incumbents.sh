@@ -44,6 +44,7 @@ inc_now_ms() { date +%s%3N; }
 
 # jq helpers for metav1.Condition lists: set a condition (lastTransitionTime
 # kept unless status changes), read one.
+# shellcheck disable=SC2016 # jq's own $variables
 INC_JQ_COND='
 def setc($t; $s; $r; $m; $now; $gen):
   if any(.[]; .type == $t)
