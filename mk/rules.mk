@@ -45,6 +45,7 @@ NETNS_TESTS :=
 E2E_TESTS   :=
 BENCHES     :=
 FUZZERS     :=
+SELFTEST_CHECKS :=
 GENERATED   :=
 
 # V=1 shows full command lines.
@@ -110,6 +111,8 @@ endef
 unit_test  = $(call _test,UNIT_TESTS,$(1),$(2),$(3),$(4))
 netns_test = $(call _test,NETNS_TESTS,$(1),$(2),$(3),$(4))
 e2e_test   = $(call _test,E2E_TESTS,$(1),$(2),$(3),$(4))
+# Check binaries the runner must fail (tests/runner-selftest.sh), in no suite.
+selftest_check = $(call _test,SELFTEST_CHECKS,$(1),$(2),$(3),$(4))
 
 define bench
 build/rel/bench/$(1): $(call objs,rel,$(2)) $(call libfiles,rel,$(3))

@@ -14,18 +14,18 @@
 #     an inherited CK_RUN_CASE and friends are refused;
 #   - every binary runs under an outer timeout (GT_BINARY_TIMEOUT, default
 #     1200 s); a hang is a failure naming the test that did not finish;
-#   - an empty binary list, a binary without a summary, a non-zero exit or a
-#     missing skip file is a failure;
+#   - an empty binary list, a binary that runs no test, a binary without a
+#     summary, a non-zero exit or a missing skip file is a failure;
 #   - --summary counts only results written since --begin.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-res=$top/build/test-results
+res=${GT_RESULTS_DIR:-$top/build/test-results}   # the self-test runs it elsewhere
 mkdir -p "$res"
 expected=$top/tests/expected-skips
 preflight=$top/build/rel/bin/galactic-preflight
 
 if [ "${1:-}" = --begin ]; then
-  rm -f "$res"/*.sum "$res"/*.log "$res"/*.skips "$res"/*.reg
+  rm -f "$res"/*.sum "$res"/*.log "$res"/*.skips "$res"/*.reg "$res"/*.cklog
   date +%s%N > "$res/run-id"
   exit 0
 fi
@@ -91,9 +91,10 @@ for t in "$@"; do
   log=$res/$suite-$name.log
   skips=$res/$suite-$name.skips; : > "$skips"
   reg=$res/$suite-$name.reg; : > "$reg"
+  cklog=$res/$suite-$name.cklog; : > "$cklog"   # check's per-test log, one line as each test ends
   echo "=== $suite/$name"
   start=$(date +%s%3N)
-  GT_SKIP_FILE=$skips GT_REGISTERED_FILE=$reg CK_VERBOSITY=${CK_VERBOSITY:-verbose} \
+  GT_SKIP_FILE=$skips GT_REGISTERED_FILE=$reg CK_LOG_FILE_NAME=$cklog CK_VERBOSITY=${CK_VERBOSITY:-verbose} \
     CK_DEFAULT_TIMEOUT=${CK_DEFAULT_TIMEOUT:-600} \
     timeout -k 30 "$timeout_s" "$t" > >(tee "$log") 2>&1
   rc=$?
@@ -101,15 +102,17 @@ for t in "$@"; do
   ms=$(( $(date +%s%3N) - start )); secs=$((ms / 1000)).$(printf %03d $((ms % 1000)))
   fail=0 pass=0 ns=0
   if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
-    # check prints one line per finished test; the first registered test
-    # without one is the one that hung.
+    # check's log file gets one line as each test ends (its stdout only at
+    # the end of the run); the first registered test without one is the one
+    # that hung.
     hung=$(while read -r tn; do
-             grep -qE ":${tn}:[0-9]+: " "$log" || { echo "$tn"; break; }
+             grep -qE ":${tn}:[0-9]+: " "$cklog" || { echo "$tn"; break; }
            done < "$reg")
     echo "--- $name: timed out after ${timeout_s}s in test ${hung:-<unknown>}"
     fail=1
   fi
-  line=$(grep -E '^[0-9]+%: Checks: [0-9]+, Failures: [0-9]+, Errors: [0-9]+' "$log" | tail -1)
+  # check prints its summary after "Running suite(s):" on the same line when no test ran.
+  line=$(grep -oE '[0-9]+%: Checks: [0-9]+, Failures: [0-9]+, Errors: [0-9]+' "$log" | tail -1)
   plain=$(grep -E '^([A-Za-z-]+: )?[0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)?$' "$log" | tail -1)
   if [ ! -f "$skips" ]; then
     echo "--- $name: its skip file disappeared: counted as one failure"; fail=$((fail+1))
@@ -124,10 +127,15 @@ for t in "$@"; do
       echo "--- $name: did not say how many tests it registers (not built with tests/lib/gtest.c?)"; fail=$((fail+1))
     elif [ "$n" != "$regd" ]; then
       echo "--- $name: ran $n of $regd registered tests"; fail=$((fail+1))
+    elif [ "$n" = 0 ]; then
+      echo "--- $name: registers and runs no test: counted as one failure"; fail=$((fail+1))
     fi
   elif [ -n "$plain" ]; then
     read -r pass f2 s2 <<<"$(sed -E 's/^([A-Za-z-]+: )?([0-9]+) passed, ([0-9]+) failed(, ([0-9]+) skipped)?$/\2 \3 \5/' <<<"$plain")"
     fail=$((fail + f2)); ns=${s2:-0}
+    if [ $((pass + f2 + ns)) = 0 ]; then
+      echo "--- $name: ran no test: counted as one failure"; fail=$((fail+1))
+    fi
   elif [ "$fail" = 0 ]; then
     echo "--- $name printed no summary (exit $rc): counted as one failure"; fail=1
   fi

@@ -78,6 +78,9 @@ int gt_run(Suite *s)
 			return EXIT_FAILURE;
 		}
 	}
+	/* stdout is a pipe to the runner: line-buffered, what a test printed
+	 * before the outer timeout killed its binary reaches the log. */
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	sr = srunner_create(s);
 	printf("gt: %u tests registered\n", gt_registered);
 	fflush(stdout);

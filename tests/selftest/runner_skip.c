@@ -1,0 +1,3 @@
+/* tests/selftest/runner_checks.h, case skip. */
+#define CASE_SKIP
+#include "tests/selftest/runner_checks.h"
