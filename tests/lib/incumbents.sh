@@ -70,15 +70,15 @@ inc_put_status() { # url-of-object manager object-json
 
 # ADDR/LEN ... as NetworkInterface spec.addresses (the first is primary).
 inc_ni_addrs() {
-  local a out=() first=true fam
+  local a first=true fam; local -a inc_items=()
   for a in "$@"; do
     case $a in *:*) fam=IPv6 ;; *) fam=IPv4 ;; esac
-    if $first; then out+=("{\"family\":\"$fam\",\"address\":\"$a\",\"primary\":true}"); first=false
-    else out+=("{\"family\":\"$fam\",\"address\":\"$a\"}"); fi
+    if $first; then inc_items+=("{\"family\":\"$fam\",\"address\":\"$a\",\"primary\":true}"); first=false
+    else inc_items+=("{\"family\":\"$fam\",\"address\":\"$a\"}"); fi
   done
-  local IFS=,; echo "[${out[*]}]"
+  local IFS=,; echo "[${inc_items[*]}]"
 }
-inc_json_list() { local a out=(); for a in "$@"; do out+=("\"$a\""); done; local IFS=,; echo "[${out[*]}]"; }
+inc_json_list() { local a; local -a inc_items=(); for a in "$@"; do inc_items+=("\"$a\""); done; local IFS=,; echo "[${inc_items[*]}]"; }
 
 # compute: the claim (spec only; immutable upstream).
 inc_claim() { # name network
