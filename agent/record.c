@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,8 +36,17 @@ struct record {
 	unsigned long gen;          /* any change */
 	unsigned long main_gen;     /* last change of record.json's content */
 	unsigned long remotes_gen;  /* last change of the remote set */
-	unsigned long saved_main, saved_remotes; /* pipeline thread only */
+	unsigned long saved_main, saved_remotes; /* under commit_mu */
 	char held[512];             /* non-empty: damaged file, nothing applied or written */
+	/* The commit (record.json + record.journal). */
+	bool full_dirty;            /* under mu: the next commit compacts (identity, egress, imports) */
+	struct rec_key { char vpc[GDP_ID_MAX + 1], id[GDP_ID_MAX + 1]; } *gone; /* under mu: removed since the last commit, on disk */
+	size_t ngone, capgone;
+	char *saved_vpcs;           /* under mu: the "vpcs" as last committed (JSON text) */
+	pthread_mutex_t commit_mu;  /* one commit at a time (the pipeline, an import) */
+	unsigned long epoch;        /* under commit_mu: record.json's journal epoch */
+	int jfd;                    /* under commit_mu: record.journal open to append; -1: the next commit compacts */
+	size_t jlines;              /* under commit_mu: commits in the journal */
 };
 
 /* ---- small helpers -------------------------------------------------------- */
@@ -186,26 +196,12 @@ static json_t *egress_json(const struct gdp_egress *e)
 	return o;
 }
 
-/* Under mu. What is desired or declared; reservations of ADDs in flight are
- * not (a number reserved by an ADD that never completed must not outlive a
- * restart). */
-static char *encode_main(const struct record *r)
+/* Under mu. The VPCs record.json lists: declared ones and those with a
+ * desired attachment. */
+static json_t *vpcs_json(const struct record *r)
 {
-	json_t *o = json_object(), *vs = json_array(), *as = json_array();
-	char b[INET6_ADDRSTRLEN + 8], m1[18], m2[18];
-	char *text;
+	json_t *vs = json_array();
 
-	json_object_set_new(o, "version", json_integer(RECORD_VERSION));
-	if (r->have_node) {
-		struct gdp_prefix blk = { .family = AF_INET6, .len = 48 };
-
-		memcpy(blk.addr.raw, r->node.block, 6);
-		json_object_set_new(o, "node", json_pack("{s:o, s:i, s:s, s:i}", "block", prefix_json(&blk),
-							 "nodeID", (int)r->node.node_id, "uplink",
-							 r->node.uplink, "uplinkMTU", r->uplink_mtu));
-	}
-	if (r->egress.have)
-		json_object_set_new(o, "egressShard", egress_json(&r->egress));
 	for (size_t i = 0; i < r->nvpcs; i++) {
 		const struct rec_vpc *v = &r->vpcs[i];
 		json_t *pf;
@@ -219,38 +215,63 @@ static char *encode_main(const struct record *r)
 						    (int)v->m.arg, "table", (json_int_t)v->m.table,
 						    "prefixes", pf, "declared", v->declared));
 	}
-	for (size_t i = 0; i < r->natts; i++) {
-		const struct rec_att *a = r->atts[i];
-		json_t *ad, *x;
+	return vs;
+}
 
-		if (!a->active)
-			continue;
-		ad = json_array();
-		for (size_t k = 0; k < a->m.n_addrs; k++)
-			json_array_append_new(ad, prefix_json(&a->m.addrs[k]));
-		x = json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:o, s:s, s:s, s:i}", "vpc", a->m.vpc, "id",
-			      a->m.id, "source", a->src == REC_SRC_CNI ? "cni" : "declared",
-			      "containerID", a->m.container_id, "hostIfname", a->m.host_ifname, "arg",
-			      (int)a->m.arg, "addrs", ad, "podMac", mac_str(a->m.pod_mac, m1), "hostMac",
-			      mac_str(a->host_mac, m2), "mtu", (int)a->m.mtu);
-		if (a->m.guest_addressed)
-			json_object_set_new(x, "guestAddressed", json_true());
-		if (a->m.nh4.s_addr)
-			json_object_set_new(x, "nh4", json_string(inet_ntop(AF_INET, &a->m.nh4, b, sizeof(b))));
-		json_object_set_new(x, "network", json_string(a->network));
-		json_object_set_new(x, "ifname", json_string(a->ifname));
-		if (a->src == REC_SRC_CNI) {
-			json_object_set_new(x, "netns", json_string(a->netns ? a->netns : ""));
-			json_object_set_new(x, "podNamespace", json_string(a->pod_ns));
-			json_object_set_new(x, "podName", json_string(a->pod_name));
-			json_object_set_new(x, "podUID", json_string(a->pod_uid));
-			json_object_set_new(x, "egress", families_json(a->egress));
-			if (a->config)
-				json_object_set(x, "config", a->config);
-		}
-		json_array_append_new(as, x);
+/* One attachment as record.json (and a journal "put") has it. */
+static json_t *att_json(const struct rec_att *a)
+{
+	char b[INET6_ADDRSTRLEN + 8], m1[18], m2[18];
+	json_t *ad = json_array(), *x;
+
+	for (size_t k = 0; k < a->m.n_addrs; k++)
+		json_array_append_new(ad, prefix_json(&a->m.addrs[k]));
+	x = json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:o, s:s, s:s, s:i}", "vpc", a->m.vpc, "id", a->m.id,
+		      "source", a->src == REC_SRC_CNI ? "cni" : "declared", "containerID", a->m.container_id,
+		      "hostIfname", a->m.host_ifname, "arg", (int)a->m.arg, "addrs", ad, "podMac",
+		      mac_str(a->m.pod_mac, m1), "hostMac", mac_str(a->host_mac, m2), "mtu", (int)a->m.mtu);
+	if (a->m.guest_addressed)
+		json_object_set_new(x, "guestAddressed", json_true());
+	if (a->m.nh4.s_addr)
+		json_object_set_new(x, "nh4", json_string(inet_ntop(AF_INET, &a->m.nh4, b, sizeof(b))));
+	json_object_set_new(x, "network", json_string(a->network));
+	json_object_set_new(x, "ifname", json_string(a->ifname));
+	if (a->src == REC_SRC_CNI) {
+		json_object_set_new(x, "netns", json_string(a->netns ? a->netns : ""));
+		json_object_set_new(x, "podNamespace", json_string(a->pod_ns));
+		json_object_set_new(x, "podName", json_string(a->pod_name));
+		json_object_set_new(x, "podUID", json_string(a->pod_uid));
+		json_object_set_new(x, "egress", families_json(a->egress));
+		if (a->config)
+			json_object_set(x, "config", a->config);
 	}
-	json_object_set_new(o, "vpcs", vs);
+	return x;
+}
+
+/* Under mu. What is desired or declared; reservations of ADDs in flight are
+ * not (a number reserved by an ADD that never completed must not outlive a
+ * restart). journal: the epoch of the journal that extends this file. */
+static char *encode_main(const struct record *r, unsigned long journal)
+{
+	json_t *o = json_object(), *as = json_array();
+	char *text;
+
+	json_object_set_new(o, "version", json_integer(RECORD_VERSION));
+	json_object_set_new(o, "journal", json_integer((json_int_t)journal));
+	if (r->have_node) {
+		struct gdp_prefix blk = { .family = AF_INET6, .len = 48 };
+
+		memcpy(blk.addr.raw, r->node.block, 6);
+		json_object_set_new(o, "node", json_pack("{s:o, s:i, s:s, s:i}", "block", prefix_json(&blk),
+							 "nodeID", (int)r->node.node_id, "uplink",
+							 r->node.uplink, "uplinkMTU", r->uplink_mtu));
+	}
+	if (r->egress.have)
+		json_object_set_new(o, "egressShard", egress_json(&r->egress));
+	for (size_t i = 0; i < r->natts; i++)
+		if (r->atts[i]->active)
+			json_array_append_new(as, att_json(r->atts[i]));
+	json_object_set_new(o, "vpcs", vpcs_json(r));
 	json_object_set_new(o, "attachments", as);
 	text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
 	json_decref(o);
@@ -267,7 +288,7 @@ static int emit_remotes(FILE *f, void *ctx)
 	const struct rec_remotes *x = ctx;
 	char sid[INET6_ADDRSTRLEN], pb[64];
 
-	fprintf(f, "{\"version\":%d,\"remotes\":[", RECORD_VERSION);
+	fprintf(f, "{\"version\":%d,\"remotes\":[", RECORD_REMOTES_VERSION);
 	for (size_t i = 0; x && i < x->n; i++) {
 		const struct gdp_remote *m = &x->v[i];
 		json_t *id = json_string(m->vpc);
@@ -428,35 +449,22 @@ static int parse_att(json_t *o, struct rec_att *a, char *why, size_t n)
 	return 0;
 }
 
-int record_parse(const char *text, size_t len, struct rec_data *d, char *err, size_t errlen)
+/* The "vpcs" array into a new vector (*out, *n). 0, or -EINVAL with err. */
+static int parse_vpcs(json_t *arr, struct rec_vpc **out, size_t *n, char *err, size_t errlen)
 {
-	json_error_t je;
-	json_t *o, *x, *arr;
-	char why[200];
+	struct rec_vpc *vs;
+	json_t *x;
 	size_t i;
 
-	memset(d, 0, sizeof(*d));
-	o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
-	if (!o)
-		return snprintf(err, errlen, "not JSON (line %d: %s)", je.line, je.text), -EINVAL;
-	if (!json_is_object(o))
-		BAD("not a JSON object");
-	x = json_object_get(o, "version");
-	if (!json_is_integer(x) || json_integer_value(x) != RECORD_VERSION)
-		BAD("\"version\" must be %d (a newer agent wrote this record?)", RECORD_VERSION);
-	if ((x = json_object_get(o, "node")) && parse_node(x, d, err, errlen))
-		goto bad;
-	if ((x = json_object_get(o, "egressShard")) && parse_egress(x, &d->egress, err, errlen))
-		goto bad;
-	arr = json_object_get(o, "vpcs");
-	if (!json_is_array(arr) || !json_is_array(json_object_get(o, "attachments")))
-		BAD("\"vpcs\" and \"attachments\" must be arrays");
-	d->vpcs = calloc(json_array_size(arr) + 1, sizeof(*d->vpcs));
-	d->atts = calloc(json_array_size(json_object_get(o, "attachments")) + 1, sizeof(*d->atts));
-	if (!d->vpcs || !d->atts)
-		BAD("out of memory");
+	*out = NULL;
+	*n = 0;
+	if (!json_is_array(arr))
+		return snprintf(err, errlen, "\"vpcs\" must be an array"), -EINVAL;
+	vs = calloc(json_array_size(arr) + 1, sizeof(*vs));
+	if (!vs)
+		return snprintf(err, errlen, "out of memory"), -ENOMEM;
 	json_array_foreach(arr, i, x) {
-		struct rec_vpc *v = &d->vpcs[d->nvpcs];
+		struct rec_vpc *v = &vs[*n];
 		long long a, t;
 		json_t *dc = json_object_get(x, "declared");
 
@@ -472,42 +480,219 @@ int record_parse(const char *text, size_t len, struct rec_data *d, char *err, si
 		v->m.arg = (uint16_t)a;
 		v->m.table = (uint32_t)t;
 		v->declared = json_is_true(dc);
-		for (size_t k = 0; k < d->nvpcs; k++)
-			if (!strcmp(d->vpcs[k].m.id, v->m.id) || d->vpcs[k].m.arg == v->m.arg ||
-			    d->vpcs[k].m.table == v->m.table)
-				BAD("vpcs[%zu] (%s): id, number or table already used by vpc %s", i, v->m.id,
-				    d->vpcs[k].m.id);
-		d->nvpcs++;
+		for (size_t k = 0; k < *n; k++)
+			if (!strcmp(vs[k].m.id, v->m.id) || vs[k].m.arg == v->m.arg || vs[k].m.table == v->m.table)
+				BAD("vpcs[%zu] (%s): id, number or table already used by vpc %s", i, v->m.id, vs[k].m.id);
+		(*n)++;
 	}
-	json_array_foreach(json_object_get(o, "attachments"), i, x) {
-		struct rec_att *a = &d->atts[d->natts];
+	*out = vs;
+	return 0;
+bad:
+	free(vs);
+	*n = 0;
+	return -EINVAL;
+}
+
+/* One attachment object into a (cleared on failure); where: its label. */
+static int parse_att_at(json_t *x, struct rec_att *a, const char *where, size_t i, char *err, size_t errlen)
+{
+	char why[200], lbl[140] = "";
+
+	if (!parse_att(x, a, why, sizeof(why)))
+		return 0;
+	rec_att_clear(a);
+	if (jstr(x, "vpc"))
+		snprintf(lbl, sizeof(lbl), " (%.60s/%.60s)", jstr(x, "vpc"), jstr(x, "id") ? jstr(x, "id") : "?");
+	snprintf(err, errlen, "%s[%zu]%s: %s", where, i, lbl, why);
+	return -EINVAL;
+}
+
+/* Every attachment's VPC is listed; no attachment or number is used twice. */
+static int check_data(const struct rec_data *d, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < d->natts; i++) {
+		const struct rec_att *a = &d->atts[i];
 		bool vpc_known = false;
 
-		if (parse_att(x, a, why, sizeof(why))) {
-			char lbl[140] = "";
-
-			rec_att_clear(a);
-			if (jstr(x, "vpc"))
-				snprintf(lbl, sizeof(lbl), " (%.60s/%.60s)", jstr(x, "vpc"), jstr(x, "id") ? jstr(x, "id") : "?");
-			BAD("attachments[%zu]%s: %s", i, lbl, why);
-		}
-		d->natts++;
 		for (size_t k = 0; k < d->nvpcs; k++)
 			vpc_known |= !strcmp(d->vpcs[k].m.id, a->m.vpc);
 		if (!vpc_known)
-			BAD("attachments[%zu] (%s/%s): vpc %s is not in \"vpcs\"", i, a->m.vpc, a->m.id, a->m.vpc);
-		for (size_t k = 0; k + 1 < d->natts; k++)
+			return snprintf(err, errlen, "attachments[%zu] (%s/%s): vpc %s is not in \"vpcs\"", i,
+					a->m.vpc, a->m.id, a->m.vpc), -EINVAL;
+		for (size_t k = 0; k < i; k++)
 			if ((!strcmp(d->atts[k].m.vpc, a->m.vpc) && !strcmp(d->atts[k].m.id, a->m.id)) ||
 			    d->atts[k].m.arg == a->m.arg)
-				BAD("attachments[%zu] (%s/%s): attachment or number already used by %s/%s", i,
-				    a->m.vpc, a->m.id, d->atts[k].m.vpc, d->atts[k].m.id);
+				return snprintf(err, errlen,
+						"attachments[%zu] (%s/%s): attachment or number already used by %s/%s",
+						i, a->m.vpc, a->m.id, d->atts[k].m.vpc, d->atts[k].m.id), -EINVAL;
 	}
+	return 0;
+}
+
+int record_parse(const char *text, size_t len, struct rec_data *d, char *err, size_t errlen)
+{
+	json_error_t je;
+	json_t *o, *x, *arr;
+	size_t i;
+	long long ver, jn;
+
+	memset(d, 0, sizeof(*d));
+	o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+	if (!o)
+		return snprintf(err, errlen, "not JSON (line %d: %s)", je.line, je.text), -EINVAL;
+	if (!json_is_object(o))
+		BAD("not a JSON object");
+	/* version 1 (no journal) is read as it is: the next commit writes 2 */
+	if (jint(o, "version", 1, RECORD_VERSION, -1, &ver))
+		BAD("\"version\" must be 1-%d (a newer agent wrote this record?)", RECORD_VERSION);
+	if (jint(o, "journal", 0, ver >= 2 ? 0x7FFFFFFFFFFFLL : 0, 0, &jn))
+		BAD("\"journal\" must be an epoch number (version 2)");
+	d->journal = (unsigned long)jn;
+	if ((x = json_object_get(o, "node")) && parse_node(x, d, err, errlen))
+		goto bad;
+	if ((x = json_object_get(o, "egressShard")) && parse_egress(x, &d->egress, err, errlen))
+		goto bad;
+	arr = json_object_get(o, "attachments");
+	if (!json_is_array(arr))
+		BAD("\"vpcs\" and \"attachments\" must be arrays");
+	if (parse_vpcs(json_object_get(o, "vpcs"), &d->vpcs, &d->nvpcs, err, errlen))
+		goto bad;
+	d->atts = calloc(json_array_size(arr) + 1, sizeof(*d->atts));
+	if (!d->atts)
+		BAD("out of memory");
+	json_array_foreach(arr, i, x) {
+		if (parse_att_at(x, &d->atts[d->natts], "attachments", i, err, errlen))
+			goto bad;
+		d->natts++;
+	}
+	if (check_data(d, err, errlen))
+		goto bad;
 	json_decref(o);
 	return 0;
 bad:
 	json_decref(o);
 	record_data_free(d);
 	return -EINVAL;
+}
+
+/* d->atts index of vpc/id, or -1. */
+static ssize_t data_find(const struct rec_data *d, const char *vpc, const char *id)
+{
+	for (size_t i = 0; i < d->natts; i++)
+		if (!strcmp(d->atts[i].m.vpc, vpc) && !strcmp(d->atts[i].m.id, id))
+			return (ssize_t)i;
+	return -1;
+}
+
+/* One journal line (a commit) applied to d: "vpcs" replaces the list, "del"
+ * removes by key, "put" adds or replaces by key. */
+static int journal_apply(json_t *o, struct rec_data *d, size_t line, char *err, size_t errlen)
+{
+	json_t *vs = json_object_get(o, "vpcs"), *del = json_object_get(o, "del"), *put = json_object_get(o, "put"), *x;
+	const char *k;
+	char why[400];
+	size_t i;
+
+	if (!json_is_object(o))
+		return snprintf(err, errlen, "line %zu: not a JSON object", line), -EINVAL;
+	json_object_foreach(o, k, x)
+		if (strcmp(k, "vpcs") && strcmp(k, "del") && strcmp(k, "put"))
+			return snprintf(err, errlen, "line %zu: unknown field \"%.40s\"", line, k), -EINVAL;
+	if ((del && !json_is_array(del)) || (put && !json_is_array(put)))
+		return snprintf(err, errlen, "line %zu: \"del\" and \"put\" must be arrays", line), -EINVAL;
+	if (vs) {
+		struct rec_vpc *nv;
+		size_t n;
+
+		if (parse_vpcs(vs, &nv, &n, why, sizeof(why)))
+			return snprintf(err, errlen, "line %zu: %s", line, why), -EINVAL;
+		free(d->vpcs);
+		d->vpcs = nv;
+		d->nvpcs = n;
+	}
+	json_array_foreach(del, i, x) {
+		char vpc[GDP_ID_MAX + 1], id[GDP_ID_MAX + 1];
+		ssize_t at;
+
+		if (!json_is_object(x) || jcopy(x, "vpc", vpc, sizeof(vpc), true) || jcopy(x, "id", id, sizeof(id), true))
+			return snprintf(err, errlen, "line %zu: del[%zu] needs \"vpc\" and \"id\"", line, i), -EINVAL;
+		if ((at = data_find(d, vpc, id)) >= 0) {
+			rec_att_clear(&d->atts[at]);
+			d->atts[at] = d->atts[--d->natts];
+		}
+	}
+	if (put && json_array_size(put)) {
+		struct rec_att *na = realloc(d->atts, (d->natts + json_array_size(put) + 1) * sizeof(*na));
+
+		if (!na)
+			return snprintf(err, errlen, "out of memory"), -ENOMEM;
+		d->atts = na;
+	}
+	json_array_foreach(put, i, x) {
+		struct rec_att a;
+		ssize_t at;
+
+		if (parse_att_at(x, &a, "put", i, why, sizeof(why)))
+			return snprintf(err, errlen, "line %zu: %s", line, why), -EINVAL;
+		if ((at = data_find(d, a.m.vpc, a.m.id)) >= 0) {
+			rec_att_clear(&d->atts[at]);
+			d->atts[at] = a;
+		} else {
+			d->atts[d->natts++] = a;
+		}
+	}
+	return 0;
+}
+
+int record_parse_journal(const char *text, size_t len, struct rec_data *d, size_t *lines, bool *torn,
+			 char *err, size_t errlen)
+{
+	const char *p = text, *end = text + len, *nl;
+	json_error_t je;
+	json_t *o;
+	long long ver, ep;
+	size_t line = 1;
+
+	*lines = 0;
+	*torn = false;
+	nl = memchr(p, '\n', (size_t)(end - p));
+	if (!nl) {
+		/* the header itself was never completed: a compaction that did not finish */
+		*torn = true;
+		return 1;
+	}
+	o = json_loadb(p, (size_t)(nl - p), JSON_REJECT_DUPLICATES, &je);
+	if (!o || !json_is_object(o) || jint(o, "version", RECORD_VERSION, RECORD_VERSION, -1, &ver) ||
+	    jint(o, "journal", 1, 0x7FFFFFFFFFFFLL, -1, &ep) || json_object_size(o) != 2) {
+		json_decref(o);
+		return snprintf(err, errlen, "line 1: must be {\"version\": %d, \"journal\": N}", RECORD_VERSION),
+		       -EINVAL;
+	}
+	json_decref(o);
+	if ((unsigned long)ep != d->journal)
+		return 1; /* a journal of another epoch: record.json already holds it */
+	for (p = nl + 1; p < end; p = nl + 1) {
+		line++;
+		nl = memchr(p, '\n', (size_t)(end - p));
+		if (!nl) {
+			/* a commit whose append never completed (a crash while
+			 * writing it): it was never acknowledged, so it is dropped */
+			*torn = true;
+			break;
+		}
+		o = json_loadb(p, (size_t)(nl - p), JSON_REJECT_DUPLICATES, &je);
+		if (!o)
+			return snprintf(err, errlen, "line %zu: not JSON (%s)", line, je.text), -EINVAL;
+		if (journal_apply(o, d, line, err, errlen)) {
+			json_decref(o);
+			return -EINVAL;
+		}
+		json_decref(o);
+		(*lines)++;
+	}
+	if (check_data(d, err, errlen))
+		return -EINVAL;
+	return 0;
 }
 
 struct remotes_parse {
@@ -563,8 +748,8 @@ int record_parse_remotes(const char *text, size_t len, struct gdp_state *st, cha
 	rc = gj_stream_array(text, len, "remotes", remotes_member, remotes_elem, &p, &found, why, sizeof(why));
 	if (rc && !err[0])
 		snprintf(err, errlen, "not the remotes file (%s)", why);
-	if (!rc && (!found || !p.have_version || p.version != RECORD_VERSION))
-		rc = -EINVAL, snprintf(err, errlen, "must be {\"version\": %d, \"remotes\": [...]}", RECORD_VERSION);
+	if (!rc && (!found || !p.have_version || p.version != RECORD_REMOTES_VERSION))
+		rc = -EINVAL, snprintf(err, errlen, "must be {\"version\": %d, \"remotes\": [...]}", RECORD_REMOTES_VERSION);
 	if (rc) {
 		st->n_remotes = n0; /* nothing of a refused file is kept */
 		return -EINVAL;
@@ -590,6 +775,7 @@ static void clear_locked(struct record *r)
 	}
 	r->natts = 0;
 	r->nvpcs = 0;
+	r->ngone = 0;
 	r->have_node = false;
 	memset(&r->egress, 0, sizeof(r->egress));
 	remotes_unref(r->remotes);
@@ -671,7 +857,31 @@ static int load_dir_locked(struct record *r, char *err, size_t errlen)
 	free(text);
 	if (rc)
 		return snprintf(err, errlen, "%s: %s", path, why), -EINVAL;
+	path_of(r, RECORD_JOURNAL_FILE, path, sizeof(path));
+	rc = gfile_read(path, RECORD_MAX_BYTES, &text, &len);
+	if (rc && rc != -ENOENT) {
+		record_data_free(&d);
+		return snprintf(err, errlen, "%s: %s", path, strerror(-rc)), rc;
+	}
+	if (!rc) {
+		size_t lines = 0;
+		bool torn = false;
+
+		rc = record_parse_journal(text, len, &d, &lines, &torn, why, sizeof(why));
+		free(text);
+		if (rc < 0) {
+			record_data_free(&d);
+			return snprintf(err, errlen, "%s: %s", path, why), -EINVAL;
+		}
+		if (rc == 1)
+			glogf(GLOG_INFO, COMP, "%s: another epoch than %s (compacted into it): ignored", path,
+			      RECORD_FILE);
+		if (torn)
+			glogf(GLOG_WARN, COMP, "%s: its last line was never completed (a crash while committing): dropped",
+			      path);
+	}
 	clear_locked(r);
+	r->epoch = d.journal;
 	r->node = d.node;
 	r->have_node = d.have_node;
 	r->uplink_mtu = d.uplink_mtu;
@@ -679,9 +889,13 @@ static int load_dir_locked(struct record *r, char *err, size_t errlen)
 	for (size_t i = 0; i < d.nvpcs; i++)
 		if (add_vpc_locked(r, &d.vpcs[i]))
 			goto nomem;
-	for (size_t i = 0; i < d.natts; i++)
-		if (!add_att_locked(r, &d.atts[i]))
+	for (size_t i = 0; i < d.natts; i++) {
+		struct rec_att *x = add_att_locked(r, &d.atts[i]);
+
+		if (!x)
 			goto nomem;
+		x->on_disk = true;
+	}
 	record_data_free(&d);
 
 	path_of(r, RECORD_REMOTES_FILE, path, sizeof(path));
@@ -1019,6 +1233,7 @@ int record_import_legacy(struct record *r, char *err, size_t errlen)
 	}
 	n += has_cni;
 	r->main_gen = ++r->gen;
+	r->full_dirty = true;
 	pthread_mutex_unlock(&r->mu);
 	gdp_state_free(&st);
 	record_atts_free(ca, nca);
@@ -1070,10 +1285,13 @@ int record_open(struct record **out, const struct record_opts *o, char *err, siz
 	snprintf(r->dir, sizeof(r->dir), "%s", o->dir);
 	r->table_min = o->table_min ? o->table_min : GDP_TABLE_MIN_DEFAULT;
 	pthread_mutex_init(&r->mu, NULL);
+	pthread_mutex_init(&r->commit_mu, NULL);
+	r->jfd = -1;
 	rc = load_dir_locked(r, r->held, sizeof(r->held));
 	if (rc == -ENOENT) {
 		r->held[0] = 0;
 		r->main_gen = r->gen = 1; /* a new record: written at the first commit */
+		r->full_dirty = true;
 	} else if (rc) {
 		glogf(GLOG_ERROR, COMP, "record damaged: %s; the kernel is left as it is and nothing is written until the file is repaired or removed (then SIGHUP)",
 		      r->held);
@@ -1105,6 +1323,7 @@ int record_retry_load(struct record *r, char *err, size_t errlen)
 	if (rc == -ENOENT || rc == 0) {
 		r->held[0] = 0;
 		r->main_gen = ++r->gen;
+		r->full_dirty = true;
 		rc = 0;
 	} else {
 		snprintf(r->held, sizeof(r->held), "%s", err);
@@ -1120,7 +1339,12 @@ void record_close(struct record *r)
 	clear_locked(r);
 	free(r->atts);
 	free(r->vpcs);
+	free(r->gone);
+	free(r->saved_vpcs);
+	if (r->jfd >= 0)
+		close(r->jfd);
 	pthread_mutex_destroy(&r->mu);
+	pthread_mutex_destroy(&r->commit_mu);
 	free(r);
 }
 
@@ -1145,6 +1369,7 @@ int record_set_node_identity(struct record *r, const struct gdp_node *n, int upl
 		r->have_node = true;
 		r->uplink_mtu = uplink_mtu;
 		r->main_gen = ++r->gen;
+		r->full_dirty = true; /* rare: a compaction carries it */
 	}
 	pthread_mutex_unlock(&r->mu);
 	return 0;
@@ -1174,6 +1399,7 @@ int record_set_egress(struct record *r, const struct gdp_egress *e)
 	if (memcmp(&r->egress, e, sizeof(*e))) {
 		r->egress = *e;
 		r->main_gen = ++r->gen;
+		r->full_dirty = true;
 	}
 	pthread_mutex_unlock(&r->mu);
 	return 0;
@@ -1278,7 +1504,7 @@ undo:
 unsigned long record_activate(struct record *r, struct rec_att *a)
 {
 	a->active = true;
-	return r->main_gen = ++r->gen;
+	return a->jgen = r->main_gen = ++r->gen;
 }
 
 unsigned long record_add_addr(struct record *r, struct rec_att *a, const struct gdp_prefix *p)
@@ -1286,7 +1512,7 @@ unsigned long record_add_addr(struct record *r, struct rec_att *a, const struct 
 	if (a->m.n_addrs >= GDP_ADDRS_MAX)
 		return 0;
 	a->m.addrs[a->m.n_addrs++] = *p;
-	return r->main_gen = ++r->gen;
+	return a->jgen = r->main_gen = ++r->gen; /* the journal puts it again */
 }
 
 bool record_remote_overlaps(struct record *r, const char *vpc, const struct gdp_prefix *p)
@@ -1304,7 +1530,28 @@ bool record_remote_overlaps(struct record *r, const char *vpc, const struct gdp_
 unsigned long record_deactivate(struct record *r, struct rec_att *a)
 {
 	a->active = false;
-	return r->main_gen = ++r->gen;
+	return a->jgen = r->main_gen = ++r->gen;
+}
+
+/* Under mu: a removed attachment that is on disk leaves by a journal "del". */
+static void note_gone(struct record *r, const struct rec_att *a)
+{
+	if (!a->on_disk)
+		return;
+	if (r->ngone == r->capgone) {
+		size_t nc = r->capgone ? r->capgone * 2 : 16;
+		struct rec_key *ng = realloc(r->gone, nc * sizeof(*ng));
+
+		if (!ng) {
+			r->full_dirty = true; /* the compaction drops it instead */
+			return;
+		}
+		r->gone = ng;
+		r->capgone = nc;
+	}
+	snprintf(r->gone[r->ngone].vpc, sizeof(r->gone[0].vpc), "%s", a->m.vpc);
+	snprintf(r->gone[r->ngone].id, sizeof(r->gone[0].id), "%s", a->m.id);
+	r->ngone++;
 }
 
 unsigned long record_remove(struct record *r, struct rec_att *a)
@@ -1318,6 +1565,7 @@ unsigned long record_remove(struct record *r, struct rec_att *a)
 			break;
 		}
 	snprintf(vpc, sizeof(vpc), "%s", a->m.vpc);
+	note_gone(r, a);
 	rec_att_clear(a);
 	free(a);
 	/* The VPC's table, rules and SID go with its last attachment. */
@@ -1414,32 +1662,184 @@ nomem:
 	return -ENOMEM;
 }
 
+/* Journal lines past this compact the journal into record.json: a whole
+ * rewrite every (256 + 2 x attachments) commits keeps a commit O(1) amortized
+ * and a load O(attachments). */
+static size_t journal_limit(const struct record *r)
+{
+	return 256 + 2 * r->natts;
+}
+
+/*
+ * Under mu: one journal line with what changed since the last commit (the
+ * VPC list if it changed, attachments deleted and put), the bookkeeping
+ * advanced as if it were written (a failed write compacts next time).
+ * NULL with *nomem false: nothing to write.
+ */
+static char *encode_line(struct record *r, bool *nomem)
+{
+	json_t *o = json_object(), *del = json_array(), *put = json_array(), *vs = vpcs_json(r);
+	char *vt = json_dumps(vs, JSON_COMPACT | JSON_SORT_KEYS), *text = NULL;
+
+	*nomem = !o || !del || !put || !vs || !vt;
+	if (*nomem)
+		goto out;
+	if (!r->saved_vpcs || strcmp(vt, r->saved_vpcs)) {
+		json_object_set(o, "vpcs", vs);
+		free(r->saved_vpcs);
+		r->saved_vpcs = vt;
+		vt = NULL;
+	}
+	for (size_t i = 0; i < r->ngone; i++)
+		json_array_append_new(del, json_pack("{s:s, s:s}", "vpc", r->gone[i].vpc, "id", r->gone[i].id));
+	r->ngone = 0;
+	for (size_t i = 0; i < r->natts; i++) {
+		struct rec_att *a = r->atts[i];
+
+		if (!a->active && a->on_disk) {
+			json_array_append_new(del, json_pack("{s:s, s:s}", "vpc", a->m.vpc, "id", a->m.id));
+			a->on_disk = false;
+		} else if (a->active && (!a->on_disk || a->jgen > r->saved_main)) {
+			json_array_append_new(put, att_json(a));
+			a->on_disk = true;
+		}
+	}
+	if (json_array_size(del))
+		json_object_set(o, "del", del);
+	if (json_array_size(put))
+		json_object_set(o, "put", put);
+	if (json_object_size(o)) {
+		text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+		*nomem = !text;
+	}
+out:
+	free(vt);
+	json_decref(o);
+	json_decref(del);
+	json_decref(put);
+	json_decref(vs);
+	return text;
+}
+
+/* Under mu: record.json's whole text at a new epoch; the bookkeeping restarts. */
+static char *encode_full(struct record *r, unsigned long epoch)
+{
+	json_t *vs = vpcs_json(r);
+	char *text = encode_main(r, epoch);
+
+	free(r->saved_vpcs);
+	r->saved_vpcs = vs ? json_dumps(vs, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	json_decref(vs);
+	for (size_t i = 0; i < r->natts; i++)
+		r->atts[i]->on_disk = r->atts[i]->active;
+	r->ngone = 0;
+	r->full_dirty = false;
+	return text;
+}
+
+static int write_all(int fd, const char *p, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Under commit_mu: record.json at epoch ep, then a new journal of that epoch. */
+static int write_compacted(struct record *r, const char *text, unsigned long ep, char *err, size_t errlen)
+{
+	char path[4200], hdr[80];
+	int rc;
+
+	if (r->jfd >= 0)
+		close(r->jfd);
+	r->jfd = -1;
+	path_of(r, RECORD_FILE, path, sizeof(path));
+	if ((rc = gfile_write_atomic(path, text, strlen(text), err, errlen)))
+		return rc;
+	/* record.json holds everything now: an old journal is of an older
+	 * epoch (ignored at load) until the new one replaces it */
+	r->epoch = ep;
+	r->jlines = 0;
+	snprintf(hdr, sizeof(hdr), "{\"journal\":%lu,\"version\":%d}\n", ep, RECORD_VERSION);
+	path_of(r, RECORD_JOURNAL_FILE, path, sizeof(path));
+	if ((rc = gfile_write_atomic(path, hdr, strlen(hdr), err, errlen)))
+		return rc;
+	r->jfd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+	if (r->jfd < 0)
+		return rc = -errno, snprintf(err, errlen, "open %s: %s", path, strerror(-rc)), rc;
+	return 0;
+}
+
+/* Under commit_mu: one commit appended to the journal, on disk when this returns 0. */
+static int write_line(struct record *r, const char *text, char *err, size_t errlen)
+{
+	size_t n = strlen(text);
+	char *buf = malloc(n + 2);
+	int rc;
+
+	if (!buf)
+		return snprintf(err, errlen, "record: out of memory"), -ENOMEM;
+	memcpy(buf, text, n);
+	buf[n] = '\n';
+	/* one write: a crash leaves at most a last line without its newline */
+	rc = write_all(r->jfd, buf, n + 1);
+	free(buf);
+	if (!rc && fdatasync(r->jfd) < 0)
+		rc = -errno;
+	if (rc) {
+		snprintf(err, errlen, "append to %s/%s: %s", r->dir, RECORD_JOURNAL_FILE, strerror(-rc));
+		close(r->jfd);
+		r->jfd = -1;
+		return rc;
+	}
+	r->jlines++;
+	return 0;
+}
+
 int record_commit(struct record *r, const struct rec_snap *s, char *err, size_t errlen)
 {
-	char path[4200], *main_text = NULL;
-	unsigned long mg = 0, rg = 0;
+	char path[4200], *main_text = NULL, *line = NULL;
+	unsigned long mg = 0, rg = 0, ep = 0;
 	struct rec_remotes *rem = NULL;
+	bool nomem = false;
 	int rc = 0;
 
 	(void)s;
+	pthread_mutex_lock(&r->commit_mu);
 	pthread_mutex_lock(&r->mu);
 	if (r->held[0]) {
 		snprintf(err, errlen, "record held: %s", r->held);
 		pthread_mutex_unlock(&r->mu);
+		pthread_mutex_unlock(&r->commit_mu);
 		return -EBUSY;
 	}
 	if (r->main_gen > r->saved_main) {
 		mg = r->main_gen;
-		main_text = encode_main(r);
-		if (!main_text)
-			rc = -ENOMEM;
+		if (r->full_dirty || r->jfd < 0 || r->jlines >= journal_limit(r)) {
+			ep = r->epoch + 1;
+			main_text = encode_full(r, ep);
+			nomem = !main_text;
+		} else {
+			line = encode_line(r, &nomem);
+		}
+		if (nomem)
+			r->full_dirty = true;
 	}
 	if (r->remotes_gen > r->saved_remotes) {
 		rg = r->remotes_gen;
 		rem = remotes_ref(r->remotes);
 	}
 	pthread_mutex_unlock(&r->mu);
-	if (rc) {
+	if (nomem) {
+		rc = -ENOMEM;
 		snprintf(err, errlen, "record: out of memory");
 		goto out;
 	}
@@ -1450,15 +1850,23 @@ int record_commit(struct record *r, const struct rec_snap *s, char *err, size_t 
 			goto out;
 		r->saved_remotes = rg;
 	}
-	if (main_text) {
-		path_of(r, RECORD_FILE, path, sizeof(path));
-		if ((rc = gfile_write_atomic(path, main_text, strlen(main_text), err, errlen)))
-			goto out;
+	if (main_text)
+		rc = write_compacted(r, main_text, ep, err, errlen);
+	else if (line)
+		rc = write_line(r, line, err, errlen);
+	if (!rc && mg)
 		r->saved_main = mg;
-	}
 out:
+	if (rc && mg) {
+		/* what is on disk is not known exactly: the next commit rewrites it whole */
+		pthread_mutex_lock(&r->mu);
+		r->full_dirty = true;
+		pthread_mutex_unlock(&r->mu);
+	}
+	pthread_mutex_unlock(&r->commit_mu);
 	remotes_unref(rem);
 	free(main_text);
+	free(line);
 	return rc;
 }
 
@@ -1470,6 +1878,7 @@ int record_load_state(const char *dir, struct gdp_state *st, char *err, size_t e
 
 	snprintf(r.dir, sizeof(r.dir), "%s", dir);
 	r.table_min = GDP_TABLE_MIN_DEFAULT;
+	r.jfd = -1;
 	pthread_mutex_init(&r.mu, NULL);
 	gdp_state_init(st);
 	rc = load_dir_locked(&r, err, errlen);
@@ -1484,4 +1893,26 @@ int record_load_state(const char *dir, struct gdp_state *st, char *err, size_t e
 	free(r.vpcs);
 	pthread_mutex_destroy(&r.mu);
 	return rc;
+}
+
+char *record_dump(const char *dir, char *err, size_t errlen)
+{
+	struct record r = { 0 };
+	char *text = NULL;
+	int rc;
+
+	snprintf(r.dir, sizeof(r.dir), "%s", dir);
+	r.table_min = GDP_TABLE_MIN_DEFAULT;
+	r.jfd = -1;
+	pthread_mutex_init(&r.mu, NULL);
+	rc = load_dir_locked(&r, err, errlen);
+	if (rc == -ENOENT)
+		snprintf(err, errlen, "%s/%s: no record", dir, RECORD_FILE);
+	else if (!rc && !(text = encode_main(&r, r.epoch)))
+		snprintf(err, errlen, "record: out of memory");
+	clear_locked(&r);
+	free(r.atts);
+	free(r.vpcs);
+	pthread_mutex_destroy(&r.mu);
+	return text;
 }

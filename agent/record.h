@@ -16,12 +16,23 @@
  * commits it to disk (record_commit) and applies it.
  *
  * On disk (a state directory, docs/dataplane-kernel.md):
- *   record.json          version 1: node, VPCs, attachments (small; rewritten
- *                        when they change)
+ *   record.json          version 2: node, VPCs, attachments as of the last
+ *                        compaction, and the epoch of the journal extending it
+ *   record.journal       one line per commit since (the VPC list when it
+ *                        changed, attachments put and deleted): a commit
+ *                        appends one line and fdatasyncs it, so an ADD costs
+ *                        what it changed, not every attachment the node has;
+ *                        compacted into record.json (whole rewrite, new
+ *                        epoch) when it grows past the node's size, when the
+ *                        node identity or egress shard change, and at the
+ *                        first commit after a start
  *   record-remotes.json  version 1: learned remotes (rewritten only when the
  *                        remote set changes, so an ADD does not rewrite 100k
  *                        routes)
- * both through gfile_write_atomic (tmp + fsync + rename + directory fsync).
+ * whole files through gfile_write_atomic (tmp + fsync + rename + directory
+ * fsync). A journal line is committed once its fdatasync returns; a last
+ * line without its newline (a crash in the append) was never acknowledged
+ * and is dropped at load. A version 1 record.json (no journal) is read as is.
  *
  * A damaged file (not JSON, unknown version, a malformed object) is never
  * half-used: the record is "held" (record_held says why), nothing is applied
@@ -40,7 +51,9 @@
 
 #define RECORD_FILE         "record.json"
 #define RECORD_REMOTES_FILE "record-remotes.json"
-#define RECORD_VERSION      1
+#define RECORD_JOURNAL_FILE "record.journal"
+#define RECORD_VERSION      2   /* record.json and record.journal (1: no journal, still read) */
+#define RECORD_REMOTES_VERSION 1
 #define RECORD_MAX_BYTES    (256u << 20)
 
 enum rec_src {
@@ -68,6 +81,9 @@ struct rec_att {
 	uint8_t host_mac[6];
 	unsigned egress;                   /* REC_FAM_*: declared internet egress (the VPC's default route toward the node's shard) */
 	json_t *config;                    /* normalized CNI configuration (owned ref, may be NULL) */
+	/* the commit's bookkeeping (record.c, under the lock) */
+	unsigned long jgen;                /* generation of its last change on disk's terms */
+	bool on_disk;                      /* in record.json + record.journal as committed */
 };
 
 /* A shared, immutable set of remotes (snapshots hold a reference). */
@@ -195,6 +211,7 @@ struct rec_data {
 	struct rec_att *atts;
 	size_t natts;
 	struct gdp_egress egress;  /* "egressShard" (have = false when absent) */
+	unsigned long journal;     /* epoch of the journal that extends it (0: none, version 1) */
 };
 
 /*
@@ -204,13 +221,26 @@ struct rec_data {
  */
 int record_parse(const char *text, size_t len, struct rec_data *out, char *err, size_t errlen);
 void record_data_free(struct rec_data *d);
+/*
+ * Applies record.journal text to d (parsed from record.json): 0 with
+ * *lines commits applied (the result checked as record_parse checks), 1
+ * when the journal belongs to another epoch than d (d unchanged: record.json
+ * was compacted after it), or -EINVAL with err naming the line (d then
+ * partly changed: free it). *torn: a last line without its newline was
+ * dropped.
+ */
+int record_parse_journal(const char *text, size_t len, struct rec_data *d, size_t *lines, bool *torn,
+			 char *err, size_t errlen);
 /* Parses record-remotes.json text, appending to st->remotes. 0 or -EINVAL with err. */
 int record_parse_remotes(const char *text, size_t len, struct gdp_state *st, char *err, size_t errlen);
 /* Frees what an attachment owns (netns, config); not a itself. */
 void rec_att_clear(struct rec_att *a);
 /* rec_att_clear on each, then free(v). */
 void record_atts_free(struct rec_att *v, size_t n);
-/* Loads dir's record (both files) as a desired state, read-only (galactic-bpf, tests). */
+/* dir's record (record.json with its journal applied) as one record.json
+ * document, read-only (tests, inspection). NULL with err. Free it. */
+char *record_dump(const char *dir, char *err, size_t errlen);
+/* Loads dir's record (all files) as a desired state, read-only (galactic-bpf, tests). */
 int record_load_state(const char *dir, struct gdp_state *st, char *err, size_t errlen);
 
 #endif

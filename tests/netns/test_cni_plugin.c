@@ -27,6 +27,7 @@
 
 #include "agent/dp/model.h"
 #include "tests/lib/gtest.h"
+#include "agent/record.h"
 #include "tests/lib/topo.h"
 
 static struct topo T;
@@ -242,17 +243,24 @@ static const char *snap_diff(const char *a, const char *b, char *out, size_t n)
 	return out;
 }
 
-static json_t *record(int node)
+/* The agent's record as one record.json document (its journal applied). */
+static json_t *recorded(int node)
 {
-	char p[600];
+	char p[600], err[512], *text;
+	json_t *o;
 
-	snprintf(p, sizeof(p), "%s/n%d/record.json", T.dir, node);
-	return json_load_file(p, 0, NULL);
+	snprintf(p, sizeof(p), "%s/n%d", T.dir, node);
+	text = record_dump(p, err, sizeof(err));
+	if (!text)
+		return NULL;
+	o = json_loads(text, 0, NULL);
+	free(text);
+	return o;
 }
 
-static json_t *record_att(int node, const char *att)
+static json_t *recorded_att(int node, const char *att)
 {
-	json_t *r = record(node), *a, *hit = NULL;
+	json_t *r = recorded(node), *a, *hit = NULL;
 	size_t i;
 
 	json_array_foreach(json_object_get(r, "attachments"), i, a)
@@ -305,7 +313,7 @@ static int write_remotes(void)
 
 			if (pods[i].node == node)
 				continue;
-			a = record_att(pods[i].node, pods[i].att);
+			a = recorded_att(pods[i].node, pods[i].att);
 			if (!a)
 				continue; /* deleted pods have no remote */
 			arg = (int)json_integer_value(json_object_get(a, "arg"));
@@ -501,7 +509,7 @@ START_TEST(t_add_result_and_kernel_state)
 		 jstr(json_array_get(ifs, 0), "name"), TOPO_TABLE_A);
 	ck_assert_str_eq(out, "1");
 	/* The attachment is in the durable record with the pod's identity. */
-	rec = record_att(1, "P1");
+	rec = recorded_att(1, "P1");
 	ck_assert_ptr_nonnull(rec);
 	ck_assert_str_eq(jstr(rec, "podName"), "p1");
 	ck_assert_str_eq(jstr(rec, "ifname"), "eth0");
@@ -852,8 +860,8 @@ START_TEST(t_gc_and_del)
 	run_plugin(&v, &o);
 	ck_assert_msg(o.exit == 0, "GC: %s", o.out);
 	outcome_free(&o);
-	keep = record_att(1, "G1");
-	gone = record_att(1, "G2");
+	keep = recorded_att(1, "G1");
+	gone = recorded_att(1, "G2");
 	ck_assert_ptr_nonnull(keep);
 	ck_assert_ptr_null(gone);
 	json_decref(keep);
@@ -861,7 +869,7 @@ START_TEST(t_gc_and_del)
 	ck_assert(!link_exists(1, gone_host));
 	ck_assert(!link_exists(1, "gc00000000000ab"));
 	ck_assert(link_exists(1, "gcnotours"));
-	keep = record_att(1, "P1");
+	keep = recorded_att(1, "P1");
 	ck_assert_ptr_nonnull(keep);
 	json_decref(keep);
 	ck_assert_msg(wait_ping("p1", "fd00:a::12", 10) == 0, "GC of another network broke p1");
@@ -880,7 +888,7 @@ START_TEST(t_gc_and_del)
 	ck_assert(!link_exists(1, keep_host));
 	ck_assert_int_ne(topo_sh("ip -n %s-g1 link show net1 >/dev/null 2>&1", T.prefix), 0);
 	outcome_free(&o);
-	keep = record_att(1, "G1");
+	keep = recorded_att(1, "G1");
 	ck_assert_ptr_null(keep);
 	run_plugin(&v, &o);
 	ck_assert_msg(o.exit == 0, "second DEL: %s", o.out);
@@ -996,7 +1004,7 @@ START_TEST(t_concurrent_adds)
 	}
 	ck_assert_int_eq(ok, N);
 	{
-		json_t *r = record(1), *a;
+		json_t *r = recorded(1), *a;
 		size_t i, n = 0;
 		int args[GDP_ARG_MAX + 1] = { 0 };
 
@@ -1041,7 +1049,7 @@ START_TEST(t_vpc_state_follows_last_attachment)
 	run_plugin(&v, &o);
 	ck_assert_msg(o.exit == 0, "ADD v1: %s", o.out);
 	outcome_free(&o);
-	rec = record(1);
+	rec = recorded(1);
 	arg = 0;
 	{
 		json_t *x;
@@ -1090,7 +1098,7 @@ START_TEST(t_vpc_state_follows_last_attachment)
 
 		ck_assert_msg(!strcmp(before, after), "vpcC left state behind:\n%s", snap_diff(before, after, d, sizeof(d)));
 	}
-	rec = record(1);
+	rec = recorded(1);
 	{
 		char *dump = json_dumps(rec, 0);
 
@@ -1149,7 +1157,7 @@ START_TEST(t_same_add_concurrently)
 		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "ADD #%d failed", k);
 		ck_assert_str_eq(macs[k], macs[0]);
 	}
-	rec = record(1);
+	rec = recorded(1);
 	json_array_foreach(json_object_get(rec, "attachments"), i, a)
 		count += !strcmp(jstr(a, "containerID"), "cs1");
 	json_decref(rec);
@@ -1223,7 +1231,7 @@ START_TEST(t_upstream_names)
 	ck_assert_str_eq(jstr(json_array_get(json_object_get(o.j, "ips"), 0), "address"), "10.1.0.71/32");
 	res = json_incref(o.j);
 	outcome_free(&o);
-	rec = record_att(1, "U1");
+	rec = recorded_att(1, "U1");
 	ck_assert_ptr_nonnull(rec);
 	ck_assert_str_eq(jstr(json_object_get(rec, "config"), "namespace"), "galactic-system");
 	json_decref(rec);
@@ -1267,7 +1275,7 @@ START_TEST(t_upstream_names)
 	ck_assert_msg(o.exit == 1 && err_code(&o) == 2 && strstr(jstr(o.j, "details"), "galactic-tap"),
 		      "galactic-tap ADD: %s", o.out);
 	outcome_free(&o);
-	ck_assert_ptr_null(record_att(1, "U2"));
+	ck_assert_ptr_null(recorded_att(1, "U2"));
 	v.cmd = "DEL";
 	run_plugin(&v, &o);
 	ck_assert_msg(o.exit == 0, "galactic-tap DEL: %s", o.out);
@@ -1280,7 +1288,7 @@ START_TEST(t_upstream_names)
 	run_plugin(&v, &o);
 	ck_assert_msg(o.exit == 0, "galactic-veth DEL: %s", o.out);
 	outcome_free(&o);
-	ck_assert_ptr_null(record_att(1, "U1"));
+	ck_assert_ptr_null(recorded_att(1, "U1"));
 
 	/* A delegated block whose gateway lies inside it (the pod's address has
 	 * no prefix route, so the gateway gets a route of its own). */
@@ -1300,7 +1308,7 @@ START_TEST(t_upstream_names)
 	run_plugin(&v, &o);
 	ck_assert_msg(o.exit == 0, "DEL U3: %s", o.out);
 	outcome_free(&o);
-	ck_assert_ptr_null(record_att(1, "U3"));
+	ck_assert_ptr_null(recorded_att(1, "U3"));
 	json_decref(res);
 	topo_sh("ip netns del %s-u1", T.prefix);
 }

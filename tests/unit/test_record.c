@@ -2,7 +2,9 @@
  * The node's record (agent/record.h): one allocator, commit and reload,
  * migration of the three legacy files (renamed aside, nothing lost), a
  * damaged file held with a reason (never half-used, never overwritten), the
- * strict parser's refusals, snapshots sharing the remote set.
+ * strict parser's refusals, snapshots sharing the remote set; the journal
+ * (a commit appends what changed, a torn last line is dropped, a damaged one
+ * holds the record, another epoch is ignored, compaction past its limit).
  */
 #include "tests/lib/gtest.h"
 
@@ -251,13 +253,13 @@ START_TEST(t_damaged_record_is_held)
 	char why[512], err[512];
 	static const char *const bad[] = {
 		"{ nope",
-		"{\"version\":2,\"vpcs\":[],\"attachments\":[]}",
+		"{\"version\":3,\"vpcs\":[],\"attachments\":[]}",
 		"{\"version\":1,\"vpcs\":[{\"id\":\"v\",\"arg\":1,\"table\":1},{\"id\":\"w\",\"arg\":1,\"table\":2}],\"attachments\":[]}",
 		"{\"version\":1,\"vpcs\":[],\"attachments\":[{\"vpc\":\"v\",\"id\":\"a\",\"source\":\"declared\",\"hostIfname\":\"h\",\"arg\":1}]}",
 		"{\"version\":1,\"vpcs\":[{\"id\":\"v\",\"arg\":1,\"table\":1}],\"attachments\":[{\"vpc\":\"v\",\"id\":\"a\",\"source\":\"x\",\"hostIfname\":\"h\",\"arg\":1}]}",
 		"{\"version\":1,\"node\":{\"block\":\"fcbb::/64\",\"nodeID\":1},\"vpcs\":[],\"attachments\":[]}",
 	};
-	static const char *const says[] = { "not JSON", "\"version\" must be 1", "already used by vpc v",
+	static const char *const says[] = { "not JSON", "\"version\" must be 1-2", "already used by vpc v",
 					    "vpc v is not in \"vpcs\"", "\"source\"", "/48" };
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -432,6 +434,256 @@ START_TEST(t_remotes_streamed_roundtrip)
 }
 END_TEST
 
+static char *slurp(const char *name)
+{
+	char p[200], *text = NULL;
+	size_t len;
+
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	ck_assert_int_eq(gfile_read(p, 64 << 20, &text, &len), 0);
+	return text;
+}
+
+static size_t count_lines(const char *t)
+{
+	size_t n = 0;
+
+	for (; *t; t++)
+		n += *t == '\n';
+	return n;
+}
+
+static long long epoch_of_main(void)
+{
+	char *t = slurp(RECORD_FILE);
+	json_t *o = json_loads(t, 0, NULL);
+	long long e;
+
+	ck_assert_ptr_nonnull(o);
+	ck_assert_int_eq(json_integer_value(json_object_get(o, "version")), RECORD_VERSION);
+	e = json_integer_value(json_object_get(o, "journal"));
+	json_decref(o);
+	free(t);
+	return e;
+}
+
+static void activate(struct record *r, struct rec_att *a)
+{
+	record_lock(r);
+	record_activate(r, a);
+	record_unlock(r);
+}
+
+static void append_raw(const char *name, const char *text)
+{
+	char p[200];
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	f = fopen(p, "a");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(fputs(text, f) >= 0, 1);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+/* A commit appends one line with what changed; record.json is not rewritten. */
+START_TEST(t_journal_appends_what_changed)
+{
+	struct gdp_node n = { .block = { 0xfc, 0xbb, 0xbb, 0, 0, 1 }, .node_id = 7 };
+	struct record *r;
+	char *main0, *j, why[512];
+	char ids[8][8];
+	long long ep;
+
+	mkdir_tmp();
+	r = open_rec();
+	record_set_node_identity(r, &n, 1500);
+	for (int i = 0; i < 5; i++) {
+		char a[32];
+
+		snprintf(ids[i], sizeof(ids[i]), "a%d", i);
+		snprintf(a, sizeof(a), "fd00:a::%d", i + 1);
+		activate(r, reserve(r, "vpcA", ids[i], a));
+	}
+	commit(r); /* the first commit compacts: record.json whole, a journal with its header */
+	ep = epoch_of_main();
+	ck_assert_int_ge(ep, 1);
+	j = slurp(RECORD_JOURNAL_FILE);
+	ck_assert_uint_eq(count_lines(j), 1);
+	free(j);
+	main0 = slurp(RECORD_FILE);
+
+	activate(r, reserve(r, "vpcA", "a5", "fd00:a::6"));
+	commit(r);
+	record_lock(r);
+	record_remove(r, record_find_att(r, "vpcA", "a1"));
+	record_unlock(r);
+	commit(r);
+	activate(r, reserve(r, "vpcB", "b1", "fd00:b::1"));
+	commit(r);
+	commit(r); /* nothing changed: nothing written */
+	j = slurp(RECORD_JOURNAL_FILE);
+	ck_assert_uint_eq(count_lines(j), 4);
+	ck_assert_ptr_nonnull(strstr(j, "\"del\":[{\"id\":\"a1\",\"vpc\":\"vpcA\"}]"));
+	ck_assert_ptr_nonnull(strstr(j, "\"vpcs\":[")); /* vpcB came with b1 */
+	ck_assert_ptr_null(strstr(strchr(j, '\n') + 1, "\"a3\"")); /* an unchanged attachment is not written again */
+	free(j);
+	j = slurp(RECORD_FILE);
+	ck_assert_str_eq(j, main0); /* not rewritten */
+	free(j);
+	free(main0);
+	record_close(r);
+
+	/* a restart replays it */
+	r = open_rec();
+	ck_assert_ptr_null(record_held(r, why, sizeof(why)));
+	record_lock(r);
+	ck_assert_uint_eq(record_n_atts(r), 6);
+	ck_assert_ptr_null(record_find_att(r, "vpcA", "a1"));
+	ck_assert_ptr_nonnull(record_find_att(r, "vpcA", "a5"));
+	ck_assert_ptr_nonnull(record_find_att(r, "vpcB", "b1"));
+	ck_assert_ptr_nonnull(record_find_vpc(r, "vpcB"));
+	ck_assert_str_eq(record_find_att(r, "vpcA", "a5")->netns, "/var/run/netns/x");
+	record_unlock(r);
+	/* the first commit after a start compacts again: a new epoch */
+	activate(r, reserve(r, "vpcA", "a6", "fd00:a::7"));
+	commit(r);
+	ck_assert_int_gt(epoch_of_main(), ep);
+	j = slurp(RECORD_JOURNAL_FILE);
+	ck_assert_uint_eq(count_lines(j), 1);
+	free(j);
+	record_close(r);
+	rm_tmp();
+}
+END_TEST
+
+/* A last line without its newline (a crash mid-append) is dropped; a damaged
+ * complete line holds the record; a journal of another epoch is ignored. */
+START_TEST(t_journal_torn_damaged_stale)
+{
+	struct gdp_node n = { .block = { 0xfc, 0xbb, 0xbb, 0, 0, 1 }, .node_id = 7 };
+	struct record *r;
+	char why[512], err[512], *j;
+
+	mkdir_tmp();
+	r = open_rec();
+	record_set_node_identity(r, &n, 0);
+	activate(r, reserve(r, "vpcA", "a1", "fd00:a::1"));
+	commit(r);
+	activate(r, reserve(r, "vpcA", "a2", "fd00:a::2"));
+	commit(r);
+	record_close(r);
+	j = slurp(RECORD_JOURNAL_FILE);
+
+	append_raw(RECORD_JOURNAL_FILE, "{\"put\":[{\"vpc\":\"vpcA\",\"id\":\"a9\"");
+	r = open_rec();
+	ck_assert_ptr_null(record_held(r, why, sizeof(why)));
+	record_lock(r);
+	ck_assert_uint_eq(record_n_atts(r), 2);
+	ck_assert_ptr_null(record_find_att(r, "vpcA", "a9"));
+	record_unlock(r);
+	record_close(r);
+
+	put(RECORD_JOURNAL_FILE, j);
+	append_raw(RECORD_JOURNAL_FILE, "{\"put\":[{\"vpc\":\"vpcA\"}]}\n");
+	r = open_rec();
+	ck_assert(record_held(r, why, sizeof(why)) != NULL);
+	ck_assert_msg(strstr(why, RECORD_JOURNAL_FILE) && strstr(why, "line 3"), "%s", why);
+	record_close(r);
+
+	/* an attachment put twice with one number: refused like record.json */
+	put(RECORD_JOURNAL_FILE, j);
+	{
+		char *line = strchr(j, '\n') + 1, dup[4096];
+
+		/* a2's line again under another id, same number */
+		snprintf(dup, sizeof(dup), "%s", line);
+		ck_assert_ptr_nonnull(strstr(dup, "\"id\":\"a2\""));
+		memcpy(strstr(dup, "\"id\":\"a2\""), "\"id\":\"a3\"", 9);
+		append_raw(RECORD_JOURNAL_FILE, dup);
+	}
+	r = open_rec();
+	ck_assert(record_held(r, why, sizeof(why)) != NULL);
+	ck_assert_msg(strstr(why, "already used"), "%s", why);
+	record_close(r);
+
+	/* another epoch's journal: record.json alone counts */
+	put(RECORD_JOURNAL_FILE, "{\"journal\":999,\"version\":2}\n{\"del\":[{\"vpc\":\"vpcA\",\"id\":\"a1\"}]}\n");
+	r = open_rec();
+	ck_assert_ptr_null(record_held(r, why, sizeof(why)));
+	record_lock(r);
+	ck_assert_uint_eq(record_n_atts(r), 1); /* a2 was only in the replaced journal */
+	ck_assert_ptr_nonnull(record_find_att(r, "vpcA", "a1"));
+	record_unlock(r);
+	record_close(r);
+	free(j);
+	(void)err;
+	rm_tmp();
+}
+END_TEST
+
+/* Past its limit the journal is compacted into record.json (a new epoch),
+ * so neither the journal nor a load grows without bound. */
+START_TEST(t_journal_compacts)
+{
+	struct gdp_node n = { .block = { 0xfc, 0xbb, 0xbb, 0, 0, 1 }, .node_id = 7 };
+	struct record *r;
+	struct rec_att *a;
+	long long ep0;
+	size_t most = 0;
+	char *j;
+
+	mkdir_tmp();
+	r = open_rec();
+	record_set_node_identity(r, &n, 0);
+	a = reserve(r, "vpcA", "a1", "fd00:a::1");
+	activate(r, a);
+	commit(r);
+	ep0 = epoch_of_main();
+	for (int i = 0; i < 600; i++) {
+		record_lock(r);
+		if (i % 2)
+			record_activate(r, a);
+		else
+			record_deactivate(r, a);
+		record_unlock(r);
+		commit(r);
+		j = slurp(RECORD_JOURNAL_FILE);
+		if (count_lines(j) > most)
+			most = count_lines(j);
+		free(j);
+	}
+	ck_assert_int_ge(epoch_of_main(), ep0 + 2);
+	ck_assert_uint_le(most, 256 + 2 + 1);
+	record_close(r);
+	r = open_rec();
+	record_lock(r);
+	ck_assert_uint_eq(record_n_atts(r), 1); /* the last change (i = 599) activated it */
+	record_unlock(r);
+	record_close(r);
+	rm_tmp();
+}
+END_TEST
+
+/* A version 1 record.json (before the journal) is read as it is. */
+START_TEST(t_reads_version_1)
+{
+	struct record *r;
+	char why[512];
+
+	mkdir_tmp();
+	put(RECORD_FILE, "{\"version\":1,\"vpcs\":[{\"id\":\"v\",\"arg\":1,\"table\":16385}],\"attachments\":"
+			 "[{\"vpc\":\"v\",\"id\":\"a\",\"source\":\"declared\",\"hostIfname\":\"h\",\"arg\":1}]}");
+	r = open_rec();
+	ck_assert_ptr_null(record_held(r, why, sizeof(why)));
+	record_lock(r);
+	ck_assert_uint_eq(record_n_atts(r), 1);
+	record_unlock(r);
+	record_close(r);
+	rm_tmp();
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("record");
@@ -444,6 +696,10 @@ static Suite *suite(void)
 	tcase_add_test(tc, t_remotes_replaced_and_filtered);
 	tcase_add_test(tc, t_remotes_file_parse);
 	tcase_add_test(tc, t_remotes_streamed_roundtrip);
+	tcase_add_test(tc, t_journal_appends_what_changed);
+	tcase_add_test(tc, t_journal_torn_damaged_stale);
+	tcase_add_test(tc, t_journal_compacts);
+	tcase_add_test(tc, t_reads_version_1);
 	suite_add_tcase(s, tc);
 	return s;
 }
