@@ -77,7 +77,8 @@ static void write_status(struct pipeline *p, const struct gdp_results *res, int 
 	json_object_set_new(j, "errors", errs);
 	s = json_dumps(j, JSON_INDENT(1));
 	json_decref(j);
-	if (s && gfile_write_atomic(p->o.status_path, s, strlen(s), err, sizeof(err)))
+	/* an observation, rewritten every pass: replaced atomically, not fsynced */
+	if (s && gfile_write_atomic_flags(p->o.status_path, s, strlen(s), GFILE_NO_SYNC, err, sizeof(err)))
 		glogf(GLOG_WARN, COMP, "status file not written: %s", err);
 	free(s);
 }

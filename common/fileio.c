@@ -1,6 +1,7 @@
 #include "common/fileio.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,9 +16,15 @@ static int fail(char *err, size_t errlen, const char *step, const char *path, in
 	return -e;
 }
 
-static int commit_tmp(const char *tmp, const char *path, char *err, size_t errlen);
+static int commit_tmp(const char *tmp, const char *path, bool sync, char *err, size_t errlen);
 
 int gfile_write_atomic(const char *path, const void *data, size_t len, char *err, size_t errlen)
+{
+	return gfile_write_atomic_flags(path, data, len, 0, err, errlen);
+}
+
+int gfile_write_atomic_flags(const char *path, const void *data, size_t len, unsigned flags, char *err,
+			     size_t errlen)
 {
 	char tmp[4200];
 	const char *p = data;
@@ -43,12 +50,12 @@ int gfile_write_atomic(const char *path, const void *data, size_t len, char *err
 		len -= (size_t)n;
 	}
 	/* The data must be on disk before the name points at it. */
-	if (fsync(fd) < 0 || close(fd) < 0) {
+	if ((!(flags & GFILE_NO_SYNC) && fsync(fd) < 0) || close(fd) < 0) {
 		e = errno;
 		unlink(tmp);
 		return fail(err, errlen, "sync", tmp, e);
 	}
-	return commit_tmp(tmp, path, err, errlen);
+	return commit_tmp(tmp, path, !(flags & GFILE_NO_SYNC), err, errlen);
 }
 
 int gfile_write_atomic_fn(const char *path, int (*emit)(FILE *f, void *ctx), void *ctx, char *err,
@@ -82,11 +89,11 @@ int gfile_write_atomic_fn(const char *path, int (*emit)(FILE *f, void *ctx), voi
 		unlink(tmp);
 		return fail(err, errlen, "write", tmp, -e);
 	}
-	return commit_tmp(tmp, path, err, errlen);
+	return commit_tmp(tmp, path, true, err, errlen);
 }
 
-/* Renames the synced tmp over path and syncs the directory. */
-static int commit_tmp(const char *tmp, const char *path, char *err, size_t errlen)
+/* Renames the synced tmp over path and (sync) syncs the directory. */
+static int commit_tmp(const char *tmp, const char *path, bool sync, char *err, size_t errlen)
 {
 	char dir[4096];
 	const char *slash;
@@ -97,6 +104,8 @@ static int commit_tmp(const char *tmp, const char *path, char *err, size_t errle
 		unlink(tmp);
 		return fail(err, errlen, "rename", tmp, e);
 	}
+	if (!sync)
+		return 0;
 	/* And the new name must be on disk before we say it is committed. */
 	slash = strrchr(path, '/');
 	if (!slash)

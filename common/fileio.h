@@ -12,6 +12,12 @@
 
 /* Writes len bytes to path atomically. 0, or -errno (err says which step, may be NULL). */
 int gfile_write_atomic(const char *path, const void *data, size_t len, char *err, size_t errlen);
+/* GFILE_NO_SYNC: replaced atomically for readers, not made durable (no fsync
+ * of the file or the directory): for observation files rewritten often
+ * (status.json), never for state a restart needs. */
+#define GFILE_NO_SYNC 1u
+int gfile_write_atomic_flags(const char *path, const void *data, size_t len, unsigned flags, char *err,
+			     size_t errlen);
 
 /*
  * The same, the content written by emit(f, ctx) through a stdio stream (a
