@@ -190,7 +190,10 @@ int pod_setup(const char *host_netns, int nsfd, const struct cni_conf *c, struct
 		snprintf(err, errlen, "remove stale %s: %s %s", l->host_ifname, strerror(-rc), ext);
 		goto out;
 	}
-	rc = gnl_veth_add(hs, l->host_ifname, l->ifname, nsfd, ext, sizeof(ext));
+	/* at its MTU from the start: changing it later walks the node's whole
+	 * IPv6 FIB (rt6_mtu_change), linear in what the node holds */
+	rc = gnl_veth_add_mtu(hs, l->host_ifname, l->ifname, nsfd, l->mtu > 0 ? (uint32_t)l->mtu : 0, ext,
+			      sizeof(ext));
 	if (rc == -EEXIST) {
 		*clash = 1;
 		snprintf(err, errlen, "create veth %s: interface %s already exists in the pod namespace",

@@ -34,6 +34,7 @@ static int put_linkinfo(struct nl_msg *m, const struct gnl_link *l)
 		/* The peer is a full ifinfomsg followed by its own attributes. */
 		if (!peer || nlmsg_append(m, &pifi, sizeof(pifi), NLMSG_ALIGNTO) < 0 ||
 		    nla_put_string(m, IFLA_IFNAME, l->peer) < 0 ||
+		    (l->mtu && nla_put_u32(m, IFLA_MTU, l->mtu) < 0) ||
 		    (l->peer_netns_fd >= 0 && nla_put_u32(m, IFLA_NET_NS_FD, (uint32_t)l->peer_netns_fd) < 0))
 			return -ENOMEM;
 		nla_nest_end(m, peer);
@@ -201,6 +202,12 @@ static int talk_free(struct gnl_sock *s, struct nl_msg *m, char *ext, size_t ext
 int gnl_veth_add(struct gnl_sock *s, const char *name, const char *peer, int peer_netns_fd,
 		 char *ext, size_t extlen)
 {
+	return gnl_veth_add_mtu(s, name, peer, peer_netns_fd, 0, ext, extlen);
+}
+
+int gnl_veth_add_mtu(struct gnl_sock *s, const char *name, const char *peer, int peer_netns_fd, uint32_t mtu,
+		     char *ext, size_t extlen)
+{
 	struct gnl_link l;
 	struct nl_msg *m;
 	int rc;
@@ -212,6 +219,7 @@ int gnl_veth_add(struct gnl_sock *s, const char *name, const char *peer, int pee
 	strcpy(l.kind, "veth");
 	strcpy(l.peer, peer);
 	l.peer_netns_fd = peer_netns_fd;
+	l.mtu = mtu;
 	rc = gnl_link_msg(&m, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, &l);
 	return rc ? rc : talk_free(s, m, ext, extlen);
 }

@@ -144,6 +144,10 @@ int gnl_link_dump_msg(struct nl_msg **out);
 int gnl_link_get(struct gnl_sock *s, const char *name, struct gnl_link *l);
 int gnl_veth_add(struct gnl_sock *s, const char *name, const char *peer, int peer_netns_fd,
 		 char *ext, size_t extlen);
+/* The same, both ends created with mtu (0: the default): setting it later
+ * walks the whole IPv6 FIB on the host side (rt6_mtu_change). */
+int gnl_veth_add_mtu(struct gnl_sock *s, const char *name, const char *peer, int peer_netns_fd, uint32_t mtu,
+		     char *ext, size_t extlen);
 int gnl_link_set(struct gnl_sock *s, const struct gnl_link *l, char *ext, size_t extlen);
 int gnl_link_del(struct gnl_sock *s, const char *name, char *ext, size_t extlen);
 int gnl_vrf_add(struct gnl_sock *s, const char *name, uint32_t table, char *ext, size_t extlen);
