@@ -225,6 +225,12 @@ struct watch {
 	bool tc;                 /* a TC filter, chain or qdisc was deleted */
 	struct record *rec;
 	struct glearn *learn;   /* NULL without the CNI socket */
+	/* Links seen as an attachment's host veth (ifindex -> name): once the
+	 * record no longer has the name, the deletions on that link are a CNI
+	 * DEL's own (its pass removed what it owned, then the veth went), not
+	 * drift, and ask for no full pass. */
+	struct watch_veth { uint32_t ifindex; char name[IFNAMSIZ]; } *veths;
+	size_t nveths, capveths;
 };
 
 /* A link the record knows as an attachment's host veth (reserved or desired). */
@@ -241,6 +247,74 @@ static bool host_veth(struct record *rec, const char *name)
 	return found;
 }
 
+static struct watch_veth *veth_find(struct watch *w, uint32_t ifindex, const char *name)
+{
+	for (size_t i = 0; i < w->nveths; i++)
+		if (ifindex ? w->veths[i].ifindex == ifindex : !strcmp(w->veths[i].name, name))
+			return &w->veths[i];
+	return NULL;
+}
+
+static void veth_note(struct watch *w, uint32_t ifindex, const char *name)
+{
+	struct watch_veth *v = veth_find(w, ifindex, NULL);
+
+	if (!v && w->nveths == w->capveths) {
+		size_t nc = w->capveths ? w->capveths * 2 : 64;
+		struct watch_veth *nv = realloc(w->veths, nc * sizeof(*nv));
+
+		if (!nv)
+			return; /* unknown later: its deletions count as drift (a full pass) */
+		w->veths = nv;
+		w->capveths = nc;
+	}
+	if (!v)
+		v = &w->veths[w->nveths++];
+	v->ifindex = ifindex;
+	snprintf(v->name, sizeof(v->name), "%s", name);
+}
+
+/* A host veth whose attachment the record no longer has (by ifindex, or by
+ * name when ifindex is 0): what goes with it is a DEL's doing. */
+static bool departed(struct watch *w, uint32_t ifindex, const char *name)
+{
+	struct watch_veth *v = (ifindex || (name && name[0])) ? veth_find(w, ifindex, name) : NULL;
+
+	return v && !host_veth(w->rec, v->name);
+}
+
+static void veth_forget(struct watch *w, uint32_t ifindex)
+{
+	struct watch_veth *v = veth_find(w, ifindex, NULL);
+
+	if (v)
+		*v = w->veths[--w->nveths];
+}
+
+/* At start: the host veths already there (their DELs must not ask for a full pass either). */
+static int seed_cb(const struct nlmsghdr *h, void *arg)
+{
+	struct watch *w = arg;
+	struct gnl_link l;
+
+	if (gnl_link_parse(h, &l) == 0 && host_veth(w->rec, l.name))
+		veth_note(w, l.ifindex, l.name);
+	return 0;
+}
+
+static void watch_seed(struct watch *w, const char *netns)
+{
+	struct gnl_sock *s = NULL;
+	struct nl_msg *m = NULL;
+	char err[256];
+
+	if (gnl_open(&s, netns, err, sizeof(err)) == 0 && gnl_link_dump_msg(&m) == 0)
+		gnl_dump(s, m, seed_cb, w);
+	if (m)
+		nlmsg_free(m);
+	gnl_close(s);
+}
+
 static int watch_cb(const struct nlmsghdr *h, void *arg)
 {
 	struct watch *w = arg;
@@ -253,14 +327,15 @@ static int watch_cb(const struct nlmsghdr *h, void *arg)
 	case RTM_NEWROUTE:
 	case RTM_DELROUTE:
 		if (gnl_route_parse(h, &r) == 0 &&
-		    ((h->nlmsg_type == RTM_DELROUTE && r.protocol == w->proto) ||
+		    ((h->nlmsg_type == RTM_DELROUTE && r.protocol == w->proto && !departed(w, r.oif, NULL)) ||
 		     (r.protocol != w->proto && r.table >= w->tmin && r.table <= w->tmax)))
 			w->dirty = true;
 		break;
 	case RTM_NEWRULE:
 	case RTM_DELRULE:
 		if (gnl_rule_parse(h, &ru) == 0 &&
-		    ((h->nlmsg_type == RTM_DELRULE && ru.protocol == w->proto) ||
+		    ((h->nlmsg_type == RTM_DELRULE && ru.protocol == w->proto &&
+		      !(ru.iifname[0] && departed(w, 0, ru.iifname))) ||
 		     (ru.protocol != w->proto && ru.table >= w->tmin && ru.table <= w->tmax)))
 			w->dirty = true;
 		break;
@@ -270,11 +345,11 @@ static int watch_cb(const struct nlmsghdr *h, void *arg)
 			w->learned = true;
 		break;
 	case RTM_DELNEIGH:
-		if (gnl_neigh_parse(h, &n) == 0 && n.protocol == w->proto)
+		if (gnl_neigh_parse(h, &n) == 0 && n.protocol == w->proto && !departed(w, n.ifindex, NULL))
 			w->dirty = true;
 		break;
 	case RTM_DELADDR:
-		if (gnl_ifaddr_parse(h, &a) == 0 && a.protocol == w->proto)
+		if (gnl_ifaddr_parse(h, &a) == 0 && a.protocol == w->proto && !departed(w, a.ifindex, NULL))
 			w->dirty = true;
 		break;
 	case RTM_NEWLINK: {
@@ -285,13 +360,27 @@ static int watch_cb(const struct nlmsghdr *h, void *arg)
 		 * one (every ADD would be followed by one). Its deletion is seen
 		 * (DELLINK, and the routes that go with it); a host veth set down
 		 * by someone else is repaired by the next full pass. */
-		if (gnl_link_parse(h, &l) == 0 && host_veth(w->rec, l.name))
+		if (gnl_link_parse(h, &l) == 0 && host_veth(w->rec, l.name)) {
+			veth_note(w, l.ifindex, l.name);
 			break;
+		}
+		if (departed(w, l.ifindex, NULL))
+			break; /* a DEL's veth going down on its way out */
 		w->dirty = true; /* another link appeared or changed (the uplink...) */
 		break;
 	}
-	case RTM_DELLINK:
-		w->dirty = true; /* a host veth or the uplink went away */
+	case RTM_DELLINK: {
+		struct gnl_link l;
+
+		/* A DEL's veth (its attachment left the record first) is not
+		 * drift; a host veth still recorded, the uplink, anything else is. */
+		if (gnl_link_parse(h, &l) == 0 && departed(w, l.ifindex, NULL)) {
+			veth_forget(w, l.ifindex);
+			break;
+		}
+		if (gnl_link_parse(h, &l) == 0)
+			veth_forget(w, l.ifindex);
+		w->dirty = true;
 		break;
 	case RTM_DELTFILTER:
 	case RTM_DELCHAIN:
@@ -299,6 +388,7 @@ static int watch_cb(const struct nlmsghdr *h, void *arg)
 		/* A filter (or its qdisc) went: ours? a read-back says (bpf backend). */
 		w->tc = true;
 		break;
+	}
 	}
 	return 0;
 }
@@ -631,6 +721,8 @@ int main(int argc, char **argv)
 	if (!once && gnl_open_monitor(&mon, bo.netns, groups, sizeof(groups) / sizeof(groups[0]), err,
 				      sizeof(err)))
 		glogf(GLOG_WARN, COMP, "netlink notifications unavailable (%s): periodic checks only", err);
+	else if (!once)
+		watch_seed(&w, bo.netns); /* after the monitor: a veth made in between is seen by both */
 	/* Guests that address themselves: their addresses from the neighbour
 	 * tables (the monitor's events, and what is there already). */
 	if (!once && cni_socket) {
@@ -713,6 +805,7 @@ int main(int argc, char **argv)
 fail:
 	gnl_close(mon);
 	glearn_free(w.learn);
+	free(w.veths);
 	/* Requests in progress finish (their passes still run), then the rest. */
 	gcni_listener_stop(cni);
 	gid_daemon_stop(ag.ident);
