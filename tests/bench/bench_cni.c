@@ -35,7 +35,8 @@
  * BENCH_REMOTES=R remote routes on node 1 before any ADD (the cost of an
  * ADD must not grow with what the node holds), BENCH_GAP_MS=G a pause
  * before each sequential ADD (pods one by one: a full pass the previous
- * ADD caused would show), BENCH_BACKEND=bpf. The agents
+ * ADD caused would show), BENCH_SEQ_DEL=1 then DELs the sequential pods one
+ * after another (p50/p99; with BENCH_GAP_MS before each), BENCH_BACKEND=bpf. The agents
  * run with the default safety-net interval (--interval 30, not the tests'
  * 1 s: at 100k remotes a full reconcile every second is not a node). The agent
  * on node 1's RSS (VmRSS, VmHWM = peak) is reported at the end.
@@ -465,8 +466,9 @@ int main(int argc, char **argv)
 
 		qsort(ref, (size_t)tenth, sizeof(double), cmp_d);
 		qsort(ref + nref - tenth, (size_t)tenth, sizeof(double), cmp_d);
-		printf("bench_cni: %d sequential ADDs with %u remote routes (%s backend): first %d p50 %.1f ms, last %d p50 %.1f ms\n",
-		       nref, nremotes, bk, tenth, pct(ref, tenth, 0.5), tenth, pct(ref + nref - tenth, tenth, 0.5));
+		printf("bench_cni: %d sequential ADDs with %u remote routes (%s backend): first %d p50 %.1f p99 %.1f ms, last %d p50 %.1f p99 %.1f ms\n",
+		       nref, nremotes, bk, tenth, pct(ref, tenth, 0.5), pct(ref, tenth, 0.99), tenth,
+		       pct(ref + nref - tenth, tenth, 0.5), pct(ref + nref - tenth, tenth, 0.99));
 		fflush(stdout); /* before the forks below */
 		memcpy(ref_sorted, ref, (size_t)nref * sizeof(double));
 		qsort(ref_sorted, (size_t)nref, sizeof(double), cmp_d);
@@ -474,6 +476,41 @@ int main(int argc, char **argv)
 		printf("bench_cni: %d sequential ADDs with %u remote routes (%s backend): p50 %.1f ms, p99 %.1f ms, max %.1f ms\n",
 		       nref, nremotes, bk, pct(ref, nref, 0.5), pct(ref, nref, 0.99), ref[nref - 1]);
 		fflush(stdout);
+	}
+
+	/* BENCH_SEQ_DEL=1: then the same pods DELed one after another (a DEL
+	 * must cost what it removes, not what the node holds). */
+	if (getenv("BENCH_SEQ_DEL") && atoi(getenv("BENCH_SEQ_DEL")) > 0) {
+		double *dl = calloc((size_t)nref, sizeof(double));
+		int tenth = nref / 10;
+
+		for (int i = 0; dl && i < nref; i++) {
+			char name[16], att[16];
+			double s;
+
+			snprintf(name, sizeof(name), "r%d", i);
+			snprintf(att, sizeof(att), "R%d", i);
+			if (gap_ms > 0)
+				usleep((useconds_t)gap_ms * 1000);
+			s = now_ms();
+			if (cni_call("DEL", 1, name, att, 3000 + i)) {
+				bench_error(b, "sequential DEL %d failed", i);
+				return bench_end(b);
+			}
+			dl[i] = now_ms() - s;
+		}
+		if (dl) {
+			qsort(dl, (size_t)tenth, sizeof(double), cmp_d);
+			qsort(dl + nref - tenth, (size_t)tenth, sizeof(double), cmp_d);
+			printf("bench_cni: %d sequential DELs with %u remote routes (%s backend): first %d p50 %.1f p99 %.1f ms, last %d p50 %.1f p99 %.1f ms\n",
+			       nref, nremotes, bk, tenth, pct(dl, tenth, 0.5), pct(dl, tenth, 0.99), tenth,
+			       pct(dl + nref - tenth, tenth, 0.5), pct(dl + nref - tenth, tenth, 0.99));
+			qsort(dl, (size_t)nref, sizeof(double), cmp_d);
+			printf("bench_cni: %d sequential DELs with %u remote routes (%s backend): p50 %.1f ms, p99 %.1f ms, max %.1f ms\n",
+			       nref, nremotes, bk, pct(dl, nref, 0.5), pct(dl, nref, 0.99), dl[nref - 1]);
+			fflush(stdout);
+			free(dl);
+		}
 	}
 
 	/* The reference plugins, the same way: sequential, then the burst, then DELs. */
