@@ -839,13 +839,15 @@ static void drop_vpc_if_unused(struct record *r, const char *id)
 
 /* Loads both files into r (under mu or unshared). 0, -ENOENT (no record), or
  * -EINVAL with err (damaged: r then holds nothing). */
-static int load_dir_locked(struct record *r, char *err, size_t errlen)
+static int load_dir_once(struct record *r, bool *stale, char *err, size_t errlen)
 {
 	char path[4200], *text = NULL, why[400];
 	struct rec_data d;
 	struct gdp_state rs;
 	size_t len;
 	int rc;
+
+	*stale = false;
 
 	path_of(r, RECORD_FILE, path, sizeof(path));
 	rc = gfile_read(path, RECORD_MAX_BYTES, &text, &len);
@@ -872,6 +874,12 @@ static int load_dir_locked(struct record *r, char *err, size_t errlen)
 		if (rc < 0) {
 			record_data_free(&d);
 			return snprintf(err, errlen, "%s: %s", path, why), -EINVAL;
+		}
+		if (rc == 1 && r->jfd == -2) {
+			/* a reader beside the agent caught a compaction half-way: read again */
+			*stale = true;
+			record_data_free(&d);
+			return -EAGAIN;
 		}
 		if (rc == 1)
 			glogf(GLOG_INFO, COMP, "%s: another epoch than %s (compacted into it): ignored", path,
@@ -924,6 +932,25 @@ nomem:
 	record_data_free(&d);
 	clear_locked(r);
 	return snprintf(err, errlen, "%s: out of memory", path), -ENOMEM;
+}
+
+/* The agent's own load (r->jfd -1): a journal of another epoch is the trace
+ * of a compaction a crash cut short, ignored. A read-only reader beside a
+ * running agent (r->jfd -2: record_dump, record_load_state) may read
+ * record.json and the journal across a compaction: it reads both again. */
+static int load_dir_locked(struct record *r, char *err, size_t errlen)
+{
+	bool stale = false;
+	int rc = 0;
+
+	for (int i = 0; i < 50; i++) {
+		rc = load_dir_once(r, &stale, err, errlen);
+		if (!stale)
+			return rc;
+		usleep(2000);
+	}
+	snprintf(err, errlen, "%s/%s: changing under the reader (a compaction every read)", r->dir, RECORD_JOURNAL_FILE);
+	return -EAGAIN;
 }
 
 /* ---- allocator ------------------------------------------------------------ */
@@ -1878,7 +1905,7 @@ int record_load_state(const char *dir, struct gdp_state *st, char *err, size_t e
 
 	snprintf(r.dir, sizeof(r.dir), "%s", dir);
 	r.table_min = GDP_TABLE_MIN_DEFAULT;
-	r.jfd = -1;
+	r.jfd = -2; /* a reader beside the agent */
 	pthread_mutex_init(&r.mu, NULL);
 	gdp_state_init(st);
 	rc = load_dir_locked(&r, err, errlen);
@@ -1903,7 +1930,7 @@ char *record_dump(const char *dir, char *err, size_t errlen)
 
 	snprintf(r.dir, sizeof(r.dir), "%s", dir);
 	r.table_min = GDP_TABLE_MIN_DEFAULT;
-	r.jfd = -1;
+	r.jfd = -2; /* a reader beside the agent */
 	pthread_mutex_init(&r.mu, NULL);
 	rc = load_dir_locked(&r, err, errlen);
 	if (rc == -ENOENT)
