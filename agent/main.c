@@ -250,7 +250,7 @@ static bool host_veth(struct record *rec, const char *name)
 static struct watch_veth *veth_find(struct watch *w, uint32_t ifindex, const char *name)
 {
 	for (size_t i = 0; i < w->nveths; i++)
-		if (ifindex ? w->veths[i].ifindex == ifindex : !strcmp(w->veths[i].name, name))
+		if (ifindex ? w->veths[i].ifindex == ifindex : name && !strcmp(w->veths[i].name, name))
 			return &w->veths[i];
 	return NULL;
 }
