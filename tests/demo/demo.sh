@@ -1,40 +1,38 @@
 #!/usr/bin/env bash
-# make demo: the system end to end on this machine, then torn down.
+# make demo: the whole system on this machine, checked, then torn down.
 #
-#   1. a real control plane (etcd + kube-apiserver) with our CRDs installed
-#   2. three "nodes" as network namespaces on a bridged fabric
+#   1. a real control plane (etcd + kube-apiserver) with our CRDs and the
+#      faithful upstream stand-ins (tests/crds/) installed
+#   2. three "nodes" as network namespaces on a bridged fabric, an "internet"
+#      host on it (documentation addresses only: 2001:db8:f::ff,
+#      203.0.113.254), an EgressShard per node (the operator's)
 #   3. galactic-agent on each node (DEMO_BACKEND: kernel, the default, or
-#      bpf), serving its CNI socket
-#   4. pods attached exactly as a container runtime does it: galactic-cni ADD
-#      with CNI_* environment and the attachment's network config on stdin;
-#      two VPCs whose pods use the SAME addresses
-#   5. each agent publishes a NodeAttachment per pod (Programmed=True once the
-#      kernel state is verified) and learns the other nodes' routes from their
-#      reports through the API server (docs/dataplane-reports.md): nobody
-#      writes a remotes.json by hand
-#   6. traffic across SRv6 between nodes, and isolation between the VPCs
-#   7. galactic-translator, with stand-ins for the incumbents writing the way
-#      upstream writes today (tests/crds/ holds the faithful upstream CRDs),
-#      all started before the pods, as on a cell:
-#        compute      creates one NetworkInterfaceClaim per pod
-#        NSO          creates the NetworkInterface named as the claim
-#                     (spec.claimRef) and binds both by whole-status PUT with
-#                     resourceVersion (Status().Update), retrying on 409;
-#                     a poll loop re-derives the claim's Ready
-#                     (Bound, Allocated, Prepared, Programmed) from what the
-#                     translator writes
-#        VPC operator creates the VPCAttachment (same name, controller-owned by
-#                     the interface, interfaceRef.name) and writes its status
-#                     fields (vpc, vpcAttachment, networkAttachmentDefinition,
-#                     Ready) by whole-status PUT
-#      the translator derives the attachment's Programmed from the node's
-#      report, the interface's and claim's Prepared/Programmed from the
-#      attachment, and withholds and reports the runtime's 64-hex container
-#      id (upstream's field holds exactly 46)
-#   8. the demo checks itself: a table per claim, interface and attachment,
-#      the translator's refused-write metric, and a non-zero exit when any
-#      of them is not as it should be
+#      bpf), serving its CNI socket, reporting its node's objects
+#   4. two galactic-translator replicas (leader election on a Lease) and
+#      stand-ins for the incumbents writing the way upstream writes today
+#      (tests/lib/incumbents.sh): compute creates a NetworkInterfaceClaim per
+#      pod; NSO creates the NetworkContext per VPC (egress declared) and the
+#      NetworkInterface, binds both by whole-status PUTs with resourceVersion
+#      (409: read again), and derives the claim's Ready from what the
+#      translator writes; the VPC operator creates the VPCAttachment and puts
+#      its own status fields
+#   5. six pods in two VPCs that use the SAME addresses, attached through
+#      galactic-cni exactly as a container runtime does (CNI_* environment,
+#      network config on stdin, 64-hex container ids)
+#   6. the agents publish a NodeAttachment per pod and learn each other's
+#      routes from the API server; the translator turns the reports into the
+#      upstream status fields; each claim becomes Ready
+#   7. traffic: a cross-node ping and a TCP transfer (iperf3) through SRv6,
+#      isolation between the VPCs counted in the pods, internet egress of
+#      every pod through its own node's shard (the internet host reports the
+#      source address it saw), a leader hand-over between the translators
+#   8. a summary (kubectl get of claims, interfaces, attachments, shards),
+#      ADD -> claim Ready p50/max; every line of it is checked and the demo
+#      exits non-zero when one does not hold
+#   9. cleanup on exit and on Ctrl-C (SIGINT/SIGTERM), verified: no
+#      namespace, daemon, control plane or bpf pin of this run is left
 #
+# Environment: DEMO_BACKEND=kernel|bpf, DEMO_CRD_VARIANT=atomic|maplist,
 # DEMO_KEEP=1 leaves everything running and prints how to tear it down.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -42,213 +40,372 @@ cd "$top"
 bin=$top/build/rel/bin
 P=gdemo$$
 D=$(mktemp -d /tmp/galactic-demo.XXXXXX)
-AGENTS=()
 RNS=galactic-system
 BACKEND=${DEMO_BACKEND:-kernel}
-
-say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+case "$BACKEND" in kernel | bpf) ;; *) echo "demo: DEMO_BACKEND=$BACKEND (kernel or bpf)" >&2; exit 2 ;; esac
+# Internet egress is programmed by the kernel backend only today
+# (docs/dataplane-egress.md, "Planned": the bpf backend ignores the shard).
+EGRESS=false; [ "$BACKEND" = kernel ] && EGRESS=true
+PIDS=()          # every daemon this run started
 NSO_PID=
+T0=$(date +%s%3N)
+now_ms() { date +%s%3N; }
+el() { local ms=$(( $(now_ms) - T0 )); printf '%d.%d' $((ms / 1000)) $((ms % 1000 / 100)); }
+
+# ---- progress: each step with the elapsed time, and how long it took ----
+STEP='' STEP_T=''
+STEPS=()
+end_step() {
+  [ -n "$STEP" ] || return 0
+  local ms=$(( $(now_ms) - STEP_T ))
+  printf '   \033[2m(%d.%d s)\033[0m\n' $((ms / 1000)) $((ms % 1000 / 100))
+  STEPS+=("$(printf '%6d.%d s  %s' $((ms / 1000)) $((ms % 1000 / 100)) "$STEP")")
+  STEP=
+}
+step() {
+  end_step
+  STEP=$* STEP_T=$(now_ms)
+  printf '\n\033[1m[%6s s] %s\033[0m\n' "$(el)" "$*"
+}
+ind() { sed 's/^/   /'; }
+
+# ---- checks: every claim of the summary is one of these ----
+OK=() FAIL=()
+check() { # description, then a command that must succeed
+  local what=$1; shift
+  if "$@"; then OK+=("$what"); printf '   \033[32mok\033[0m   %s\n' "$what"
+  else FAIL+=("$what"); printf '   \033[31mFAIL\033[0m %s\n' "$what"; fi
+}
+eq() { [ "$1" = "$2" ]; }
+
+# ---- cleanup, on exit and on Ctrl-C, verified ----
 cleanup() {
+  local rc=$? left=() pid ns cppids=()
+  trap '' INT TERM
+  end_step 2>/dev/null || true
   touch "$D/nso.stop" 2>/dev/null || true
   [ -n "$NSO_PID" ] && wait "$NSO_PID" 2>/dev/null || true
-  [ "${DEMO_KEEP:-0}" = 1 ] && { echo "kept: tests/lib/topo.sh down $P; tests/controlplane/cp.sh down $D/cp"; return; }
-  for pid in "${AGENTS[@]}"; do kill "$pid" 2>/dev/null || true; done
-  rm -rf /sys/fs/bpf/galactic-"$P"-n* 2>/dev/null || true
+  if [ "${DEMO_KEEP:-0}" = 1 ]; then
+    echo "kept: daemons ${PIDS[*]}; tear down: kill ${PIDS[*]}; tests/lib/topo.sh down $P;" \
+         "rm -rf /sys/fs/bpf/galactic-$P-*; tests/controlplane/cp.sh down $D/cp"
+    exit "$rc"
+  fi
+  printf '\n\033[1m[%6s s] cleanup\033[0m\n' "$(el)"
+  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${PIDS[@]}"; do
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null || true
+  done
+  rm -rf /sys/fs/bpf/galactic-"$P"-* 2>/dev/null || true
   tests/lib/topo.sh down "$P" || true
+  for f in etcd apiserver controller-manager; do
+    [ -s "$D/cp/$f.pid" ] && cppids+=("$(cat "$D/cp/$f.pid")")
+  done
   tests/controlplane/cp.sh down "$D/cp" >/dev/null 2>&1 || true
+  # what is left of this run, if anything
+  for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^$P-" || true); do left+=("netns $ns"); done
+  for pid in "${PIDS[@]}" "${cppids[@]}"; do kill -0 "$pid" 2>/dev/null && left+=("process $pid"); done
+  for f in /sys/fs/bpf/galactic-"$P"-*; do [ -e "$f" ] && left+=("bpf pin $f"); done
   rm -rf "$D"
+  if [ "${#left[@]}" -gt 0 ]; then
+    printf '   LEFT BEHIND: %s\n' "${left[@]}"; exit 1
+  fi
+  echo "   nothing left: 0 namespaces $P-*, 0 of ${#PIDS[@]} daemons + ${#cppids[@]} control-plane processes, 0 bpf pins /sys/fs/bpf/galactic-$P-*"
+  exit "$rc"
 }
 trap cleanup EXIT
+trap 'printf "\n   interrupted\n"; exit 130' INT TERM
 [ "$(id -u)" = 0 ] || { echo "demo: needs root (network namespaces)" >&2; exit 1; }
+echo "galactic demo: backend $BACKEND, CRD variant ${DEMO_CRD_VARIANT:-${GALACTIC_CRD_VARIANT:-atomic}}, run $P (Ctrl-C tears everything down)"
 
-say "kernel preflight"
-"$bin/galactic-preflight" | sed 's/^/  /'
+step "kernel preflight"
+"$bin/galactic-preflight" | ind
 
-say "control plane: etcd + kube-apiserver, CRDs"
+step "control plane: etcd + kube-apiserver, CRDs"
 tests/controlplane/cp.sh up "$D/cp" --owner $$ >/dev/null
 K() { tests/controlplane/cp.sh kubectl "$D/cp" "$@"; }
-# ours (crds/) + the faithful upstream stand-ins (tests/crds/); DEMO_CRD_VARIANT
-# (or GALACTIC_CRD_VARIANT) = atomic (upstream today, default) or maplist
 tests/lib/crds.sh install "$D/cp" "${DEMO_CRD_VARIANT:-}"
-K get crd | sed 's/^/  /'
+K get crd -o custom-columns=CRD:.metadata.name,ESTABLISHED:'.status.conditions[?(@.type=="Established")].status' | ind
 K create namespace "$RNS" >/dev/null
 
-say "three nodes on a fabric (SID block fcbb:bb00:1::/48, node ids 1-3)"
+step "three nodes on a fabric (SID block fcbb:bb00:1::/48, node ids 1-3), an internet host"
 tests/lib/topo.sh up "$P" 3
+tests/lib/topo.sh internet "$P" 3
+echo "   fabric $P-fab, nodes $P-n1..3 (underlay 2001:db8:f::1..3), internet $P-inet (2001:db8:f::ff, 203.0.113.254)"
+if $EGRESS; then
+  for i in 1 2 3; do # the operator's shards, one per node (upstream keeps them in galactic-system)
+    K apply -f - >/dev/null <<J
+{"apiVersion":"network.datumapis.com/v1alpha1","kind":"EgressShard","metadata":{"name":"shard-n$i","namespace":"$RNS"},
+ "spec":{"targetRef":{"kind":"Node","name":"n$i"},"shardSID":"fcbb:bb00:1:$i:f000::",
+  "shardAddressIPv6":"2001:db8:f::50:$i","shardAddressIPv4":"203.0.113.5$i","nat64Prefix":"64:ff9b::/96"}}
+J
+  done
+  echo "   EgressShards shard-n1..3 (operator): SID fcbb:bb00:1:<i>:f000::, source 2001:db8:f::50:<i> and 203.0.113.5<i>"
+else
+  echo "   no EgressShards: internet egress is shown on the kernel backend only (the $BACKEND backend does not program it yet)"
+fi
+
+step "galactic-agent on each node ($BACKEND backend)"
 for i in 1 2 3; do
   mkdir -p "$D/n$i"
   printf '{"node":{"block":"fcbb:bb00:1::/48","node_id":%d,"uplink":"up0"},"vpcs":[],"attachments":[]}\n' "$i" \
-    > "$D/n$i/state.json"
+    >"$D/n$i/state.json"
   "$bin/galactic-agent" --state-dir "$D/n$i" --netns "$P-n$i" --interval 1 \
     --backend "$BACKEND" --bpffs "/sys/fs/bpf/galactic-$P-n$i" \
     --cni-socket "$D/n$i/cni.sock" --kubeconfig "$D/cp/kubeconfig" --node "n$i" \
-    --report-namespace "$RNS" >>"$D/n$i/agent.log" 2>&1 &
-  AGENTS+=($!)
+    --report-namespace "$RNS" --egress-namespace "$RNS" >>"$D/n$i/agent.log" 2>&1 &
+  PIDS+=($!)
 done
 for i in 1 2 3; do
-  for _ in $(seq 100); do [ -S "$D/n$i/cni.sock" ] && break; sleep 0.1; done
+  for _ in $(seq 200); do [ -S "$D/n$i/cni.sock" ] && break; sleep 0.1; done
   [ -S "$D/n$i/cni.sock" ] || { echo "agent on n$i did not start:"; cat "$D/n$i/agent.log"; exit 1; }
-  echo "  n$i: galactic-agent pid ${AGENTS[$((i-1))]}, socket $D/n$i/cni.sock"
+  echo "   n$i: galactic-agent pid ${PIDS[$((i - 1))]}, CNI socket $D/n$i/cni.sock"
 done
 
 # pod name, node, VPC id (base62), attachment id, IPv6, IPv4
 PODS=(
   "red-1 1 Red7 R1 fd00:a::11 10.1.0.11"
   "red-2 2 Red7 R2 fd00:a::12 10.1.0.12"
+  "red-3 3 Red7 R3 fd00:a::13 10.1.0.13"
   "blue-1 1 Blu9 B1 fd00:a::11 10.1.0.11"
-  "blue-2 3 Blu9 B2 fd00:a::12 10.1.0.12"
+  "blue-2 2 Blu9 B2 fd00:a::12 10.1.0.12"
+  "blue-3 3 Blu9 B3 fd00:a::13 10.1.0.13"
 )
-# ---- the translator and the stand-in incumbents (before the pods, as on a cell) ----
-# tests/lib/incumbents.sh: raw API calls, method and status code explicit, as
-# the incumbents make them (shared with tests/netns/test_upstream_e2e.c).
+NPODS=${#PODS[@]}
 . tests/lib/incumbents.sh
 inc_init "$D/cp" "$D" default
 JQ_COND=$INC_JQ_COND
-now_ms() { inc_now_ms; }
-compute_claim() { inc_claim "$1" "net-$2"; }                       # name vpc
-nso_interface() { inc_interface "$1" "net-$2" "$3/128" "$4/32"; }    # name vpc a6 a4
-vpc_operator() { inc_vpc_operator "$1" "$2" "$3" "$4" "$5/128" "$6/32"; } # name vpc att uid a6 a4
-nso_loop() { inc_nso_loop; }
 
-say "galactic-translator and the stand-in incumbents (compute, NSO, VPC operator), before the pods"
-"$bin/galactic-translator" --kubeconfig "$D/cp/kubeconfig" --namespace "$RNS" \
-  --metrics-addr 127.0.0.1:0 >>"$D/translator.log" 2>&1 &
-AGENTS+=($!)
+step "two galactic-translator replicas (leader election) and the stand-in incumbents"
+for id in translator-a translator-b; do
+  "$bin/galactic-translator" --kubeconfig "$D/cp/kubeconfig" --namespace "$RNS" --id "$id" \
+    --lease-duration 6 --renew-deadline 4 --retry-period 1 \
+    --metrics-addr 127.0.0.1:0 >>"$D/$id.log" 2>&1 &
+  PIDS+=($!)
+  echo "   $id: pid $!"
+done
+reach=; $EGRESS && reach=IPv6
+for vpc in Red7 Blu9; do
+  inc_network_context "${vpc,,}" "net-$vpc" $reach
+  echo "   NetworkContext ${vpc,,} (NSO)${reach:+: egress.internet Enabled, reach [$reach]}"
+done
 for p in "${PODS[@]}"; do
   read -r name node vpc att a6 a4 <<<"$p"
-  compute_claim "$name" "$vpc"
-  uid=$(nso_interface "$name" "$vpc" "$a6" "$a4")
-  vpc_operator "$name" "$vpc" "$att" "$uid" "$a6" "$a4"
-  echo "  $name: NetworkInterfaceClaim (compute), NetworkInterface uid $uid (NSO), VPCAttachment $vpc/$att (VPC operator)"
+  inc_claim "$name" "net-$vpc"
+  uid=$(inc_interface "$name" "net-$vpc" "$a6/128" "$a4/32")
+  inc_vpc_operator "$name" "$vpc" "$att" "$uid" "$a6/128" "$a4/32"
+  echo "   $name: NetworkInterfaceClaim (compute), NetworkInterface (NSO), VPCAttachment $vpc/$att (VPC operator)"
 done
-nso_loop &
+inc_nso_loop &
 NSO_PID=$!
-echo "  NSO stand-in: poll loop pid $NSO_PID (every 0.3 s; whole-status PUTs, retried on 409)"
+echo "   NSO stand-in: poll loop (every 0.3 s; whole-status PUTs, retried on 409)"
 
-say "pods attached through galactic-cni (VPC Red7 and VPC Blu9 reuse the same addresses)"
+step "$NPODS pods attached through galactic-cni (VPCs Red7 and Blu9 use the same addresses)"
+eg=; $EGRESS && eg='"egress":{"internet":{"mode":"Enabled"}},'
 for p in "${PODS[@]}"; do
   read -r name node vpc att a6 a4 <<<"$p"
   ip netns add "$P-$name"
   ip -n "$P-$name" link set lo up
-  conf=$(printf '{"cniVersion":"1.1.0","name":"vpc-%s","type":"galactic-cni","vpc":"%s","vpcattachment":"%s","ipFamilies":["IPv6","IPv4"],"addresses":[{"address":"%s/128","gateway":"fe80::1"},{"address":"%s/32","gateway":"169.254.1.1"}],"mtu":1400,"agentSocket":"%s"}' \
-    "$vpc" "$vpc" "$att" "$a6" "$a4" "$D/n$node/cni.sock")
+  conf=$(printf '{"cniVersion":"1.1.0","name":"vpc-%s","type":"galactic-cni","vpc":"%s","vpcattachment":"%s","ipFamilies":["IPv6","IPv4"],"addresses":[{"address":"%s/128","gateway":"fe80::1"},{"address":"%s/32","gateway":"169.254.1.1"}],"mtu":1400,%s"agentSocket":"%s"}' \
+    "$vpc" "$vpc" "$att" "$a6" "$a4" "$eg" "$D/n$node/cni.sock")
   t0=$(now_ms); echo "$t0" >"$D/add.$name"
-  # container ids as containerd and CRI-O give them: 64 hex characters
-  ctr=$(printf '%s' "$P-$name" | sha256sum | cut -c1-64)
-  result=$(echo "$conf" | CNI_COMMAND=ADD CNI_CONTAINERID="$ctr" CNI_NETNS="/var/run/netns/$P-$name" \
-        CNI_IFNAME=eth0 CNI_PATH="$bin" CNI_ARGS="K8S_POD_NAMESPACE=default;K8S_POD_NAME=$name" \
-        "$bin/galactic-cni")
-  echo "  $name on n$node in $vpc: ADD $(( $(date +%s%3N) - t0 )) ms -> $(echo "$result" | jq -c '[.ips[].address]')"
+  ctr=$(printf '%s' "$P-$name" | sha256sum | cut -c1-64) # as containerd and CRI-O give them
+  res=$(echo "$conf" | CNI_COMMAND=ADD CNI_CONTAINERID="$ctr" CNI_NETNS="/var/run/netns/$P-$name" \
+    CNI_IFNAME=eth0 CNI_PATH="$bin" CNI_ARGS="K8S_POD_NAMESPACE=default;K8S_POD_NAME=$name" \
+    "$bin/galactic-cni")
+  echo "   $name on n$node in $vpc: ADD $(( $(now_ms) - t0 )) ms -> $(echo "$res" | jq -c '[.ips[].address]')"
 done
 
-say "reports in the API (written by each node's agent) and the routes each agent learned from the others"
-for _ in $(seq 150); do
-  n=$(K get nodeattachments -n "$RNS" -o json | jq '[.items[] | select(any(.status.conditions[]?; .type=="Programmed" and .status=="True"))] | length')
-  [ "$n" = "${#PODS[@]}" ] && break; sleep 0.1
+step "reports, learned routes, and every claim Ready"
+for _ in $(seq 300); do
+  n=$(K get nodeattachments -n "$RNS" -o json | jq '[.items[] | select(any(.status.conditions[]?; .type=="Programmed" and .status=="True"))] | length' || true)
+  [ "$n" = "$NPODS" ] && break; sleep 0.2
 done
-K get nodeattachments -n "$RNS" | sed 's/^/  /'
-echo "  field managers on the reports: $(K get nodeattachments -n "$RNS" --show-managed-fields -o json | jq -r '[.items[].metadata.managedFields[].manager] | unique | join(",")')"
+K get nodeattachments -n "$RNS" | ind
 for i in 1 2 3; do
-  for _ in $(seq 100); do [ -s "$D/n$i/record-remotes.json" ] && [ "$(jq '.remotes | length' "$D/n$i/record-remotes.json")" -gt 0 ] && break; sleep 0.1; done
-  jq -r '.remotes[] | "  n'"$i"' learned: \(.vpc) \(.prefix) -> \(.sid)"' "$D/n$i/record-remotes.json"
+  for _ in $(seq 100); do [ -s "$D/n$i/record-remotes.json" ] && [ "$(jq '.remotes | length' "$D/n$i/record-remotes.json" 2>/dev/null || echo 0)" -gt 0 ] && break; sleep 0.2; done
+  { jq -r '.remotes[] | "   n'"$i"' learned: \(.vpc) \(.prefix) -> \(.sid)"' "$D/n$i/record-remotes.json" | sort -u | head -8; } 2>/dev/null || true
 done
-sleep 1
+for _ in $(seq 600); do # at most 2 min on a loaded machine
+  n=$(K get networkinterfaceclaims -n default -o json | jq "$JQ_COND"'[.items[] | select(cond("Ready") == "True")] | length' || true)
+  [ "$n" = "$NPODS" ] && break; sleep 0.2
+done
+echo "   $n of $NPODS claims Ready"
 
-say "kernel state on n1 (what the agent programmed, $BACKEND backend)"
-ip -n "$P-n1" -6 rule | sed 's/^/  /'
-# seg6local decap SIDs and (kernel backend) seg6 encap routes
-{ ip -n "$P-n1" -4 route show table all; ip -n "$P-n1" -6 route show table all; } |
-  grep -E 'encap' | sed 's/^/  /' || true
+step "kernel state on n1 (what the agent programmed, $BACKEND backend)"
+ip -n "$P-n1" -6 rule | grep -v 'lookup local\|lookup main\|lookup default' | head -6 | ind || true
+{ ip -n "$P-n1" -4 route show table all; ip -n "$P-n1" -6 route show table all; } | grep -E 'encap' | head -10 | ind || true
 if [ "$BACKEND" = bpf ]; then
-  echo "  TC programs (encap on host veths, decap on the uplink):"
+  echo "   TC programs (encap on host veths, decap on the uplink):"
   for dev in up0 $(ip -n "$P-n1" -o link show | sed -n 's/^[0-9]*: \(gc[0-9a-f]*\)@.*/\1/p'); do
-    tc -n "$P-n1" filter show dev "$dev" ingress | sed -n "s/.* bpf .*name \([a-z_]*\).*/    $dev: \1/p"
+    tc -n "$P-n1" filter show dev "$dev" ingress | sed -n "s/.* bpf .*name \([a-z_]*\).*/      $dev: \1/p"
   done
 fi
 
-say "traffic across SRv6"
-ping6() { ip netns exec "$P-$1" ping -c "${3:-5}" -i 0.2 -W 1 "$2" | tail -2 | sed 's/^/    /' || true; }
-echo "  red-1 (n1) -> red-2 (n2) fd00:a::12:"; ping6 red-1 fd00:a::12
-echo "  red-1 (n1) -> red-2 (n2) 10.1.0.12 (IPv4 inside SRv6, End.DX4):"; ping6 red-1 10.1.0.12
-echo "  blue-1 (n1) -> blue-2 (n3) fd00:a::12:"; ping6 blue-1 fd00:a::12
-before=$(ip netns exec "$P-blue-2" cat /sys/class/net/eth0/statistics/rx_packets)
-ping6 red-1 fd00:a::12 20 >/dev/null
-after=$(ip netns exec "$P-blue-2" cat /sys/class/net/eth0/statistics/rx_packets)
-echo "  isolation: 20 pings red-1 -> fd00:a::12 reached blue-2 (same address, other VPC) $((after - before)) times"
+# ---- traffic helpers ----
+X() { ip netns exec "$P-$1" "${@:2}"; }
+echos6() { X "$1" awk '$1 == "Icmp6InEchos" {print $2}' /proc/net/snmp6; }
+echos4() { X "$1" awk '$1 == "Icmp:" {if (!h) {for (i = 2; i <= NF; i++) if ($i == "InEchos") c = i; h = 1} else print $c}' /proc/net/snmp; }
+pingn() { # pod dst count: prints received
+  X "$1" ping -q -c "$3" -i 0.2 -W 2 "$2" 2>/dev/null | sed -n 's/.* \([0-9]*\) received.*/\1/p' || true
+}
 
-say "the upstream objects, as the translator and the incumbents left them"
-# wait (at most 60 s) for every claim's Ready=True, then show and check all of it
-for _ in $(seq 300); do
-  n=$(K get networkinterfaceclaims -n default -o json | jq "$JQ_COND"'[.items[] | select(cond("Ready") == "True")] | length')
-  [ "$n" = "${#PODS[@]}" ] && break; sleep 0.2
-done
+step "traffic through SRv6: ping, TCP, isolation"
+SUM=()
+r=$(pingn red-1 fd00:a::12 5); r=${r:-0}
+SUM+=("ping red-1 (n1) -> red-2 (n2) fd00:a::12: $r/5 replies")
+check "cross-node ping red-1 (n1) -> fd00:a::12 (red-2, n2): $r/5 replies" eq "$r" 5
+r=$(pingn red-1 10.1.0.12 5); r=${r:-0}
+SUM+=("ping red-1 (n1) -> red-2 (n2) 10.1.0.12 (IPv4 in SRv6, End.DX4): $r/5 replies")
+check "cross-node ping red-1 (n1) -> 10.1.0.12 (IPv4 inside SRv6): $r/5 replies" eq "$r" 5
+r=$(pingn blue-1 fd00:a::13 5); r=${r:-0}
+SUM+=("ping blue-1 (n1) -> blue-3 (n3) fd00:a::13: $r/5 replies")
+check "cross-node ping blue-1 (n1) -> fd00:a::13 (blue-3, n3): $r/5 replies" eq "$r" 5
+# TCP: iperf3 from red-1 (n1) to red-2 (n2), 3 s
+X red-2 iperf3 -s -1 -B fd00:a::12 -J >"$D/iperf.srv.json" 2>&1 &
+PIDS+=($!); srv=$!
+for _ in $(seq 50); do X red-2 ss -Hltn 'sport = :5201' | grep -q . && break; sleep 0.1; done
+X red-1 iperf3 -c fd00:a::12 -t 3 -J >"$D/iperf.json" 2>&1 || true
+wait "$srv" 2>/dev/null || true
+read -r tx rx mbps retr < <(jq -r '[.end.sum_sent.bytes // 0, .end.sum_received.bytes // 0,
+  ((.end.sum_received.bits_per_second // 0) / 1e6 | floor), .end.sum_sent.retransmits // 0] | join(" ")' "$D/iperf.json" 2>/dev/null || echo "0 0 0 0")
+srx=$(jq -r '.end.sum_received.bytes // 0' "$D/iperf.srv.json" 2>/dev/null || echo 0)
+SUM+=("TCP red-1 (n1) -> red-2 (n2) through SRv6 (iperf3, 3 s): $((tx / 1048576)) MiB sent, $((rx / 1048576)) MiB received, $mbps Mbit/s, $retr retransmits; red-2 received $((srx / 1048576)) MiB")
+check "TCP transfer red-1 -> red-2 through SRv6: $rx bytes sent and received, server counted $srx" \
+  test "$rx" -gt 0 -a "$srx" -gt 0
+# isolation: the same addresses exist in both VPCs; count echo requests in each pod
+iso() { # src dst-addr want-pod other-pod family
+  local b1 b2 a1 a2 r
+  b1=$(echos"$5" "$3"); b2=$(echos"$5" "$4")
+  r=$(pingn "$1" "$2" 20); r=${r:-0}
+  a1=$(echos"$5" "$3"); a2=$(echos"$5" "$4")
+  SUM+=("isolation: 20 pings $1 -> $2: $((a1 - b1)) reached $3 (same VPC), $((a2 - b2)) reached $4 (same address, other VPC), $r replies")
+  check "isolation $1 -> $2: $((a1 - b1))/20 reached $3, $((a2 - b2)) reached $4" test "$((a1 - b1))" -eq 20 -a "$((a2 - b2))" -eq 0 -a "$r" -eq 20
+}
+iso red-1 fd00:a::12 red-2 blue-2 6
+iso blue-1 fd00:a::13 blue-3 red-3 6
+iso red-3 10.1.0.11 red-1 blue-1 4
+
+step "internet egress through each node's shard"
+if $EGRESS; then
+  for i in 1 2 3; do
+    for _ in $(seq 150); do
+      [ "$(K get egressshard "shard-n$i" -n "$RNS" -o json | jq -r "$JQ_COND"'cond("Programmed")' || true)" = True ] && break; sleep 0.2
+    done
+  done
+  for _ in $(seq 300); do
+    n=$(K get vpcattachments -n default -o json | jq "$JQ_COND"'[.items[] | select(cond("InternetEgressReady") == "True")] | length' || true)
+    [ "$n" = "$NPODS" ] && break; sleep 0.2
+  done
+  for p in "${PODS[@]}"; do
+    read -r name node vpc _ <<<"$p"
+    for fam in 6 4; do
+      if [ $fam = 6 ]; then dst=2001:db8:f::ff want=2001:db8:f::50:$node; else dst=203.0.113.254 want=203.0.113.5$node; fi
+      X inet iperf3 -s -1 -B "$dst" -J >"$D/eg.$name.$fam.json" 2>&1 &
+      PIDS+=($!); srv=$!
+      for _ in $(seq 50); do X inet ss -Hltn 'sport = :5201' | grep -q . && break; sleep 0.1; done
+      X "$name" iperf3 -c "$dst" -n 256K -J >"$D/egc.$name.$fam.json" 2>&1 || true
+      wait "$srv" 2>/dev/null || true
+      seen=$(jq -r '.start.connected[0].remote_host // "none"' "$D/eg.$name.$fam.json" 2>/dev/null || echo none)
+      seen=${seen#::ffff:}
+      got=$(jq -r '.end.sum_received.bytes // 0' "$D/eg.$name.$fam.json" 2>/dev/null || echo 0)
+      SUM+=("egress $name (n$node, $vpc) -> $dst: the internet host saw source $seen, $((got / 1024)) KiB over TCP")
+      check "egress $name -> $dst: source seen $seen (n$node's shard $want), $got bytes" \
+        test "$seen" = "$want" -a "$got" -gt 0
+    done
+  done
+else
+  SUM+=("egress: shown on the kernel backend only: the $BACKEND backend does not program internet egress yet (docs/dataplane-egress.md, Planned); run 'make demo' to see it")
+  echo "   shown on the kernel backend only: the $BACKEND backend does not program internet egress yet"
+  echo "   (docs/dataplane-egress.md, Planned); 'make demo' (kernel backend) shows it"
+fi
+
+step "translator leader hand-over (SIGTERM the leader; the standby takes the Lease)"
+lease() { K get lease galactic-translator -n "$RNS" -o jsonpath='{.spec.holderIdentity}' 2>/dev/null || true; }
+mport() { sed -n 's/.*serving metrics.* port=\([0-9]*\).*/\1/p' "$D/$1.log" | head -1; }
+mval() { curl -fsS "http://127.0.0.1:$(mport "$1")/metrics" 2>/dev/null | awk -v m="$2" '$1 == m || index($1, m "{") == 1 {s += $NF; n++} END {print (n ? s : "absent")}'; }
+holder=$(lease)
+la=$(mval translator-a galactic_translator_leader); lb=$(mval translator-b galactic_translator_leader)
+refused=$(( $(mval translator-a galactic_translator_writes_refused_total | sed 's/absent/0/') + $(mval translator-b galactic_translator_writes_refused_total | sed 's/absent/0/') ))
+echo "   Lease galactic-translator holder: $holder; galactic_translator_leader: translator-a $la, translator-b $lb"
+check "exactly one translator leads (Lease holder $holder; leader gauge a=$la b=$lb)" \
+  test \( "$holder" = translator-a -a "$la" = 1 -a "$lb" = 0 \) -o \( "$holder" = translator-b -a "$la" = 0 -a "$lb" = 1 \)
+check "translator writes refused (422/5xx) while leading: $refused" eq "$refused" 0
+case $holder in translator-a) old=0 standby=translator-b ;; *) old=1 standby=translator-a ;; esac
+oldpid=${PIDS[$((3 + old))]}
+t0=$(now_ms); kill "$oldpid"
+for _ in $(seq 150); do [ "$(lease)" = "$standby" ] && break; sleep 0.1; done
+ho=$(( $(now_ms) - t0 ))
+new=$(lease); ls=$(mval "$standby" galactic_translator_leader)
+SUM+=("translators: $holder led; SIGTERM -> $standby took the Lease in $ho ms")
+check "hand-over: $new holds the Lease $ho ms after SIGTERM to $holder (gauge $ls)" test "$new" = "$standby" -a "$ls" = 1
+
 touch "$D/nso.stop"; wait "$NSO_PID" 2>/dev/null || true; NSO_PID=
-K get networkinterfaceclaims -n default --show-managed-fields -o json >"$D/nic.json"
+end_step
+
+# ---------------------------------------------------------------- summary ----
+printf '\n\033[1m[%6s s] summary\033[0m\n' "$(el)"
+echo "   kubectl get networkinterfaceclaims (compute's; NSO's Bound/Allocated/Ready, the translator's Prepared/Programmed):"
+K get networkinterfaceclaims -n default -o custom-columns='CLAIM:.metadata.name,NETWORK:.spec.network.name,INTERFACE:.status.networkInterfaceRef.name,BOUND:.status.conditions[?(@.type=="Bound")].status,ALLOCATED:.status.conditions[?(@.type=="Allocated")].status,PREPARED:.status.conditions[?(@.type=="Prepared")].status,PROGRAMMED:.status.conditions[?(@.type=="Programmed")].status,READY:.status.conditions[?(@.type=="Ready")].status' | ind
+echo "   kubectl get networkinterfaces (printer columns; status.vpc written by the translator):"
+K get networkinterfaces -n default -o custom-columns='INTERFACE:.metadata.name,PHASE:.status.phase,VPC:.status.vpc,ALLOCATED:.status.conditions[?(@.type=="Allocated")].status,PREPARED:.status.conditions[?(@.type=="Prepared")].status,PROGRAMMED:.status.conditions[?(@.type=="Programmed")].status' | ind
+echo "   kubectl get vpcattachments:"
+K get vpcattachments -n default -o custom-columns='ATTACHMENT:.metadata.name,VPC:.status.vpc,ID:.status.vpcAttachment,NODE:.status.node,POD:.status.podName,HOST-IF:.status.hostInterface,READY:.status.conditions[?(@.type=="Ready")].status,PROGRAMMED:.status.conditions[?(@.type=="Programmed")].status,EGRESS:.status.conditions[?(@.type=="InternetEgressReady")].status' | ind
+if $EGRESS; then
+  echo "   kubectl get egressshards -n $RNS, egressshardclaims:"
+  K get egressshards -n "$RNS" -o custom-columns='SHARD:.metadata.name,TARGET:.spec.targetRef.name,SHARD-SID:.status.shardSID,IPV6:.status.shardAddressIPv6,IPV4:.status.shardAddressIPv4,PROGRAMMED:.status.conditions[?(@.type=="Programmed")].status,READY:.status.conditions[?(@.type=="Ready")].status' | ind
+  K get egressshardclaims -n default | ind
+fi
+K get networkinterfaceclaims -n default -o json >"$D/nic.json"
 K get networkinterfaces -n default -o json >"$D/ni.json"
 K get vpcattachments -n default -o json >"$D/va.json"
+K get egressshardclaims -n default -o json >"$D/esc.json"
 K get events -n default --field-selector reason=FieldWithheld -o json >"$D/ev.json"
-port=$(sed -n 's/.*serving metrics.* port=\([0-9]*\).*/\1/p' "$D/translator.log" | head -1)
-refused=$(curl -fsS "http://127.0.0.1:$port/metrics" | awk '/^galactic_translator_writes_refused_total/ {s += $NF; n++} END {print (n ? s : "absent")}')
-FAIL=()
-bad() { FAIL+=("$*"); }
-
-echo "  claims (Ready derived by the NSO stand-in; ms from galactic-cni ADD to the NSO poll first seeing the"
-echo "  translator's Programmed=True, and to the NSO PUT that made Ready=True):"
-printf '    %-8s %-10s %-11s %-7s %-10s %-16s %s\n' CLAIM PREPARED PROGRAMMED READY INTERFACE ADD-TO-PROGRAMMED ADD-TO-READY
+echo
+for p in "${PODS[@]}"; do
+  read -r name node vpc att _ <<<"$p"
+  c=$(jq -r --arg n "$name" "$JQ_COND"'.items[] | select(.metadata.name == $n) | [cond("Bound"), cond("Allocated"), cond("Prepared"), cond("Programmed"), cond("Ready")] | join(",")' "$D/nic.json")
+  check "claim $name: Bound,Allocated,Prepared,Programmed,Ready = $c" eq "$c" True,True,True,True,True
+  v=$(jq -r --arg n "$name" '.items[] | select(.metadata.name == $n) | .status.vpc // "-"' "$D/ni.json")
+  i=$(jq -r --arg n "$name" "$JQ_COND"'.items[] | select(.metadata.name == $n) | [cond("Prepared"), cond("Programmed")] | join(",")' "$D/ni.json")
+  check "interface $name: status.vpc $v (the VPC operator's id $vpc), Prepared,Programmed = $i" test "$v" = "$vpc" -a "$i" = True,True
+  a=$(jq -r --arg n "$name" "$JQ_COND"'.items[] | select(.metadata.name == $n) | [.status.node, .status.podName, cond("Programmed"), (.status.containerID // "withheld")] | map(. // "-") | join(",")' "$D/va.json")
+  ev=$(jq -r --arg n "$name" '[.items[] | select(.involvedObject.kind == "VPCAttachment" and .involvedObject.name == $n)] | length' "$D/ev.json")
+  check "attachment $name: node,podName,Programmed,containerID = $a ($ev FieldWithheld event: the 64-hex id does not fit upstream's 46)" \
+    test "$a" = "n$node,$name,True,withheld" -a "$ev" -ge 1
+  if $EGRESS; then
+    e=$(jq -r --arg n "$name" "$JQ_COND"'.items[] | select(.metadata.name == $n) | cond("InternetEgressReady")' "$D/va.json")
+    s=$(jq -r --arg n "$name" "$JQ_COND"'.items[] | select(.metadata.name == $n) | "\(.status.shardRef.name // "-"),\(cond("Ready"))"' "$D/esc.json")
+    check "attachment $name: InternetEgressReady=$e; EgressShardClaim shard,Ready = $s" test "$e" = True -a "$s" = "shard-n$node,True"
+  fi
+done
+# ADD -> claim Ready (the NSO stand-in's PUT that made Ready=True; it polls every 0.3 s)
+ms=()
 for p in "${PODS[@]}"; do
   read -r name _ <<<"$p"
-  read -r prep prog ready ifname < <(jq -r --arg n "$name" "$JQ_COND"'.items[] | select(.metadata.name == $n)
-    | [cond("Prepared"), cond("Programmed"), cond("Ready"), (.status.networkInterfaceRef.name // "-")] | map(if . == "" then "-" else . end) | join(" ")' "$D/nic.json")
-  ms=-; [ -e "$D/ready.$name" ] && ms=$(( $(cat "$D/ready.$name") - $(cat "$D/add.$name") ))
-  pms=-; [ -e "$D/programmed.$name" ] && pms=$(( $(cat "$D/programmed.$name") - $(cat "$D/add.$name") ))
-  printf '    %-8s %-10s %-11s %-7s %-10s %-16s %s\n' "$name" "${prep:--}" "${prog:--}" "${ready:--}" "${ifname:--}" "$pms" "$ms"
-  [ "$prep" = True ] && [ "$prog" = True ] && [ "$ready" = True ] || bad "claim $name: Prepared=$prep Programmed=$prog Ready=$ready"
+  [ -e "$D/ready.$name" ] && ms+=($(( $(cat "$D/ready.$name") - $(cat "$D/add.$name") )))
 done
-
-echo "  interfaces (status.vpc must be the VPC operator's base62 id on the attachment):"
-printf '    %-8s %-10s %-15s %s\n' INTERFACE STATUS.VPC ATTACHMENT-VPC ""
-for p in "${PODS[@]}"; do
-  read -r name _ <<<"$p"
-  nv=$(jq -r --arg n "$name" '.items[] | select(.metadata.name == $n) | .status.vpc // "-"' "$D/ni.json")
-  av=$(jq -r --arg n "$name" '.items[] | select(.metadata.name == $n) | .status.vpc // "-"' "$D/va.json")
-  ok=ok; [ "$nv" = "$av" ] && [ "$nv" != - ] || { ok=MISMATCH; bad "interface $name: status.vpc=$nv, attachment's id $av"; }
-  printf '    %-8s %-10s %-15s %s\n' "$name" "$nv" "$av" "$ok"
-done
-
-echo "  attachments (the runtime's container id is 64 hex; upstream's containerID holds exactly 46):"
-printf '    %-8s %-5s %-8s %-17s %-11s %s\n' ATTACH NODE PODNAME HOST-IF PROGRAMMED CONTAINERID
-for p in "${PODS[@]}"; do
-  read -r name _ <<<"$p"
-  read -r node pod hif prog cid < <(jq -r --arg n "$name" "$JQ_COND"'.items[] | select(.metadata.name == $n)
-    | [.status.node, .status.podName, .status.hostInterface, cond("Programmed"), (.status.containerID // "absent")]
-    | map(if . == null or . == "" then "-" else . end) | join(" ")' "$D/va.json")
-  ev=$(jq -r --arg n "$name" '[.items[] | select(.involvedObject.kind == "VPCAttachment" and .involvedObject.name == $n
-    and (.message | test("containerID")))] | length' "$D/ev.json")
-  w="withheld, $ev FieldWithheld event(s)"; [ "$cid" = absent ] || w="WRITTEN: $cid"
-  printf '    %-8s %-5s %-8s %-17s %-11s %s\n' "$name" "$node" "$pod" "$hif" "$prog" "$w"
-  [ "$node" != - ] && [ "$pod" != - ] && [ "$hif" != - ] && [ "$prog" = True ] ||
-    bad "attachment $name: node=$node podName=$pod hostInterface=$hif Programmed=$prog"
-  [ "$cid" = absent ] && [ "$ev" -ge 1 ] || bad "attachment $name: containerID $cid, $ev FieldWithheld event(s)"
-done
-jq -r '[.items[] | select(.involvedObject.kind == "VPCAttachment")][0].message // empty | "    event message: \(.)"' "$D/ev.json"
-
-echo "  translator writes refused (422/5xx), galactic_translator_writes_refused_total summed: $refused"
-[ "$refused" = 0 ] || bad "translator: writes refused = $refused"
-# shellcheck disable=SC2002 # cat of a file that may be missing: 0, not an error
-echo "  NSO stand-in PUTs answered 409 (read again, retried): $(cat "$D/conflicts.network-services-operator" 2>/dev/null | wc -l);" \
-     "VPC operator: $(cat "$D/conflicts.vpc-operator" 2>/dev/null | wc -l)"
-echo "  field managers on the claims: $(jq -r '[.items[].metadata.managedFields[] | "\(.manager)(\(.operation))"] | unique | join(", ")' "$D/nic.json")"
-
-if [ "$BACKEND" = bpf ]; then
-  say "bpf counters on n1 (per VPC and per drop reason)"
-  "$bin/galactic-bpf" stats --state-dir "$D/n1" --netns "$P-n1" --bpffs "/sys/fs/bpf/galactic-$P-n1" 2>&1 |
-    sed 's/^/  /' || true
+check "every claim's ADD -> Ready measured (${#ms[@]} of $NPODS)" eq "${#ms[@]}" "$NPODS"
+if [ "${#ms[@]}" -gt 0 ]; then
+  mapfile -t sorted < <(printf '%s\n' "${ms[@]}" | sort -n)
+  p50=${sorted[$(( (${#sorted[@]} + 1) / 2 - 1 ))]} max=${sorted[-1]}
+  SUM=("galactic-cni ADD -> claim Ready=True: p50 $p50 ms, max $max ms (n=${#ms[@]}; each: ${ms[*]} ms)" "${SUM[@]}")
 fi
-
-echo "  agents logs: $D/n*/agent.log, translator: $D/translator.log (removed on exit; DEMO_KEEP=1 to keep everything)"
+echo
+echo "   steps:"; printf '   %s\n' "${STEPS[@]}"
+echo
+echo "   results:"; printf '   - %s\n' "${SUM[@]}"
+echo "   - NSO stand-in PUTs answered 409 and retried: $(cat "$D/conflicts.network-services-operator" 2>/dev/null | wc -l);" \
+  "VPC operator: $(cat "$D/conflicts.vpc-operator" 2>/dev/null | wc -l); translator writes refused: $refused"
+if [ "$BACKEND" = bpf ]; then
+  echo "   bpf counters on n1:"
+  "$bin/galactic-bpf" stats --state-dir "$D/n1" --netns "$P-n1" --bpffs "/sys/fs/bpf/galactic-$P-n1" 2>&1 | head -20 | ind || true
+fi
+echo
 if [ "${#FAIL[@]}" -gt 0 ]; then
-  say "FAILED: ${#FAIL[@]} check(s)"
-  printf '  %s\n' "${FAIL[@]}"
+  printf '\033[1;31m   FAILED: %d of %d checks\033[0m\n' "${#FAIL[@]}" "$(( ${#OK[@]} + ${#FAIL[@]} ))"
+  printf '     %s\n' "${FAIL[@]}"
+  echo "   logs: $D/n*/agent.log, $D/translator-*.log (DEMO_KEEP=1 keeps them)"
   exit 1
 fi
-say "done: every claim Prepared, Programmed and Ready; every interface's vpc the base62 id; every attachment node, podName, hostInterface, Programmed, containerID withheld and reported; 0 writes refused"
+printf '\033[1;32m   all %d checks hold\033[0m (backend %s, %s s)\n' "${#OK[@]}" "$BACKEND" "$(el)"

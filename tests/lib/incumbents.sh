@@ -5,7 +5,10 @@
 # (sourced) and tests/netns/test_upstream_e2e.c (run as a command).
 #
 #   compute      creates one NetworkInterfaceClaim per pod (spec only)
-#   NSO          creates the NetworkInterface named as the claim
+#   NSO          creates the NetworkContext of each VPC (spec.location,
+#                spec.network, and spec.egress.internet when the network
+#                declares internet egress: mode Enabled, reach),
+#                creates the NetworkInterface named as the claim
 #                (spec.claimRef, spec.addresses) and binds both by
 #                whole-status PUT with resourceVersion (Status().Update),
 #                409: read again; a poll loop re-derives the claim's Ready
@@ -19,10 +22,11 @@
 #
 # As a command:
 #   incumbents.sh CPDIR WORKDIR NS claim NAME NETWORK
+#   incumbents.sh CPDIR WORKDIR NS network-context NAME NETWORK [FAMILY ...]  (FAMILY: egress reach)
 #   incumbents.sh CPDIR WORKDIR NS interface NAME NETWORK [ADDR/LEN ...]   prints the uid
 #   incumbents.sh CPDIR WORKDIR NS vpc-operator NAME VPC-ID ATT-ID UID [ADDR/LEN ...]
 #   incumbents.sh CPDIR WORKDIR NS nso-loop        (until WORKDIR/nso.stop exists)
-# Sourced: inc_init CPDIR WORKDIR NS, then inc_claim, inc_interface,
+# Sourced: inc_init CPDIR WORKDIR NS, then inc_claim, inc_network_context, inc_interface,
 # inc_vpc_operator, inc_nso_pass, inc_nso_loop with the same arguments.
 # WORKDIR gets the loop's scratch files, conflicts.<manager> (one line per
 # 409) and, per claim, programmed.<name> / ready.<name> (epoch ms when the
@@ -86,6 +90,23 @@ inc_claim() { # name network
 {"apiVersion":"networking.datumapis.com/v1alpha","kind":"NetworkInterfaceClaim",
  "metadata":{"name":"$1","namespace":"$INC_NS"},
  "spec":{"network":{"name":"$2"},"attachmentMode":"Netns","interfaceName":"eth0","ipFamilies":["IPv6","IPv4"]}}
+J
+}
+
+# NSO: the NetworkContext of a network in a location, named as the VPC the
+# attachments name (spec.vpc.name, lower case), which is where the translator's egress
+# binder reads the declaration (docs/translator.md, "Internet egress"). With
+# FAMILY arguments: spec.egress.internet {mode: Enabled, reach: [FAMILY...]}
+# (upstream's CEL accepts IPv6 only); without: no egress block (never
+# projected, not Disabled).
+inc_network_context() { # name network [family ...]
+  local name=$1 net=$2 eg=
+  shift 2
+  [ $# -gt 0 ] && eg=",\"egress\":{\"internet\":{\"mode\":\"Enabled\",\"reach\":$(inc_json_list "$@")}}"
+  inc_k apply -f - >/dev/null <<J
+{"apiVersion":"networking.datumapis.com/v1alpha","kind":"NetworkContext",
+ "metadata":{"name":"$name","namespace":"$INC_NS"},
+ "spec":{"location":{"name":"demo"},"network":{"name":"$net"}$eg}}
 J
 }
 
@@ -154,7 +175,9 @@ inc_nso_loop() {
 }
 
 # VPC operator (the cloud NetworkInterfaceReconciler): the attachment named as
-# the interface, controller-owned by it, interfaceRef.name; then its own
+# the interface, controller-owned by it, interfaceRef.name, spec.vpc.name the
+# VPC object's name (a Kubernetes name: here the VPC's base62 id in lower
+# case; the id itself goes to status.vpc); then its own
 # status fields (the ids it allocated, the NAD, Ready) by Status().Update:
 # read, set, PUT with resourceVersion, again on 409.
 inc_vpc_operator() { # name vpc-id attachment-id interface-uid [addr/len ...]
@@ -165,7 +188,7 @@ inc_vpc_operator() { # name vpc-id attachment-id interface-uid [addr/len ...]
  "metadata":{"name":"$name","namespace":"$INC_NS",
   "ownerReferences":[{"apiVersion":"networking.datumapis.com/v1alpha","kind":"NetworkInterface",
    "name":"$name","uid":"$uid","controller":true,"blockOwnerDeletion":true}]},
- "spec":{"vpc":{"name":"$vpc"},"interfaceRef":{"name":"$name"},
+ "spec":{"vpc":{"name":"${vpc,,}"},"interfaceRef":{"name":"$name"},
   "interface":{"name":"eth0","mode":"Netns","addresses":$(inc_json_list "$@")}}}
 J
   for _ in $(seq 20); do
@@ -188,6 +211,7 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   cmd=$4; shift 4
   case $cmd in
     claim) inc_claim "$@" ;;
+    network-context) inc_network_context "$@" ;;
     interface) inc_interface "$@" ;;
     vpc-operator) inc_vpc_operator "$@" ;;
     nso-pass) inc_nso_pass ;;

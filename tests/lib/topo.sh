@@ -82,7 +82,7 @@ internet() {
 
 down() {
 	local p=$1 ns
-	for ns in $(ip netns list | awk '{print $1}' | grep -E "^$p-" || true); do
+	for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^$p-" || true); do
 		# processes left in the namespace (agents, iperf3) go first
 		for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$pid" 2>/dev/null || true; done
 		ip netns del "$ns" 2>/dev/null || true
