@@ -46,8 +46,9 @@ case "$BACKEND" in kernel | bpf) ;; *) echo "demo: DEMO_BACKEND=$BACKEND (kernel
 # Internet egress is programmed by the kernel backend only today
 # (docs/dataplane-egress.md, "Planned": the bpf backend ignores the shard).
 EGRESS=false; [ "$BACKEND" = kernel ] && EGRESS=true
-PIDS=()          # every daemon this run started
-NSO_PID=
+PIDS=()          # every daemon this run started (the body's copy; all of them in $D/pids)
+NSO_PID='' SW_PID='' MAIN=''
+track() { PIDS+=("$1"); echo "$1" >>"$D/pids"; }
 T0=$(date +%s%3N)
 now_ms() { date +%s%3N; }
 el() { local ms=$(( $(now_ms) - T0 )); printf '%d.%d' $((ms / 1000)) $((ms % 1000 / 100)); }
@@ -79,12 +80,28 @@ check() { # description, then a command that must succeed
 eq() { [ "$1" = "$2" ]; }
 
 # ---- cleanup, on exit and on Ctrl-C, verified ----
+# The body runs as a background job that the top level waits for: a trapped
+# SIGINT interrupts the `wait` builtin at once, whatever the body runs (ping
+# and iperf3 catch SIGINT themselves, and bash does not act on a SIGINT its
+# foreground command handled). The body, its commands and its daemons are
+# stopped first, by pid, then everything else goes.
+descendants() { local c; for c in $(ps -o pid= --ppid "$1" 2>/dev/null); do echo "$c"; descendants "$c"; done; }
+stop_body() {
+  local pids
+  [ -n "$MAIN" ] && kill -0 "$MAIN" 2>/dev/null || return 0
+  pids=$(descendants "$MAIN")
+  kill -TERM "$MAIN" 2>/dev/null || true
+  # shellcheck disable=SC2086
+  [ -z "$pids" ] || kill -TERM $pids 2>/dev/null || true
+  for _ in $(seq 50); do kill -0 "$MAIN" 2>/dev/null || break; sleep 0.1; done
+  kill -9 "$MAIN" 2>/dev/null || true
+}
 cleanup() {
   local rc=$? left=() pid ns cppids=()
   trap '' INT TERM
-  end_step 2>/dev/null || true
-  touch "$D/nso.stop" 2>/dev/null || true
-  [ -n "$NSO_PID" ] && wait "$NSO_PID" 2>/dev/null || true
+  stop_body
+  touch "$D/nso.stop" "$D/stages.stop" 2>/dev/null || true
+  mapfile -t PIDS < <(cat "$D/pids" 2>/dev/null)
   if [ "${DEMO_KEEP:-0}" = 1 ]; then
     echo "kept: daemons ${PIDS[*]}; tear down: kill ${PIDS[*]}; tests/lib/topo.sh down $P;" \
          "rm -rf /sys/fs/bpf/galactic-$P-*; tests/controlplane/cp.sh down $D/cp"
@@ -114,8 +131,13 @@ cleanup() {
   exit "$rc"
 }
 trap cleanup EXIT
-trap 'printf "\n   interrupted\n"; exit 130' INT TERM
+trap 'printf "\n   interrupted (%s s)\n" "$(el)"; exit 130' INT TERM
 [ "$(id -u)" = 0 ] || { echo "demo: needs root (network namespaces)" >&2; exit 1; }
+: >"$D/pids"
+
+main() {
+trap - EXIT INT TERM
+LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "galactic demo: backend $BACKEND, CRD variant ${DEMO_CRD_VARIANT:-${GALACTIC_CRD_VARIANT:-atomic}}, run $P (Ctrl-C tears everything down)"
 
 step "kernel preflight"
@@ -124,6 +146,12 @@ step "kernel preflight"
 step "control plane: etcd + kube-apiserver, CRDs"
 tests/controlplane/cp.sh up "$D/cp" --owner $$ >/dev/null
 K() { tests/controlplane/cp.sh kubectl "$D/cp" "$@"; }
+. tests/lib/incumbents.sh
+inc_init "$D/cp" "$D" default
+JQ_COND=$INC_JQ_COND
+NA=$APISERVER/apis/network.datumapis.com/v1alpha1/namespaces/$RNS/nodeattachments
+ES=$APISERVER/apis/network.datumapis.com/v1alpha1/namespaces/$RNS/egressshards
+# polls go through curl (inc_api), not kubectl: cheaper on a loaded machine
 tests/lib/crds.sh install "$D/cp" "${DEMO_CRD_VARIANT:-}"
 K get crd -o custom-columns=CRD:.metadata.name,ESTABLISHED:'.status.conditions[?(@.type=="Established")].status' | ind
 K create namespace "$RNS" >/dev/null
@@ -154,7 +182,7 @@ for i in 1 2 3; do
     --backend "$BACKEND" --bpffs "/sys/fs/bpf/galactic-$P-n$i" \
     --cni-socket "$D/n$i/cni.sock" --kubeconfig "$D/cp/kubeconfig" --node "n$i" \
     --report-namespace "$RNS" --egress-namespace "$RNS" >>"$D/n$i/agent.log" 2>&1 &
-  PIDS+=($!)
+  track $!
 done
 for i in 1 2 3; do
   for _ in $(seq 200); do [ -S "$D/n$i/cni.sock" ] && break; sleep 0.1; done
@@ -172,16 +200,37 @@ PODS=(
   "blue-3 3 Blu9 B3 fd00:a::13 10.1.0.13"
 )
 NPODS=${#PODS[@]}
-. tests/lib/incumbents.sh
-inc_init "$D/cp" "$D" default
-JQ_COND=$INC_JQ_COND
+
+# The first time each stage is seen per pod (epoch ms after the GET that saw
+# it; a poll every 0.2 s): the agent's report Programmed (by attachment id),
+# the translator's VPCAttachment Programmed; the NSO stand-in records the
+# claim's Programmed and Ready itself (incumbents.sh).
+stage_watch() {
+  local t
+  set +e
+  while [ ! -e "$D/stages.stop" ]; do
+    inc_api "$NA" >"$D/sw.na.json"; t=$(now_ms)
+    for a in $(jq -r '.items[] | select(any(.status.conditions[]?; .type == "Programmed" and .status == "True")) | .spec.vpcAttachment' "$D/sw.na.json" 2>/dev/null); do
+      [ -e "$D/st.report.$a" ] || echo "$t" >"$D/st.report.$a"
+    done
+    inc_api "$INC_VA" >"$D/sw.va.json"; t=$(now_ms)
+    for n in $(jq -r "$JQ_COND"'.items[] | select(cond("Programmed") == "True") | .metadata.name' "$D/sw.va.json" 2>/dev/null); do
+      [ -e "$D/st.va.$n" ] || echo "$t" >"$D/st.va.$n"
+    done
+    inc_api "$INC_NIC" >"$D/sw.nic.json"; t=$(now_ms)
+    for n in $(jq -r "$JQ_COND"'.items[] | select(cond("Programmed") == "True") | .metadata.name' "$D/sw.nic.json" 2>/dev/null); do
+      [ -e "$D/st.nic.$n" ] || echo "$t" >"$D/st.nic.$n"
+    done
+    sleep 0.2
+  done
+}
 
 step "two galactic-translator replicas (leader election) and the stand-in incumbents"
 for id in translator-a translator-b; do
   "$bin/galactic-translator" --kubeconfig "$D/cp/kubeconfig" --namespace "$RNS" --id "$id" \
     --lease-duration 6 --renew-deadline 4 --retry-period 1 \
     --metrics-addr 127.0.0.1:0 >>"$D/$id.log" 2>&1 &
-  PIDS+=($!)
+  track $!
   echo "   $id: pid $!"
 done
 reach=; $EGRESS && reach=IPv6
@@ -197,7 +246,9 @@ for p in "${PODS[@]}"; do
   echo "   $name: NetworkInterfaceClaim (compute), NetworkInterface (NSO), VPCAttachment $vpc/$att (VPC operator)"
 done
 inc_nso_loop &
-NSO_PID=$!
+NSO_PID=$!; track $!
+stage_watch &
+SW_PID=$!; track $!
 echo "   NSO stand-in: poll loop (every 0.3 s; whole-status PUTs, retried on 409)"
 
 step "$NPODS pods attached through galactic-cni (VPCs Red7 and Blu9 use the same addresses)"
@@ -218,7 +269,7 @@ done
 
 step "reports, learned routes, and every claim Ready"
 for _ in $(seq 300); do
-  n=$(K get nodeattachments -n "$RNS" -o json | jq '[.items[] | select(any(.status.conditions[]?; .type=="Programmed" and .status=="True"))] | length' || true)
+  n=$(inc_api "$NA" | jq '[.items[] | select(any(.status.conditions[]?; .type=="Programmed" and .status=="True"))] | length' || true)
   [ "$n" = "$NPODS" ] && break; sleep 0.2
 done
 K get nodeattachments -n "$RNS" | ind
@@ -227,7 +278,7 @@ for i in 1 2 3; do
   { jq -r '.remotes[] | "   n'"$i"' learned: \(.vpc) \(.prefix) -> \(.sid)"' "$D/n$i/record-remotes.json" | sort -u | head -8; } 2>/dev/null || true
 done
 for _ in $(seq 600); do # at most 2 min on a loaded machine
-  n=$(K get networkinterfaceclaims -n default -o json | jq "$JQ_COND"'[.items[] | select(cond("Ready") == "True")] | length' || true)
+  n=$(inc_api "$INC_NIC" | jq "$JQ_COND"'[.items[] | select(cond("Ready") == "True")] | length' || true)
   [ "$n" = "$NPODS" ] && break; sleep 0.2
 done
 echo "   $n of $NPODS claims Ready"
@@ -237,7 +288,7 @@ ip -n "$P-n1" -6 rule | grep -v 'lookup local\|lookup main\|lookup default' | he
 { ip -n "$P-n1" -4 route show table all; ip -n "$P-n1" -6 route show table all; } | grep -E 'encap' | head -10 | ind || true
 if [ "$BACKEND" = bpf ]; then
   echo "   TC programs (encap on host veths, decap on the uplink):"
-  for dev in up0 $(ip -n "$P-n1" -o link show | sed -n 's/^[0-9]*: \(gc[0-9a-f]*\)@.*/\1/p'); do
+  for dev in up0 $(ip -n "$P-n1" -o link show 2>/dev/null | sed -n 's/^[0-9]*: \(gc[0-9a-f]*\)@.*/\1/p'); do
     tc -n "$P-n1" filter show dev "$dev" ingress | sed -n "s/.* bpf .*name \([a-z_]*\).*/      $dev: \1/p"
   done
 fi
@@ -263,7 +314,7 @@ SUM+=("ping blue-1 (n1) -> blue-3 (n3) fd00:a::13: $r/5 replies")
 check "cross-node ping blue-1 (n1) -> fd00:a::13 (blue-3, n3): $r/5 replies" eq "$r" 5
 # TCP: iperf3 from red-1 (n1) to red-2 (n2), 3 s
 X red-2 iperf3 -s -1 -B fd00:a::12 -J >"$D/iperf.srv.json" 2>&1 &
-PIDS+=($!); srv=$!
+track $!; srv=$!
 for _ in $(seq 50); do X red-2 ss -Hltn 'sport = :5201' | grep -q . && break; sleep 0.1; done
 X red-1 iperf3 -c fd00:a::12 -t 3 -J >"$D/iperf.json" 2>&1 || true
 wait "$srv" 2>/dev/null || true
@@ -290,11 +341,11 @@ step "internet egress through each node's shard"
 if $EGRESS; then
   for i in 1 2 3; do
     for _ in $(seq 150); do
-      [ "$(K get egressshard "shard-n$i" -n "$RNS" -o json | jq -r "$JQ_COND"'cond("Programmed")' || true)" = True ] && break; sleep 0.2
+      [ "$(inc_api "$ES/shard-n$i" | jq -r "$JQ_COND"'cond("Programmed")' || true)" = True ] && break; sleep 0.2
     done
   done
   for _ in $(seq 300); do
-    n=$(K get vpcattachments -n default -o json | jq "$JQ_COND"'[.items[] | select(cond("InternetEgressReady") == "True")] | length' || true)
+    n=$(inc_api "$INC_VA" | jq "$JQ_COND"'[.items[] | select(cond("InternetEgressReady") == "True")] | length' || true)
     [ "$n" = "$NPODS" ] && break; sleep 0.2
   done
   for p in "${PODS[@]}"; do
@@ -302,14 +353,15 @@ if $EGRESS; then
     for fam in 6 4; do
       if [ $fam = 6 ]; then dst=2001:db8:f::ff want=2001:db8:f::50:$node; else dst=203.0.113.254 want=203.0.113.5$node; fi
       X inet iperf3 -s -1 -B "$dst" -J >"$D/eg.$name.$fam.json" 2>&1 &
-      PIDS+=($!); srv=$!
+      track $!; srv=$!
       for _ in $(seq 50); do X inet ss -Hltn 'sport = :5201' | grep -q . && break; sleep 0.1; done
       X "$name" iperf3 -c "$dst" -n 256K -J >"$D/egc.$name.$fam.json" 2>&1 || true
       wait "$srv" 2>/dev/null || true
       seen=$(jq -r '.start.connected[0].remote_host // "none"' "$D/eg.$name.$fam.json" 2>/dev/null || echo none)
       seen=${seen#::ffff:}
       got=$(jq -r '.end.sum_received.bytes // 0' "$D/eg.$name.$fam.json" 2>/dev/null || echo 0)
-      SUM+=("egress $name (n$node, $vpc) -> $dst: the internet host saw source $seen, $((got / 1024)) KiB over TCP")
+      sent=$(jq -r '.end.sum_sent.bytes // 0' "$D/egc.$name.$fam.json" 2>/dev/null || echo 0)
+      SUM+=("egress $name (n$node, $vpc) -> $dst: the internet host saw source $seen; TCP: $((sent / 1024)) KiB sent, $((got / 1024)) KiB counted by the host")
       check "egress $name -> $dst: source seen $seen (n$node's shard $want), $got bytes" \
         test "$seen" = "$want" -a "$got" -gt 0
     done
@@ -323,33 +375,41 @@ fi
 step "translator leader hand-over (SIGTERM the leader; the standby takes the Lease)"
 lease() { K get lease galactic-translator -n "$RNS" -o jsonpath='{.spec.holderIdentity}' 2>/dev/null || true; }
 mport() { sed -n 's/.*serving metrics.* port=\([0-9]*\).*/\1/p' "$D/$1.log" | head -1; }
-mval() { curl -fsS "http://127.0.0.1:$(mport "$1")/metrics" 2>/dev/null | awk -v m="$2" '$1 == m || index($1, m "{") == 1 {s += $NF; n++} END {print (n ? s : "absent")}'; }
+mval() { { curl -fsS "http://127.0.0.1:$(mport "$1")/metrics" 2>/dev/null || true; } | awk -v m="$2" '$1 == m || index($1, m "{") == 1 {s += $NF; n++} END {print (n ? s : "absent")}'; }
 holder=$(lease)
 la=$(mval translator-a galactic_translator_leader); lb=$(mval translator-b galactic_translator_leader)
 refused=$(( $(mval translator-a galactic_translator_writes_refused_total | sed 's/absent/0/') + $(mval translator-b galactic_translator_writes_refused_total | sed 's/absent/0/') ))
 echo "   Lease galactic-translator holder: $holder; galactic_translator_leader: translator-a $la, translator-b $lb"
+WSTAT="status writes $(mval "$holder" galactic_translator_status_writes_total), skips $(mval "$holder" galactic_translator_status_write_skips_total), stale-apply 409s $(mval "$holder" galactic_translator_stale_apply_refusals_total), guarded-patch 409s $(mval "$holder" galactic_translator_guarded_patch_rejections_total), other 409s $(mval "$holder" galactic_translator_conflicts_total)"
+echo "   the leader's writes: $WSTAT"
 check "exactly one translator leads (Lease holder $holder; leader gauge a=$la b=$lb)" \
   test \( "$holder" = translator-a -a "$la" = 1 -a "$lb" = 0 \) -o \( "$holder" = translator-b -a "$la" = 0 -a "$lb" = 1 \)
 check "translator writes refused (422/5xx) while leading: $refused" eq "$refused" 0
 case $holder in translator-a) old=0 standby=translator-b ;; *) old=1 standby=translator-a ;; esac
 oldpid=${PIDS[$((3 + old))]}
 t0=$(now_ms); kill "$oldpid"
-for _ in $(seq 150); do [ "$(lease)" = "$standby" ] && break; sleep 0.1; done
-ho=$(( $(now_ms) - t0 ))
+gone=- ho=-
+for _ in $(seq 300); do
+  [ "$gone" = - ] && ! kill -0 "$oldpid" 2>/dev/null && gone=$(( $(now_ms) - t0 ))
+  [ "$ho" = - ] && [ "$(lease)" = "$standby" ] && ho=$(( $(now_ms) - t0 ))
+  [ "$gone" != - ] && [ "$ho" != - ] && break
+  sleep 0.1
+done
 new=$(lease); ls=$(mval "$standby" galactic_translator_leader)
-SUM+=("translators: $holder led; SIGTERM -> $standby took the Lease in $ho ms")
+echo "   $holder exited $gone ms after SIGTERM (workers stopped, Lease released); $standby holds the Lease after $ho ms"
+SUM+=("translators: $holder led; SIGTERM: it exited after $gone ms, $standby took the Lease after $ho ms (retry period 1 s)")
 check "hand-over: $new holds the Lease $ho ms after SIGTERM to $holder (gauge $ls)" test "$new" = "$standby" -a "$ls" = 1
 
-touch "$D/nso.stop"; wait "$NSO_PID" 2>/dev/null || true; NSO_PID=
+touch "$D/nso.stop" "$D/stages.stop"; wait "$NSO_PID" "$SW_PID" 2>/dev/null || true; NSO_PID='' SW_PID=''
 end_step
 
 # ---------------------------------------------------------------- summary ----
 printf '\n\033[1m[%6s s] summary\033[0m\n' "$(el)"
 echo "   kubectl get networkinterfaceclaims (compute's; NSO's Bound/Allocated/Ready, the translator's Prepared/Programmed):"
 K get networkinterfaceclaims -n default -o custom-columns='CLAIM:.metadata.name,NETWORK:.spec.network.name,INTERFACE:.status.networkInterfaceRef.name,BOUND:.status.conditions[?(@.type=="Bound")].status,ALLOCATED:.status.conditions[?(@.type=="Allocated")].status,PREPARED:.status.conditions[?(@.type=="Prepared")].status,PROGRAMMED:.status.conditions[?(@.type=="Programmed")].status,READY:.status.conditions[?(@.type=="Ready")].status' | ind
-echo "   kubectl get networkinterfaces (printer columns; status.vpc written by the translator):"
+echo "   kubectl get networkinterfaces (NSO's phase and Allocated; the translator's vpc, Prepared, Programmed):"
 K get networkinterfaces -n default -o custom-columns='INTERFACE:.metadata.name,PHASE:.status.phase,VPC:.status.vpc,ALLOCATED:.status.conditions[?(@.type=="Allocated")].status,PREPARED:.status.conditions[?(@.type=="Prepared")].status,PROGRAMMED:.status.conditions[?(@.type=="Programmed")].status' | ind
-echo "   kubectl get vpcattachments:"
+echo "   kubectl get vpcattachments (the VPC operator's vpc, id and Ready; the translator's node, pod, host interface, Programmed, InternetEgressReady):"
 K get vpcattachments -n default -o custom-columns='ATTACHMENT:.metadata.name,VPC:.status.vpc,ID:.status.vpcAttachment,NODE:.status.node,POD:.status.podName,HOST-IF:.status.hostInterface,READY:.status.conditions[?(@.type=="Ready")].status,PROGRAMMED:.status.conditions[?(@.type=="Programmed")].status,EGRESS:.status.conditions[?(@.type=="InternetEgressReady")].status' | ind
 if $EGRESS; then
   echo "   kubectl get egressshards -n $RNS, egressshardclaims:"
@@ -379,24 +439,40 @@ for p in "${PODS[@]}"; do
     check "attachment $name: InternetEgressReady=$e; EgressShardClaim shard,Ready = $s" test "$e" = True -a "$s" = "shard-n$node,True"
   fi
 done
-# ADD -> claim Ready (the NSO stand-in's PUT that made Ready=True; it polls every 0.3 s)
-ms=()
+# ADD -> each stage -> claim Ready (ms from galactic-cni ADD; first seen by a
+# 0.2 s poll, the NSO stand-in's 0.3 s loop for the claim)
+pct() { # label, values...: "label p50 X ms, max Y ms"
+  local l=$1 s; shift
+  [ $# -gt 0 ] || { echo "$l: not measured"; return; }
+  mapfile -t s < <(printf '%s\n' "$@" | sort -n)
+  echo "$l: p50 ${s[$(( (${#s[@]} + 1) / 2 - 1 ))]} ms, max ${s[-1]} ms (n=${#s[@]})"
+}
+echo "   ms from galactic-cni ADD to: the agent's report Programmed, the translator's VPCAttachment Programmed,"
+echo "   the translator's claim Programmed, that seen by the NSO stand-in's loop, the claim's Ready (NSO's PUT):"
+printf '     %-8s %8s %8s %8s %8s %8s\n' POD REPORT ATTACH CLAIM NSO-SAW READY
+r1=() r2=() r3=() r4=() r5=()
 for p in "${PODS[@]}"; do
-  read -r name _ <<<"$p"
-  [ -e "$D/ready.$name" ] && ms+=($(( $(cat "$D/ready.$name") - $(cat "$D/add.$name") )))
+  read -r name _ vpc att _ <<<"$p"
+  a0=$(cat "$D/add.$name") v=()
+  for f in "st.report.$att" "st.va.$name" "st.nic.$name" "programmed.$name" "ready.$name"; do
+    if [ -e "$D/$f" ]; then v+=($(( $(cat "$D/$f") - a0 ))); else v+=(-); fi
+  done
+  printf '     %-8s %8s %8s %8s %8s %8s\n' "$name" "${v[@]}"
+  [ "${v[0]}" = - ] || r1+=("${v[0]}"); [ "${v[1]}" = - ] || r2+=("${v[1]}")
+  [ "${v[2]}" = - ] || r5+=("${v[2]}"); [ "${v[3]}" = - ] || r3+=("${v[3]}"); [ "${v[4]}" = - ] || r4+=("${v[4]}")
 done
-check "every claim's ADD -> Ready measured (${#ms[@]} of $NPODS)" eq "${#ms[@]}" "$NPODS"
-if [ "${#ms[@]}" -gt 0 ]; then
-  mapfile -t sorted < <(printf '%s\n' "${ms[@]}" | sort -n)
-  p50=${sorted[$(( (${#sorted[@]} + 1) / 2 - 1 ))]} max=${sorted[-1]}
-  SUM=("galactic-cni ADD -> claim Ready=True: p50 $p50 ms, max $max ms (n=${#ms[@]}; each: ${ms[*]} ms)" "${SUM[@]}")
-fi
+check "every claim's ADD -> Ready measured (${#r4[@]} of $NPODS)" eq "${#r4[@]}" "$NPODS"
+SUM=("$(pct "galactic-cni ADD -> claim Ready=True" "${r4[@]}")"
+     "  stages: $(pct "report Programmed" "${r1[@]}"); $(pct "VPCAttachment Programmed" "${r2[@]}"); $(pct "claim Programmed" "${r5[@]}"); $(pct "claim Programmed seen by NSO" "${r3[@]}")"
+     "${SUM[@]}")
 echo
 echo "   steps:"; printf '   %s\n' "${STEPS[@]}"
 echo
 echo "   results:"; printf '   - %s\n' "${SUM[@]}"
 echo "   - NSO stand-in PUTs answered 409 and retried: $(cat "$D/conflicts.network-services-operator" 2>/dev/null | wc -l);" \
   "VPC operator: $(cat "$D/conflicts.vpc-operator" 2>/dev/null | wc -l); translator writes refused: $refused"
+echo "   - the leading translator: $WSTAT"
+echo "   - machine: $(nproc) CPUs, load average $LOAD0 at the start, $(cut -d' ' -f1-3 /proc/loadavg) now (times above are under this load)"
 if [ "$BACKEND" = bpf ]; then
   echo "   bpf counters on n1:"
   "$bin/galactic-bpf" stats --state-dir "$D/n1" --netns "$P-n1" --bpffs "/sys/fs/bpf/galactic-$P-n1" 2>&1 | head -20 | ind || true
@@ -409,3 +485,11 @@ if [ "${#FAIL[@]}" -gt 0 ]; then
   exit 1
 fi
 printf '\033[1;32m   all %d checks hold\033[0m (backend %s, %s s)\n' "${#OK[@]}" "$BACKEND" "$(el)"
+}
+
+main &
+MAIN=$!
+rc=0
+wait "$MAIN" || rc=$?
+MAIN=''
+exit "$rc"
