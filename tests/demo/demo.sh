@@ -77,6 +77,7 @@ check() { # description, then a command that must succeed
   if "$@"; then OK+=("$what"); printf '   \033[32mok\033[0m   %s\n' "$what"
   else FAIL+=("$what"); printf '   \033[31mFAIL\033[0m %s\n' "$what"; fi
 }
+# shellcheck disable=SC2317 # called through check()
 eq() { [ "$1" = "$2" ]; }
 
 # ---- cleanup, on exit and on Ctrl-C, verified ----
@@ -85,7 +86,9 @@ eq() { [ "$1" = "$2" ]; }
 # and iperf3 catch SIGINT themselves, and bash does not act on a SIGINT its
 # foreground command handled). The body, its commands and its daemons are
 # stopped first, by pid, then everything else goes.
+# shellcheck disable=SC2317 # descendants, stop_body and cleanup run from the EXIT trap
 descendants() { local c; for c in $(ps -o pid= --ppid "$1" 2>/dev/null); do echo "$c"; descendants "$c"; done; }
+# shellcheck disable=SC2317
 stop_body() {
   local pids
   [ -n "$MAIN" ] && kill -0 "$MAIN" 2>/dev/null || return 0
@@ -96,6 +99,7 @@ stop_body() {
   for _ in $(seq 50); do kill -0 "$MAIN" 2>/dev/null || break; sleep 0.1; done
   kill -9 "$MAIN" 2>/dev/null || true
 }
+# shellcheck disable=SC2317
 cleanup() {
   local rc=$? left=() pid ns cppids=()
   trap '' INT TERM
@@ -295,7 +299,9 @@ fi
 
 # ---- traffic helpers ----
 X() { ip netns exec "$P-$1" "${@:2}"; }
+# shellcheck disable=SC2016,SC2317 # awk programs; called as echos"$family"
 echos6() { X "$1" awk '$1 == "Icmp6InEchos" {print $2}' /proc/net/snmp6; }
+# shellcheck disable=SC2016,SC2317
 echos4() { X "$1" awk '$1 == "Icmp:" {if (!h) {for (i = 2; i <= NF; i++) if ($i == "InEchos") c = i; h = 1} else print $c}' /proc/net/snmp; }
 pingn() { # pod dst count: prints received
   X "$1" ping -q -c "$3" -i 0.2 -W 2 "$2" 2>/dev/null | sed -n 's/.* \([0-9]*\) received.*/\1/p' || true
@@ -469,8 +475,9 @@ echo
 echo "   steps:"; printf '   %s\n' "${STEPS[@]}"
 echo
 echo "   results:"; printf '   - %s\n' "${SUM[@]}"
-echo "   - NSO stand-in PUTs answered 409 and retried: $(cat "$D/conflicts.network-services-operator" 2>/dev/null | wc -l);" \
-  "VPC operator: $(cat "$D/conflicts.vpc-operator" 2>/dev/null | wc -l); translator writes refused: $refused"
+lines() { if [ -e "$1" ]; then wc -l <"$1"; else echo 0; fi; }
+echo "   - NSO stand-in PUTs answered 409 and retried: $(lines "$D/conflicts.network-services-operator");" \
+  "VPC operator: $(lines "$D/conflicts.vpc-operator"); translator writes refused: $refused"
 echo "   - the leading translator: $WSTAT"
 echo "   - machine: $(nproc) CPUs, load average $LOAD0 at the start, $(cut -d' ' -f1-3 /proc/loadavg) now (times above are under this load)"
 if [ "$BACKEND" = bpf ]; then
