@@ -43,9 +43,11 @@ D=$(mktemp -d /tmp/galactic-demo.XXXXXX)
 RNS=galactic-system
 BACKEND=${DEMO_BACKEND:-kernel}
 case "$BACKEND" in kernel | bpf) ;; *) echo "demo: DEMO_BACKEND=$BACKEND (kernel or bpf)" >&2; exit 2 ;; esac
-# Internet egress is programmed by the kernel backend only today
-# (docs/dataplane-egress.md, "Planned": the bpf backend ignores the shard).
-EGRESS=false; [ "$BACKEND" = kernel ] && EGRESS=true
+# Internet egress (both backends, docs/dataplane-egress.md) needs the kernel's
+# NAT to see seg6local's decapsulated packets: net.netfilter.nf_hooks_lwtunnel.
+EGRESS=true NOEGRESS=''
+[ -e /proc/sys/net/netfilter/nf_hooks_lwtunnel ] ||
+  EGRESS=false NOEGRESS="this kernel has no net.netfilter.nf_hooks_lwtunnel (decapsulated packets never reach netfilter's NAT)"
 PIDS=()          # every daemon this run started (the body's copy; all of them in $D/pids)
 NSO_PID='' SW_PID='' MAIN=''
 track() { PIDS+=("$1"); echo "$1" >>"$D/pids"; }
@@ -174,7 +176,7 @@ J
   done
   echo "   EgressShards shard-n1..3 (operator): SID fcbb:bb00:1:<i>:f000::, source 2001:db8:f::50:<i> and 203.0.113.5<i>"
 else
-  echo "   no EgressShards: internet egress is shown on the kernel backend only (the $BACKEND backend does not program it yet)"
+  echo "   no EgressShards: internet egress is not shown: $NOEGRESS"
 fi
 
 step "galactic-agent on each node ($BACKEND backend)"
@@ -373,9 +375,8 @@ if $EGRESS; then
     done
   done
 else
-  SUM+=("egress: shown on the kernel backend only: the $BACKEND backend does not program internet egress yet (docs/dataplane-egress.md, Planned); run 'make demo' to see it")
-  echo "   shown on the kernel backend only: the $BACKEND backend does not program internet egress yet"
-  echo "   (docs/dataplane-egress.md, Planned); 'make demo' (kernel backend) shows it"
+  SUM+=("egress: NOT SHOWN: $NOEGRESS")
+  echo "   not shown: $NOEGRESS"
 fi
 
 step "translator leader hand-over (SIGTERM the leader; the standby takes the Lease)"
