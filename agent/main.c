@@ -169,7 +169,7 @@ static int learned_remotes(void *ctx, const struct gdp_remote *v, size_t n)
 
 	if (!rc && ag->pl)
 		pipeline_kick(ag->pl);
-	return rc;
+	return rc; /* 1: the same set as before */
 }
 
 /* After every pass: the reports get the snapshot and its results. */

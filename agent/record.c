@@ -1443,12 +1443,24 @@ bool record_egress(struct record *r, struct gdp_egress *e)
 	return h;
 }
 
+/* The same set in the same order (what the learner hands over when nothing changed). */
+static bool same_remotes(const struct rec_remotes *x, const struct gdp_remote *v, size_t n)
+{
+	if (!x || x->n != n)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(x->v[i].vpc, v[i].vpc) || !gdp_prefix_equal(&x->v[i].prefix, &v[i].prefix) ||
+		    memcmp(&x->v[i].sid, &v[i].sid, sizeof(v[i].sid)))
+			return false;
+	return true;
+}
+
 int record_set_remotes(struct record *r, const struct gdp_remote *v, size_t n)
 {
 	int rc;
 
 	pthread_mutex_lock(&r->mu);
-	rc = set_remotes_locked(r, v, n);
+	rc = same_remotes(r->remotes, v, n) ? 1 : set_remotes_locked(r, v, n);
 	pthread_mutex_unlock(&r->mu);
 	return rc;
 }

@@ -149,7 +149,9 @@ bool record_node_identity(struct record *r, struct gdp_node *n, int *uplink_mtu)
  */
 int record_set_egress(struct record *r, const struct gdp_egress *e);
 bool record_egress(struct record *r, struct gdp_egress *e);
-/* Replaces the remote set (the route learner). Copies v. */
+/* Replaces the remote set (the route learner). Copies v. 0; 1 when v is the
+ * set the record holds already (in the same order: nothing changes, the
+ * generation stays); -ENOMEM. */
 int record_set_remotes(struct record *r, const struct gdp_remote *v, size_t n);
 
 /* ---- the CNI verbs' view: call with the lock held ---------------------------- */

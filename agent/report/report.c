@@ -47,7 +47,6 @@ struct rpt {
 	json_t *desired;             /* name -> {"spec":..., "cond":{...}} */
 	json_t *last_intent;         /* same, as last queued (change detection) */
 
-	char *last_remotes;          /* learner thread only: the set last handed over */
 	json_t *bad_seen;            /* learner thread only: name -> resourceVersion logged */
 };
 
@@ -341,11 +340,11 @@ static void learn(struct rpt *r)
 {
 	struct kube_store *s = informer_store(r->all);
 	struct gdp_state local, out;
-	json_t *keys, *k, *a;
+	json_t *keys, *k;
 	char why[300], pb[64];
 	size_t i, n = 0, used = 0, bad = 0;
 	json_t *nbad;
-	char *text;
+	int rc;
 
 	pthread_mutex_lock(&r->mu);
 	if (!r->have_snap || gdp_state_copy(&local, &r->snap)) {
@@ -359,7 +358,6 @@ static void learn(struct rpt *r)
 	json_array_foreach(keys, i, k) {
 		json_t *o = kube_store_get(s, json_string_value(k));
 		const char *name = gj_str(o, "metadata.name"), *rv = gj_str(o, "metadata.resourceVersion");
-		int rc;
 
 		if (!o)
 			continue;
@@ -394,30 +392,14 @@ static void learn(struct rpt *r)
 		out.remotes[n++] = out.remotes[i];
 	}
 	out.n_remotes = n;
-	a = json_array();
-	for (i = 0; i < out.n_remotes; i++) {
-		char sid[INET6_ADDRSTRLEN];
-
-		inet_ntop(AF_INET6, &out.remotes[i].sid, sid, sizeof(sid));
-		json_array_append_new(a, json_pack("{s:s, s:s, s:s}", "vpc", out.remotes[i].vpc, "prefix",
-						   gdp_prefix_str(&out.remotes[i].prefix, pb, sizeof(pb)),
-						   "sid", sid));
-	}
-	text = gj_dumps(a);
-	json_decref(a);
-	if (text && (!r->last_remotes || strcmp(text, r->last_remotes))) {
-		if (r->set_remotes(r->ctx, out.remotes, out.n_remotes)) {
-			glogf(GLOG_ERROR, COMP, "learned routes not recorded: out of memory");
-			free(text);
-			wq_add_rate_limited(r->lq, KEY_ROUTES);
-		} else {
-			glogf(GLOG_INFO, COMP, "learned %zu routes from %zu reports (%zu ignored as bad)",
-			      out.n_remotes, used, bad);
-			free(r->last_remotes);
-			r->last_remotes = text;
-		}
-	} else {
-		free(text);
+	/* The sink compares with what it holds (no second copy of 100k here). */
+	rc = r->set_remotes(r->ctx, out.remotes, out.n_remotes);
+	if (rc < 0) {
+		glogf(GLOG_ERROR, COMP, "learned routes not recorded: %s", strerror(-rc));
+		wq_add_rate_limited(r->lq, KEY_ROUTES);
+	} else if (rc == 0) {
+		glogf(GLOG_INFO, COMP, "learned %zu routes from %zu reports (%zu ignored as bad)", out.n_remotes,
+		      used, bad);
 	}
 	gdp_state_free(&out);
 	gdp_state_free(&local);
@@ -575,7 +557,6 @@ void rpt_stop(struct rpt *r)
 	gdp_results_free(&r->snap_res);
 	free(r->snap_pods);
 	free(r->vpc_set);
-	free(r->last_remotes);
 	json_decref(r->desired);
 	json_decref(r->last_intent);
 	json_decref(r->bad_seen);

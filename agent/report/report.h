@@ -115,8 +115,10 @@ struct rpt_opts {
 	const char *node;         /* required: enables reports */
 	const char *ns;           /* report namespace (required) */
 	const char *datapath;     /* "kernel" | "bpf" */
-	/* The learner's output: the whole remote set, sorted, each time it
-	 * changes (learner thread). Required. */
+	/* The learner's output: the whole remote set, sorted, each time the
+	 * learner looks at the reports (learner thread). Returns 0 (taken), 1
+	 * (the set it holds already: the learner keeps no copy of its own to
+	 * compare, the sink does) or -errno (retried). Required. */
 	int (*set_remotes)(void *ctx, const struct gdp_remote *v, size_t n);
 	void *ctx;
 	double max_backoff_s;     /* per-key retry cap; 0: 5 s */

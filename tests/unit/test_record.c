@@ -320,6 +320,16 @@ START_TEST(t_remotes_replaced_and_filtered)
 	inet_pton(AF_INET6, "fcbb:bb00:1:2:e001::", &v[0].sid);
 	v[1].sid = v[0].sid;
 	ck_assert_int_eq(record_set_remotes(r, v, 2), 0);
+	{
+		unsigned long g = record_gen(r);
+
+		/* the learner hands the same set again: nothing changes */
+		ck_assert_int_eq(record_set_remotes(r, v, 2), 1);
+		ck_assert_uint_eq(record_gen(r), g);
+		ck_assert_int_eq(record_set_remotes(r, v, 1), 0); /* a different one is taken */
+		ck_assert_uint_gt(record_gen(r), g);
+		ck_assert_int_eq(record_set_remotes(r, v, 2), 0);
+	}
 	ck_assert_int_eq(record_snapshot(r, &s), 0);
 	ck_assert_uint_eq(s.st.n_remotes, 1); /* a VPC this node does not host is left out */
 	ck_assert_str_eq(s.st.remotes[0].vpc, "vpcA");
