@@ -55,12 +55,11 @@ c_check() {
 }
 # varFuncNullUB: glog_kv()'s NULL sentinel; glibc's NULL is ((void *)0), a pointer.
 
-scripts() {
-  files '*.sh'
-  files | while read -r f; do
-    case $f in *.sh) continue ;; esac
-    [ -f "$f" ] && head -n1 "$f" | grep -qE '^#!.*\b(ba|da)?sh\b' && echo "$f"
-  done
+scripts() { # *.sh, and files whose first line is a shell #! (one awk over all files)
+  { files '*.sh'
+    files | grep -v '\.sh$' | tr '\n' '\0' |
+      xargs -0 awk 'FNR == 1 && /^#!.*(\/|env )(ba|da)?sh( |$)/ { print FILENAME } { nextfile }'
+  } | sort -u
 }
 sh_check() {
   need shellcheck || return 1
