@@ -384,10 +384,18 @@ static int watch_cb(const struct nlmsghdr *h, void *arg)
 		break;
 	case RTM_DELTFILTER:
 	case RTM_DELCHAIN:
-	case RTM_DELQDISC:
+	case RTM_DELQDISC: {
+		const struct tcmsg *t = NLMSG_DATA(h);
+
+		/* A DEL's veth going takes its qdisc and filters with it: not drift
+		 * (a read-back holds the passes, ~1 s per DEL at 1,000 attachments). */
+		if (h->nlmsg_len >= NLMSG_LENGTH(sizeof(*t)) && t->tcm_ifindex > 0 &&
+		    departed(w, (uint32_t)t->tcm_ifindex, NULL))
+			break;
 		/* A filter (or its qdisc) went: ours? a read-back says (bpf backend). */
 		w->tc = true;
 		break;
+	}
 	}
 	}
 	return 0;
