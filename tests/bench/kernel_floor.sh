@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The kernel's own cost of what a kernel-backend ADD does, with N IPv6
+# routes in the FIB (default 100,000) and with none: K of each operation in
+# one `ip -batch` (no exec per operation), in a private network namespace
+# removed at the end. Root. Prints microseconds per operation.
+#   tests/bench/kernel_floor.sh [N] [K]
+set -u
+n=${1:-100000}; k=${2:-30}; ns=gkfloor$$
+tmp=$(mktemp -d) || exit 2
+ip netns add "$ns" || exit 2
+trap 'ip netns del "$ns"; rm -rf "$tmp"' EXIT
+ip -n "$ns" link add up0 type veth peer name up1
+ip -n "$ns" link set up1 up
+ip -n "$ns" link set up0 up
+ip -n "$ns" -6 addr add fc00::1/64 dev up0 nodad
+awk -v n="$n" 'BEGIN { for (i = 0; i < n; i++) printf "route add fd00:%x:%x::/64 via fc00::2 dev up0 table 16385 proto 250\n", int(i / 65536), i % 65536 }' > "$tmp/routes"
+ip -6 -n "$ns" -batch "$tmp/routes" || exit 2
+echo "IPv6 routes in table 16385: $(ip -6 -n "$ns" route show table 16385 | wc -l)"
+run() { # label, family flag ("" or -4/-6), then the batch lines
+  local label=$1 fam=$2 s e
+  shift 2
+  printf '%s\n' "$@" > "$tmp/ops"
+  s=$(date +%s%N)
+  # shellcheck disable=SC2086 # fam is empty or one flag
+  ip $fam -n "$ns" -batch "$tmp/ops" || exit 2
+  e=$(date +%s%N)
+  echo "$label: $(( (e - s) / 1000 / k )) us per operation ($k)"
+}
+# shellcheck disable=SC2059 # the format is the caller's operation template
+ops() { local i; for i in $(seq 1 "$k"); do printf "$1\n" "$i" "$i"; done; }
+mapfile -t l < <(ops 'link add h%s type veth peer name p%s'); run "veth pair add" "" "${l[@]}"
+mapfile -t l < <(ops 'link set h%s mtu 1400 # %s'); run "host end MTU set afterwards" "" "${l[@]%% #*}"
+mapfile -t l < <(ops 'link set h%s up # %s'); run "host end up" "" "${l[@]%% #*}"
+mapfile -t l < <(ops 'rule add iif h%s lookup 16385 pref 100 # %s'); run "IPv6 iif rule add" -6 "${l[@]%% #*}"
+mapfile -t l < <(ops 'rule add iif h%s lookup 16385 pref 100 # %s'); run "IPv4 iif rule add" -4 "${l[@]%% #*}"
+mapfile -t l < <(ops 'link add c%s mtu 1400 type veth peer name q%s mtu 1400'); run "veth pair add at its MTU" "" "${l[@]}"
