@@ -1,0 +1,543 @@
+/*
+ * Fault: galactic-agent killed with SIGKILL at distinct points of its work
+ * (issue 12 item 2), on the real system: a real control plane (etcd +
+ * kube-apiserver, our CRDs), two netns nodes each running the release
+ * galactic-agent with --kubeconfig (reports published, routes learned from
+ * the other node's reports), pods attached by libcni (cnirt) with the
+ * conflists as the VPC operator renders them.
+ *
+ * The crash points are gdb breakpoints on functions of the release binary
+ * (built with -g): nothing in the shipped binary knows about them. For each
+ * point: gdb attaches to n1's agent, breaks at the function, and kills the
+ * agent there (gdb `kill`: SIGKILL, as kill -9); the operation that was in
+ * flight is retried as a runtime retries it; the agent is restarted. Then:
+ *   - record: record.json of every node holds exactly the desired
+ *     attachments;
+ *   - reports: exactly one NodeAttachment per desired pod (no duplicates,
+ *     none left behind), each Programmed=True;
+ *   - kernel: every desired pod's host veth exists, no other veth than the
+ *     uplink and the desired ones; every desired pod on n1 pings across
+ *     nodes;
+ * and a continuous ping between two other pods (s1 on n1 -> s2 on n2)
+ * runs through every kill: its loss is measured and must be 0 (at most the
+ * one echo in flight when ping is interrupted at the end).
+ *
+ * `make test` runs the short form (FAULT_SHORT points); `make soak`
+ * (GT_SOAK=1) runs every point, GT_SOAK_ROUNDS times (default 3).
+ */
+#include "tests/lib/cnirt.h"
+#include "tests/lib/cp.h"
+#include "tests/lib/crds.h"
+#include "tests/lib/daemon.h"
+#include "tests/lib/gtest.h"
+#include "tests/lib/kreq.h"
+#include "tests/lib/topo.h"
+
+#include <curl/curl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define RNS "galactic-system"
+#define TNS "tenant-fault"
+#define NATT_PATH "/apis/network.datumapis.com/v1alpha1/namespaces/" RNS "/nodeattachments"
+#define VPC "7Hq2x9Lm"
+
+static struct cp cp;
+static struct topo T;
+static int setup_ok, cp_is_up;
+static char setup_why[1024];
+
+/* A pod of the test: name, node, attachment id, the last byte of its addresses. */
+struct fpod {
+	char name[16], att[8];
+	int node, host;
+	int up; /* desired: attached */
+};
+#define MAXP 64
+static struct fpod P[MAXP];
+static int np;
+
+enum op { OP_ADD, OP_DEL, OP_GC, OP_LEARN };
+static const char *const op_name[] = { "ADD", "DEL", "GC", "LEARN" };
+
+/* A crash point: the agent function gdb breaks in, and the operation that gets it there. */
+static const struct point {
+	const char *fn;
+	enum op op;
+	const char *what;
+	int short_form;
+} points[] = {
+	{ "gcni_verb_add", OP_ADD, "ADD received, nothing done yet", 1 },
+	{ "record_reserve", OP_ADD, "ADD: reserving the attachment in the record", 0 },
+	{ "pod_setup", OP_ADD, "ADD: before the veth pair is made", 1 },
+	{ "pod_configure", OP_ADD, "ADD: veth made, pod side being addressed", 0 },
+	{ "record_activate", OP_ADD, "ADD: pod set up, record not yet active", 1 },
+	{ "record_commit", OP_ADD, "record commit (files being written)", 1 },
+	{ "kb_apply", OP_ADD, "route sync: kernel backend apply pass", 0 },
+	{ "gcni_verb_del", OP_DEL, "DEL received, nothing done yet", 0 },
+	{ "record_deactivate", OP_DEL, "DEL: deactivating in the record", 0 },
+	{ "pod_teardown", OP_DEL, "DEL: before the veth is deleted", 1 },
+	{ "record_remove", OP_DEL, "DEL: veth gone, record entry being removed", 0 },
+	{ "record_commit", OP_DEL, "record commit after DEL", 0 },
+	{ "gcni_verb_gc", OP_GC, "GC received", 1 },
+	{ "record_commit", OP_GC, "record commit after GC", 0 },
+	{ "set_remotes_locked", OP_LEARN, "route sync: remote routes learned from a report", 1 },
+	{ "kb_apply", OP_LEARN, "route sync: applying learned remote routes", 0 },
+};
+#define NPOINTS (sizeof(points) / sizeof(points[0]))
+
+static int soak(void)
+{
+	const char *s = getenv("GT_SOAK");
+
+	return s && *s && strcmp(s, "0");
+}
+
+static struct fpod *new_pod(const char *prefix, int node)
+{
+	struct fpod *p;
+
+	ck_assert_int_lt(np, MAXP);
+	p = &P[np];
+	p->node = node;
+	p->host = 20 + np;
+	snprintf(p->name, sizeof(p->name), "%s%d", prefix, np);
+	snprintf(p->att, sizeof(p->att), "F%02d", np);
+	np++;
+	return p;
+}
+
+static void cid_of(const struct fpod *p, char cid[65])
+{
+	char out[80];
+
+	ck_assert_int_eq(topo_out(out, sizeof(out), "printf '%s-%s' | sha256sum | cut -c1-64", T.prefix, p->name), 0);
+	snprintf(cid, 65, "%s", out);
+}
+
+/* libcni's AddNetworkList / DelNetworkList / GCNetworkList as a runtime calls them. */
+static int rt(const struct fpod *p, const char *verb, char *out, size_t n)
+{
+	char env[512], nsp[256], cid[65];
+
+	cid_of(p, cid);
+	if (!strcmp(verb, "gc")) /* GC naming no valid attachment: every attachment of the network goes */
+		return cnirt_tool(&T, p->node, NULL, NULL, out, n, "cnigc %s", p->name);
+	snprintf(env, sizeof(env), "CNI_ARGS='IgnoreUnknown=1;K8S_POD_NAMESPACE=" TNS ";K8S_POD_NAME=%s;"
+		 "K8S_POD_INFRA_CONTAINER_ID=%s;K8S_POD_UID=uid-%s'", p->name, cid, p->name);
+	return cnirt_tool(&T, p->node, NULL, env, out, n, "cnirt %s %s %s %s eth0", verb, p->name,
+			  cnirt_ns_path(&T, p->name, nsp, sizeof(nsp)), cid);
+}
+
+/* The pod's netns and conflist (ipam: fd00:a::H/128, 10.1.0.H/32). */
+static int prepare(const struct fpod *p)
+{
+	char a4[40], a6[48];
+	struct cnirt_att a = { .net = p->name, .vpc = VPC, .att = p->att, .mtu = 1400, .n_addrs = 2 };
+
+	snprintf(a6, sizeof(a6), "fd00:a::%d/128", p->host);
+	snprintf(a4, sizeof(a4), "10.1.0.%d/32", p->host);
+	a.addrs[0].address = a6, a.addrs[0].gateway = "fe80::1";
+	a.addrs[1].address = a4, a.addrs[1].gateway = "169.254.1.1";
+	if (cnirt_mkns(&T, p->name))
+		return -1;
+	return cnirt_write_conflist(&T, p->node, p->name, cnirt_operator_conflist(&a, "1.1.0"));
+}
+
+static void add_ok(struct fpod *p)
+{
+	char out[8192];
+
+	ck_assert_msg(rt(p, "add", out, sizeof(out)) == 0, "cnirt add %s: %s", p->name, out);
+	p->up = 1;
+}
+
+static void start_agent(int node)
+{
+	char extra[1200], s[512];
+
+	snprintf(extra, sizeof(extra), "--cni-socket %s --kubeconfig %s --node n%d --report-namespace " RNS,
+		 cnirt_sock(&T, node, s, sizeof(s)), cp.kubeconfig, node);
+	ck_assert_int_gt(topo_agent_start(&T, node, extra), 0);
+	ck_assert_msg(cnirt_wait_socket(&T, node, 30) == 0, "agent n%d did not open its socket (%s/n%d/agent.log)",
+		      node, T.dir, node);
+}
+
+static void setup(void)
+{
+	setup_ok = 0;
+	if (geteuid() != 0)
+		return;
+	if (cnirt_init(setup_why, sizeof(setup_why)))
+		return;
+	if (topo_sh("command -v gdb >/dev/null")) {
+		snprintf(setup_why, sizeof(setup_why), "gdb not installed (the crash points are gdb breakpoints)");
+		return;
+	}
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	if (cp_up(&cp)) {
+		snprintf(setup_why, sizeof(setup_why), "control plane did not start");
+		return;
+	}
+	cp_is_up = 1;
+	if (crds_install(&cp, NULL) ||
+	    topo_sh("%s/kubectl --kubeconfig %s create namespace " RNS " >/dev/null", cp.bin, cp.kubeconfig)) {
+		snprintf(setup_why, sizeof(setup_why), "CRDs or namespace");
+		return;
+	}
+	if (topo_up(&T, 2)) {
+		snprintf(setup_why, sizeof(setup_why), "topo_up failed");
+		return;
+	}
+	for (int n = 1; n <= 2; n++)
+		if (topo_sh("printf '{\"node\":{\"block\":\"fcbb:bb00:1::/48\",\"node_id\":%d,\"uplink\":\"up0\"},"
+			    "\"vpcs\":[],\"attachments\":[]}' >%s/n%d/state.json", n, T.dir, n) ||
+		    cnirt_node(&T, n)) {
+			snprintf(setup_why, sizeof(setup_why), "node n%d state", n);
+			return;
+		}
+	setup_ok = 1;
+}
+
+static void teardown(void)
+{
+	if (getenv("GT_KEEP"))
+		return;
+	if (T.prefix[0]) {
+		topo_sh("pkill -INT -F %s/ping.pid 2>/dev/null; rm -f /run/galactic/%s-n*.sock", T.dir, T.prefix);
+		for (int i = 0; i < np; i++)
+			topo_sh("ip netns del %s-%s 2>/dev/null; true", T.prefix, P[i].name);
+	}
+	topo_down(&T);
+	if (cp_is_up)
+		cp_down(&cp);
+}
+
+/* ---- the desired state, checked ------------------------------------------- */
+
+/* "F01,F03" : the desired attachments of node, sorted. */
+static void desired(int node, char *buf, size_t n)
+{
+	const char *ids[MAXP];
+	int k = 0;
+
+	for (int i = 0; i < np; i++)
+		if (P[i].up && P[i].node == node)
+			ids[k++] = P[i].att;
+	for (int i = 1; i < k; i++)
+		for (int j = i; j > 0 && strcmp(ids[j - 1], ids[j]) > 0; j--) {
+			const char *t = ids[j];
+
+			ids[j] = ids[j - 1], ids[j - 1] = t;
+		}
+	buf[0] = 0;
+	for (int i = 0; i < k; i++)
+		snprintf(buf + strlen(buf), n - strlen(buf), "%s%s", i ? "," : "", ids[i]);
+}
+
+/* Record: the node's record.json lists exactly the desired attachments. */
+static int record_matches(int node, char *got, size_t n)
+{
+	char want[1024];
+
+	desired(node, want, sizeof(want));
+	if (topo_out(got, n, "jq -r '[.attachments[].id] | sort | join(\",\")' %s/n%d/record.json", T.dir, node))
+		return 0;
+	return !strcmp(got, want);
+}
+
+/* Reports: one NodeAttachment per desired pod, Programmed=True; "" or what differs. */
+static int reports_match(char *why, size_t wn)
+{
+	json_t *l = NULL, *x;
+	size_t i;
+	char got[2][1024] = { "", "" }, want[1024];
+	int ok = 1;
+
+	why[0] = 0;
+	if (kreq(&cp, "GET", NATT_PATH, NULL, NULL, NULL, &l) != 200) {
+		snprintf(why, wn, "list failed");
+		json_decref(l);
+		return 0;
+	}
+	/* in the API's order (by name); compared sorted below through desired() */
+	const char *ids[2][MAXP];
+	int k[2] = { 0, 0 };
+
+	json_array_foreach(json_object_get(l, "items"), i, x) {
+		const char *nd = kstr(x, "spec", "node"), *att = kstr(x, "spec", "vpcAttachment");
+		const char *pr = kstr(kcond(x, "Programmed"), "status", NULL);
+		int n = nd && !strcmp(nd, "n1") ? 0 : nd && !strcmp(nd, "n2") ? 1 : -1;
+
+		if (n < 0 || !att || k[n] >= MAXP) {
+			snprintf(why, wn, "report %s of unknown node", kstr(x, "metadata", "name"));
+			ok = 0;
+			continue;
+		}
+		if (!pr || strcmp(pr, "True")) {
+			snprintf(why, wn, "report of %s/%s Programmed=%s", nd, att, pr ? pr : "(none)");
+			ok = 0;
+		}
+		ids[n][k[n]++] = att;
+	}
+	for (int n = 0; n < 2 && ok; n++) {
+		for (int a = 1; a < k[n]; a++)
+			for (int b = a; b > 0 && strcmp(ids[n][b - 1], ids[n][b]) > 0; b--) {
+				const char *t = ids[n][b];
+
+				ids[n][b] = ids[n][b - 1], ids[n][b - 1] = t;
+			}
+		for (int a = 0; a < k[n]; a++)
+			snprintf(got[n] + strlen(got[n]), sizeof(got[n]) - strlen(got[n]), "%s%s", a ? "," : "",
+				 ids[n][a]);
+		desired(n + 1, want, sizeof(want));
+		if (strcmp(got[n], want)) {
+			snprintf(why, wn, "n%d reports [%s], want [%s]", n + 1, got[n], want);
+			ok = 0;
+		}
+	}
+	json_decref(l);
+	return ok;
+}
+
+/* Kernel: the node's veths are the uplink and the desired pods' host ends. */
+static int kernel_matches(int node, char *why, size_t wn)
+{
+	char want[2048] = "", got[2048], hif[64];
+
+	for (int i = 0; i < np; i++) {
+		if (!P[i].up || P[i].node != node)
+			continue;
+		if (topo_out(hif, sizeof(hif), "jq -r '.attachments[] | select(.id==\"%s\") | .hostIfname' %s/n%d/record.json",
+			     P[i].att, T.dir, node) || !hif[0]) {
+			snprintf(why, wn, "n%d: no hostIfname for %s in the record", node, P[i].att);
+			return 0;
+		}
+		snprintf(want + strlen(want), sizeof(want) - strlen(want), "%s ", hif);
+	}
+	if (topo_out(got, sizeof(got), "for l in $(ip -n %s-n%d -o link show type veth | awk -F': ' '{print $2}' | cut -d@ -f1"
+		     " | grep -vx up0); do echo $l; done | sort | tr '\\n' ' '", T.prefix, node))
+		return 0;
+	/* want in record order; compare as sorted sets */
+	char ws[2048];
+
+	topo_out(ws, sizeof(ws), "for l in %s; do echo $l; done | sort | tr '\\n' ' '", want);
+	if (strcmp(ws, got)) {
+		snprintf(why, wn, "n%d veths [%s], want [%s]", node, got, ws);
+		return 0;
+	}
+	return 1;
+}
+
+/* Waits until record, reports and kernel all match; then every desired pod pings across. */
+static double converge(const char *tag)
+{
+	double t0 = gt_now(), t;
+	char why[2048] = "", got[1024];
+	int ok = 0;
+
+	while (gt_now() - t0 < 45) {
+		ok = 1;
+		for (int n = 1; n <= 2 && ok; n++) {
+			if (!record_matches(n, got, sizeof(got))) {
+				char want[1024];
+
+				desired(n, want, sizeof(want));
+				snprintf(why, sizeof(why), "n%d record [%s], want [%s]", n, got, want);
+				ok = 0;
+			} else if (!kernel_matches(n, why, sizeof(why)))
+				ok = 0;
+		}
+		if (ok && !reports_match(why, sizeof(why)))
+			ok = 0;
+		if (ok)
+			break;
+		usleep(200 * 1000);
+	}
+	ck_assert_msg(ok, "%s: not converged in 45 s: %s (logs %s)", tag, why, T.dir);
+	t = gt_now() - t0;
+	/* traffic: each desired pod to a pod of the other node */
+	for (int i = 0; i < np; i++) {
+		char dst[48];
+		const struct fpod *o = NULL;
+
+		if (!P[i].up)
+			continue;
+		for (int j = 0; j < np && !o; j++)
+			if (P[j].up && P[j].node != P[i].node)
+				o = &P[j];
+		ck_assert_ptr_nonnull(o);
+		snprintf(dst, sizeof(dst), "fd00:a::%d", o->host);
+		ck_assert_msg(cnirt_wait_ping(&T, P[i].name, dst, 20) == 0, "%s: %s -> %s (IPv6)", tag, P[i].name, dst);
+		snprintf(dst, sizeof(dst), "10.1.0.%d", o->host);
+		ck_assert_msg(cnirt_wait_ping(&T, P[i].name, dst, 20) == 0, "%s: %s -> %s (IPv4)", tag, P[i].name, dst);
+	}
+	return t;
+}
+
+/* ---- one crash ------------------------------------------------------------ */
+
+/* gdb attached to n1's agent, broken at fn, kills it there. Returns gdb's pid once armed. */
+static pid_t arm(const struct point *pt, const char *log)
+{
+	char pid[16], brk[96], *argv[32];
+	int a = 0;
+	double t0 = gt_now();
+	pid_t g;
+
+	snprintf(pid, sizeof(pid), "%d", (int)topo_agent_pid(&T, 1));
+	snprintf(brk, sizeof(brk), "break %s", pt->fn);
+	argv[a++] = "timeout", argv[a++] = "90", argv[a++] = "gdb", argv[a++] = "-q", argv[a++] = "-nx";
+	argv[a++] = "-batch", argv[a++] = "-p", argv[a++] = pid;
+	argv[a++] = "-ex", argv[a++] = "set pagination off";
+	argv[a++] = "-ex", argv[a++] = "set confirm off";
+	argv[a++] = "-ex", argv[a++] = "handle all nostop noprint pass";
+	argv[a++] = "-ex", argv[a++] = brk;
+	argv[a++] = "-ex", argv[a++] = "echo ARMED\\n";
+	argv[a++] = "-ex", argv[a++] = "continue";
+	argv[a++] = "-ex", argv[a++] = "echo HIT\\n";
+	argv[a++] = "-ex", argv[a++] = "bt 4";
+	argv[a++] = "-ex", argv[a++] = "kill";
+	argv[a] = NULL;
+	unlink(log);
+	g = gt_spawn(log, argv);
+	ck_assert_int_gt(g, 0);
+	while (gt_now() - t0 < 60 && topo_sh("grep -q '^ARMED' %s", log))
+		usleep(100 * 1000);
+	ck_assert_msg(topo_sh("grep -q '^ARMED' %s", log) == 0, "gdb did not arm at %s (%s)", pt->fn, log);
+	ck_assert_msg(topo_sh("grep -q '^Breakpoint 1 at' %s", log) == 0, "no breakpoint at %s (%s)", pt->fn, log);
+	usleep(300 * 1000); /* the continue itself */
+	return g;
+}
+
+static void crash_at(const struct point *pt, int round)
+{
+	char log[700], out[8192], tag[160], dst[48];
+	struct fpod *p = NULL, *q = NULL;
+	pid_t g, old;
+	int st = 0;
+	double t0, tdead, tconv;
+
+	snprintf(tag, sizeof(tag), "round %d: kill -9 in %s (%s: %s)", round, pt->fn, op_name[pt->op], pt->what);
+	snprintf(log, sizeof(log), "%s/gdb-%d-%s-%s.log", T.dir, round, pt->fn, op_name[pt->op]);
+	/* the pod the operation is about, in place before gdb arms */
+	if (pt->op == OP_ADD) {
+		p = new_pod("a", 1);
+		ck_assert_int_eq(prepare(p), 0);
+	} else if (pt->op == OP_DEL || pt->op == OP_GC) {
+		p = new_pod(pt->op == OP_DEL ? "d" : "g", 1);
+		ck_assert_int_eq(prepare(p), 0);
+		add_ok(p);
+		converge(tag);
+	} else {
+		p = new_pod("l", 2); /* on n2: n1 learns its routes from n2's report */
+		ck_assert_int_eq(prepare(p), 0);
+	}
+	old = topo_agent_pid(&T, 1);
+	g = arm(pt, log);
+	t0 = gt_now();
+	/* the operation; the agent dies inside it (its result is the runtime's to retry) */
+	if (pt->op == OP_ADD || pt->op == OP_LEARN)
+		rt(p, "add", out, sizeof(out));
+	else
+		rt(p, pt->op == OP_DEL ? "del" : "gc", out, sizeof(out));
+	while (waitpid(g, &st, WNOHANG) == 0 && gt_now() - t0 < 60)
+		usleep(50 * 1000);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "gdb did not finish (%s)", log);
+	ck_assert_msg(topo_sh("grep -q '^HIT' %s", log) == 0, "%s: breakpoint never hit (%s)", tag, log);
+	tdead = gt_now() - t0;
+	topo_agent_stop(&T, 1, SIGKILL); /* reaps it */
+	ck_assert_msg(kill(old, 0) != 0, "%s: agent pid %d still alive", tag, (int)old);
+	topo_sh("echo '--- killed at %s (round %d)' >>%s/n1/agent.log", pt->fn, round, T.dir);
+	start_agent(1);
+	/* the runtime retries what failed */
+	if (pt->op == OP_ADD)
+		add_ok(p);
+	else if (pt->op == OP_LEARN)
+		p->up = 1; /* the ADD was on n2, whose agent was not touched */
+	else {
+		ck_assert_msg(rt(p, pt->op == OP_DEL ? "del" : "gc", out, sizeof(out)) == 0, "%s: retried %s: %s", tag,
+			      op_name[pt->op], out);
+		p->up = 0;
+	}
+	tconv = converge(tag);
+	if (pt->op == OP_LEARN) { /* n1 routes toward the new pod */
+		q = &P[0];
+		snprintf(dst, sizeof(dst), "fd00:a::%d", p->host);
+		ck_assert_msg(cnirt_wait_ping(&T, q->name, dst, 20) == 0, "%s: %s -> %s", tag, q->name, dst);
+	}
+	printf("fault agent: %s: dead %.2f s after the operation began, converged %.2f s after restart\n", tag, tdead,
+	       tconv);
+	/* leave only the steady pods and the ADDed ones: DEL the ADDed pod to keep the node small */
+	if (p->up && p != &P[0] && p != &P[1]) {
+		ck_assert_msg(rt(p, "del", out, sizeof(out)) == 0, "cleanup del %s: %s", p->name, out);
+		p->up = 0;
+	}
+}
+
+START_TEST(t_agent_kill9_at_crash_points)
+{
+	int rounds = 1, done = 0;
+	char out[512];
+	long tx, rx;
+
+	if (geteuid() != 0)
+		GT_SKIP("needs root for network namespaces");
+	ck_assert_msg(setup_ok, "setup failed: %s (logs in %s, %s)", setup_why, T.dir, cp.dir);
+	if (soak()) {
+		const char *r = getenv("GT_SOAK_ROUNDS");
+
+		rounds = r && atoi(r) > 0 ? atoi(r) : 3;
+	}
+	for (int n = 1; n <= 2; n++)
+		start_agent(n);
+	/* the steady pair: s1 on n1 (whose agent is killed) pings s2 on n2 throughout */
+	struct fpod *s1 = new_pod("s", 1), *s2 = new_pod("s", 2);
+
+	ck_assert_int_eq(prepare(s1), 0);
+	ck_assert_int_eq(prepare(s2), 0);
+	add_ok(s1);
+	add_ok(s2);
+	converge("steady pods");
+	ck_assert_int_eq(topo_sh("ip netns exec %s-%s ping -q -i 0.1 -W 2 fd00:a::%d >%s/ping.out 2>&1 & echo $! >%s/ping.pid",
+				 T.prefix, s1->name, s2->host, T.dir, T.dir), 0);
+	for (int r = 1; r <= rounds; r++)
+		for (size_t i = 0; i < NPOINTS; i++) {
+			if (!soak() && !points[i].short_form)
+				continue;
+			crash_at(&points[i], r);
+			done++;
+		}
+	sleep(1);
+	ck_assert_int_eq(topo_sh("kill -INT $(cat %s/ping.pid) && sleep 1", T.dir), 0);
+	ck_assert_int_eq(topo_out(out, sizeof(out), "sed -n 's/^\\([0-9]*\\) packets transmitted, \\([0-9]*\\) received.*/\\1 \\2/p' %s/ping.out",
+				  T.dir), 0);
+	ck_assert_int_eq(sscanf(out, "%ld %ld", &tx, &rx), 2);
+	printf("fault agent: %d crash points (%d rounds): continuous ping s1 -> s2 across nodes: %ld sent, %ld received, "
+	       "%ld lost\n", done, rounds, tx, rx, tx - rx);
+	ck_assert_int_gt(tx, 100);
+	ck_assert_msg(tx - rx <= 1, "running pods lost %ld of %ld echoes across %d agent kills", tx - rx, tx, done);
+	/* the restarted agents still stop cleanly */
+	for (int n = 1; n <= 2; n++) {
+		int st = topo_agent_stop(&T, n, SIGTERM);
+
+		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "agent n%d exit status %#x", n, st);
+	}
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("fault_agent");
+	TCase *tc = tcase_create("kill9");
+
+	tcase_add_unchecked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, soak() ? 3000 : 400);
+	tcase_add_test(tc, t_agent_kill9_at_crash_points);
+	suite_add_tcase(s, tc);
+	return gt_run(s);
+}
