@@ -11,8 +11,8 @@
  * point: gdb attaches to n1's agent, breaks at the function, and kills the
  * agent there (gdb `kill`: SIGKILL, as kill -9); the operation that was in
  * flight is retried as a runtime retries it; the agent is restarted. Then:
- *   - record: record.json of every node holds exactly the desired
- *     attachments;
+ *   - record: the record of every node (record.json with its journal,
+ *     record_dump) holds exactly the desired attachments;
  *   - reports: exactly one NodeAttachment per desired pod (no duplicates,
  *     none left behind), each Programmed=True;
  *   - kernel: every desired pod's host veth exists, no other veth than the
@@ -40,6 +40,8 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "agent/record.h"
 
 #define RNS "galactic-system"
 #define TNS "tenant-fault"
@@ -71,11 +73,11 @@ static const struct point {
 	const char *what;
 	int short_form;
 } points[] = {
-	{ "gcni_verb_add", OP_ADD, "ADD received, nothing done yet", 1 },
+	{ "gcni_verb_add", OP_ADD, "ADD received, nothing done yet", 0 },
 	{ "record_reserve", OP_ADD, "ADD: reserving the attachment in the record", 0 },
 	{ "pod_setup", OP_ADD, "ADD: before the veth pair is made", 1 },
 	{ "pod_configure", OP_ADD, "ADD: veth made, pod side being addressed", 0 },
-	{ "record_activate", OP_ADD, "ADD: pod set up, record not yet active", 1 },
+	{ "record_activate", OP_ADD, "ADD: pod set up, record not yet active", 0 },
 	{ "record_commit", OP_ADD, "record commit (files being written)", 1 },
 	{ "kb_apply", OP_ADD, "route sync: kernel backend apply pass", 0 },
 	{ "gcni_verb_del", OP_DEL, "DEL received, nothing done yet", 0 },
@@ -90,6 +92,8 @@ static const struct point {
 };
 #define NPOINTS (sizeof(points) / sizeof(points[0]))
 
+/* `make test` runs the points marked 1 (5 points, one of each kind: ADD,
+ * record commit, DEL, GC, route learning); `make soak` every point. */
 static int soak(void)
 {
 	const char *s = getenv("GT_SOAK");
@@ -239,14 +243,55 @@ static void desired(int node, char *buf, size_t n)
 		snprintf(buf + strlen(buf), n - strlen(buf), "%s%s", i ? "," : "", ids[i]);
 }
 
-/* Record: the node's record.json lists exactly the desired attachments. */
+/* The agent's record as one record.json document (its journal applied), or NULL. */
+static json_t *recorded(int node)
+{
+	char p[600], err[512], *text;
+	json_t *o;
+
+	snprintf(p, sizeof(p), "%s/n%d", T.dir, node);
+	text = record_dump(p, err, sizeof(err));
+	if (!text)
+		return NULL;
+	o = json_loads(text, 0, NULL);
+	free(text);
+	return o;
+}
+
+static const char *jstr(const json_t *j, const char *k)
+{
+	const char *s = json_string_value(json_object_get(j, k));
+
+	return s ? s : "";
+}
+
+/* Record: the node's record lists exactly the desired attachments. */
 static int record_matches(int node, char *got, size_t n)
 {
 	char want[1024];
+	json_t *r = recorded(node), *a;
+	const char *ids[MAXP];
+	size_t i;
+	int k = 0;
 
 	desired(node, want, sizeof(want));
-	if (topo_out(got, n, "jq -r '[.attachments[].id] | sort | join(\",\")' %s/n%d/record.json", T.dir, node))
+	got[0] = 0;
+	if (!r) {
+		snprintf(got, n, "(unreadable)");
 		return 0;
+	}
+	json_array_foreach(json_object_get(r, "attachments"), i, a)
+		if (k < MAXP)
+			ids[k++] = jstr(a, "id");
+	for (int x = 1; x < k; x++)
+		for (int y = x; y > 0 && strcmp(ids[y - 1], ids[y]) > 0; y--) {
+			const char *t = ids[y];
+
+			ids[y] = ids[y - 1], ids[y - 1] = t;
+		}
+	for (int x = 0; x < k; x++)
+		snprintf(got + strlen(got), n - strlen(got), "%s%s", x ? "," : "", ids[x]);
+	json_decref(r);
 	return !strcmp(got, want);
 }
 
@@ -312,15 +357,22 @@ static int kernel_matches(int node, char *why, size_t wn)
 	for (int i = 0; i < np; i++) {
 		if (!P[i].up || P[i].node != node)
 			continue;
-		if (topo_out(hif, sizeof(hif), "jq -r '.attachments[] | select(.id==\"%s\") | .hostIfname' %s/n%d/record.json",
-			     P[i].att, T.dir, node) || !hif[0]) {
+		json_t *r = recorded(node), *a;
+		size_t k;
+
+		hif[0] = 0;
+		json_array_foreach(json_object_get(r, "attachments"), k, a)
+			if (!strcmp(jstr(a, "id"), P[i].att))
+				snprintf(hif, sizeof(hif), "%s", jstr(a, "hostIfname"));
+		json_decref(r);
+		if (!hif[0]) {
 			snprintf(why, wn, "n%d: no hostIfname for %s in the record", node, P[i].att);
 			return 0;
 		}
 		snprintf(want + strlen(want), sizeof(want) - strlen(want), "%s ", hif);
 	}
 	if (topo_out(got, sizeof(got), "for l in $(ip -n %s-n%d -o link show type veth | awk -F': ' '{print $2}' | cut -d@ -f1"
-		     " | grep -vx up0); do echo $l; done | sort | tr '\\n' ' '", T.prefix, node))
+		     " 2>/dev/null | grep -vx up0); do echo $l; done | sort | tr '\\n' ' '", T.prefix, node))
 		return 0;
 	/* want in record order; compare as sorted sets */
 	char ws[2048];
@@ -391,10 +443,11 @@ static pid_t arm(const struct point *pt, const char *log)
 
 	snprintf(pid, sizeof(pid), "%d", (int)topo_agent_pid(&T, 1));
 	snprintf(brk, sizeof(brk), "break %s", pt->fn);
-	argv[a++] = "timeout", argv[a++] = "90", argv[a++] = "gdb", argv[a++] = "-q", argv[a++] = "-nx";
+	argv[a++] = "/usr/bin/timeout", argv[a++] = "90", argv[a++] = "gdb", argv[a++] = "-q", argv[a++] = "-nx";
 	argv[a++] = "-batch", argv[a++] = "-p", argv[a++] = pid;
 	argv[a++] = "-ex", argv[a++] = "set pagination off";
 	argv[a++] = "-ex", argv[a++] = "set confirm off";
+	argv[a++] = "-ex", argv[a++] = "set debuginfod enabled off";
 	argv[a++] = "-ex", argv[a++] = "handle all nostop noprint pass";
 	argv[a++] = "-ex", argv[a++] = brk;
 	argv[a++] = "-ex", argv[a++] = "echo ARMED\\n";
@@ -408,6 +461,8 @@ static pid_t arm(const struct point *pt, const char *log)
 	ck_assert_int_gt(g, 0);
 	while (gt_now() - t0 < 60 && topo_sh("grep -q '^ARMED' %s", log))
 		usleep(100 * 1000);
+	if (topo_sh("grep -q '^ARMED' %s && grep -q '^Breakpoint 1 at' %s", log, log))
+		topo_sh("cat %s >&2", log);
 	ck_assert_msg(topo_sh("grep -q '^ARMED' %s", log) == 0, "gdb did not arm at %s (%s)", pt->fn, log);
 	ck_assert_msg(topo_sh("grep -q '^Breakpoint 1 at' %s", log) == 0, "no breakpoint at %s (%s)", pt->fn, log);
 	usleep(300 * 1000); /* the continue itself */
@@ -447,6 +502,8 @@ static void crash_at(const struct point *pt, int round)
 		rt(p, pt->op == OP_DEL ? "del" : "gc", out, sizeof(out));
 	while (waitpid(g, &st, WNOHANG) == 0 && gt_now() - t0 < 60)
 		usleep(50 * 1000);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) || topo_sh("grep -q '^HIT' %s", log))
+		topo_sh("cat %s >&2; tail -20 %s/n1/agent.log >&2", log, T.dir);
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "gdb did not finish (%s)", log);
 	ck_assert_msg(topo_sh("grep -q '^HIT' %s", log) == 0, "%s: breakpoint never hit (%s)", tag, log);
 	tdead = gt_now() - t0;
@@ -470,8 +527,14 @@ static void crash_at(const struct point *pt, int round)
 		snprintf(dst, sizeof(dst), "fd00:a::%d", p->host);
 		ck_assert_msg(cnirt_wait_ping(&T, q->name, dst, 20) == 0, "%s: %s -> %s", tag, q->name, dst);
 	}
-	printf("fault agent: %s: dead %.2f s after the operation began, converged %.2f s after restart\n", tag, tdead,
-	       tconv);
+	{
+		char caller[128] = "";
+
+		topo_out(caller, sizeof(caller), "sed -n 's/^#1 .* in \\([A-Za-z_0-9]*\\) .*/\\1/p; s/^#1  \\([A-Za-z_0-9]*\\) .*/\\1/p' %s | head -1",
+			 log);
+		printf("fault agent: %s [called from %s]: dead %.2f s after the operation began, converged %.2f s after restart\n",
+		       tag, caller[0] ? caller : "?", tdead, tconv);
+	}
 	/* leave only the steady pods and the ADDed ones: DEL the ADDed pod to keep the node small */
 	if (p->up && p != &P[0] && p != &P[1]) {
 		ck_assert_msg(rt(p, "del", out, sizeof(out)) == 0, "cleanup del %s: %s", p->name, out);
