@@ -41,6 +41,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "agent/cni/base62.h"
 #include "agent/record.h"
 
 #define RNS "galactic-system"
@@ -55,11 +56,11 @@ static char setup_why[1024];
 
 /* A pod of the test: name, node, attachment id, the last byte of its addresses. */
 struct fpod {
-	char name[16], att[8];
+	char name[16], att[16];
 	int node, host;
 	int up; /* desired: attached */
 };
-#define MAXP 64
+#define MAXP 512
 static struct fpod P[MAXP];
 static int np;
 
@@ -77,16 +78,23 @@ static const struct point {
 	{ "record_reserve", OP_ADD, "ADD: reserving the attachment in the record", 0 },
 	{ "pod_setup", OP_ADD, "ADD: before the veth pair is made", 1 },
 	{ "pod_configure", OP_ADD, "ADD: veth made, pod side being addressed", 0 },
-	{ "record_activate", OP_ADD, "ADD: pod set up, record not yet active", 0 },
+	{ "record_activate", OP_ADD, "ADD: pod set up, record entry not yet active", 0 },
 	{ "record_commit", OP_ADD, "record commit (files being written)", 1 },
 	{ "kb_apply", OP_ADD, "route sync: kernel backend apply pass", 0 },
+	{ "rpt_update", OP_ADD, "report: new intent handed to the publisher", 0 },
+	{ "rpt_spec", OP_ADD, "report: the publisher building a report", 0 },
 	{ "gcni_verb_del", OP_DEL, "DEL received, nothing done yet", 0 },
-	{ "record_deactivate", OP_DEL, "DEL: deactivating in the record", 0 },
-	{ "pod_teardown", OP_DEL, "DEL: before the veth is deleted", 1 },
-	{ "record_remove", OP_DEL, "DEL: veth gone, record entry being removed", 0 },
+	{ "record_remove", OP_DEL, "DEL: removing the record entry", 0 },
 	{ "record_commit", OP_DEL, "record commit after DEL", 0 },
+	{ "kb_apply", OP_DEL, "DEL: kernel backend removing the node side", 0 },
+	{ "pod_teardown", OP_DEL, "DEL: node side removed, veth not yet deleted", 1 },
 	{ "gcni_verb_gc", OP_GC, "GC received", 1 },
+	/* libcni's GC first DELs the attachments in its own cache: these two are reached through that DEL */
+	{ "record_remove", OP_GC, "GC: libcni's DEL of its cached attachment, record entry", 0 },
 	{ "record_commit", OP_GC, "record commit after GC", 0 },
+	{ "pod_teardown", OP_GC, "GC: libcni's DEL of its cached attachment, veth", 0 },
+	{ "pod_sweep", OP_GC, "GC: sweeping veths no attachment owns", 0 },
+	{ "rpt_routes_from_report", OP_LEARN, "route sync: reading another node's report", 0 },
 	{ "set_remotes_locked", OP_LEARN, "route sync: remote routes learned from a report", 1 },
 	{ "kb_apply", OP_LEARN, "route sync: applying learned remote routes", 0 },
 };
@@ -110,9 +118,22 @@ static struct fpod *new_pod(const char *prefix, int node)
 	p->node = node;
 	p->host = 20 + np;
 	snprintf(p->name, sizeof(p->name), "%s%d", prefix, np);
-	snprintf(p->att, sizeof(p->att), "F%02d", np);
+	b62_encode(1000 + (uint64_t)np, p->att, sizeof(p->att)); /* a 16-bit attachment id, as the operator's */
 	np++;
 	return p;
+}
+
+/* The pod's addresses: fd00:a::H and 10.1.H/250.(H%250 + 1) */
+static const char *a6_of(const struct fpod *p, char *b, size_t n)
+{
+	snprintf(b, n, "fd00:a::%x", p->host);
+	return b;
+}
+
+static const char *a4_of(const struct fpod *p, char *b, size_t n)
+{
+	snprintf(b, n, "10.1.%d.%d", p->host / 250, p->host % 250 + 1);
+	return b;
 }
 
 static void cid_of(const struct fpod *p, char cid[65])
@@ -140,11 +161,11 @@ static int rt(const struct fpod *p, const char *verb, char *out, size_t n)
 /* The pod's netns and conflist (ipam: fd00:a::H/128, 10.1.0.H/32). */
 static int prepare(const struct fpod *p)
 {
-	char a4[40], a6[48];
+	char a4[40], a6[48], x[40];
 	struct cnirt_att a = { .net = p->name, .vpc = VPC, .att = p->att, .mtu = 1400, .n_addrs = 2 };
 
-	snprintf(a6, sizeof(a6), "fd00:a::%d/128", p->host);
-	snprintf(a4, sizeof(a4), "10.1.0.%d/32", p->host);
+	snprintf(a6, sizeof(a6), "%s/128", a6_of(p, x, sizeof(x)));
+	snprintf(a4, sizeof(a4), "%s/32", a4_of(p, x, sizeof(x)));
 	a.addrs[0].address = a6, a.addrs[0].gateway = "fe80::1";
 	a.addrs[1].address = a4, a.addrs[1].gateway = "169.254.1.1";
 	if (cnirt_mkns(&T, p->name))
@@ -204,6 +225,8 @@ static void setup(void)
 			snprintf(setup_why, sizeof(setup_why), "node n%d state", n);
 			return;
 		}
+	new_pod("s", 1); /* P[0]: s1, the steady pods every test keeps attached */
+	new_pod("s", 2); /* P[1]: s2 */
 	setup_ok = 1;
 }
 
@@ -386,13 +409,13 @@ static int kernel_matches(int node, char *why, size_t wn)
 }
 
 /* Waits until record, reports and kernel all match; then every desired pod pings across. */
-static double converge(const char *tag)
+static double converge_within(const char *tag, double limit)
 {
 	double t0 = gt_now(), t;
 	char why[2048] = "", got[1024];
 	int ok = 0;
 
-	while (gt_now() - t0 < 45) {
+	while (gt_now() - t0 < limit) {
 		ok = 1;
 		for (int n = 1; n <= 2 && ok; n++) {
 			if (!record_matches(n, got, sizeof(got))) {
@@ -410,7 +433,7 @@ static double converge(const char *tag)
 			break;
 		usleep(200 * 1000);
 	}
-	ck_assert_msg(ok, "%s: not converged in 45 s: %s (logs %s)", tag, why, T.dir);
+	ck_assert_msg(ok, "%s: not converged in %.0f s: %s (logs %s)", tag, limit, why, T.dir);
 	t = gt_now() - t0;
 	/* traffic: each desired pod to a pod of the other node */
 	for (int i = 0; i < np; i++) {
@@ -423,12 +446,64 @@ static double converge(const char *tag)
 			if (P[j].up && P[j].node != P[i].node)
 				o = &P[j];
 		ck_assert_ptr_nonnull(o);
-		snprintf(dst, sizeof(dst), "fd00:a::%d", o->host);
+		a6_of(o, dst, sizeof(dst));
 		ck_assert_msg(cnirt_wait_ping(&T, P[i].name, dst, 20) == 0, "%s: %s -> %s (IPv6)", tag, P[i].name, dst);
-		snprintf(dst, sizeof(dst), "10.1.0.%d", o->host);
+		a4_of(o, dst, sizeof(dst));
 		ck_assert_msg(cnirt_wait_ping(&T, P[i].name, dst, 20) == 0, "%s: %s -> %s (IPv4)", tag, P[i].name, dst);
 	}
 	return t;
+}
+
+static double converge(const char *tag)
+{
+	return converge_within(tag, 45);
+}
+
+/* The process is gone (or a zombie nobody reaped yet). */
+static int dead(pid_t pid)
+{
+	return kill(pid, 0) != 0 || topo_sh("grep -q '^State:.*Z' /proc/%d/status", (int)pid) == 0;
+}
+
+/* ---- the steady pair and its continuous ping ------------------------------ */
+
+/* Agents running (started again if a previous test's process is gone), the
+ * steady pods s1 (n1) and s2 (n2) attached (ADD is idempotent). */
+static void bring_up(void)
+{
+	for (int n = 1; n <= 2; n++) {
+		pid_t pid = topo_agent_pid(&T, n);
+
+		if (pid <= 0 || dead(pid))
+			start_agent(n);
+	}
+	for (int i = 0; i < 2; i++) {
+		if (topo_sh("ip netns list | grep -q '^%s-%s\\b'", T.prefix, P[i].name))
+			ck_assert_int_eq(prepare(&P[i]), 0);
+		add_ok(&P[i]);
+	}
+	converge("steady pods");
+}
+
+/* s1 -> s2 across nodes, 10 pps, in the background. */
+static void ping_start(void)
+{
+	char a6[48];
+
+	ck_assert_int_eq(topo_sh("ip netns exec %s-%s ping -q -i 0.1 -W 2 %s >%s/ping.out 2>&1 & echo $! >%s/ping.pid",
+				 T.prefix, P[0].name, a6_of(&P[1], a6, sizeof(a6)), T.dir, T.dir), 0);
+}
+
+/* Stops it (SIGINT: ping prints its totals); sent and received. */
+static void ping_stop(long *tx, long *rx)
+{
+	char out[512];
+
+	sleep(1);
+	ck_assert_int_eq(topo_sh("kill -INT $(cat %s/ping.pid) && sleep 1", T.dir), 0);
+	ck_assert_int_eq(topo_out(out, sizeof(out), "sed -n 's/^\\([0-9]*\\) packets transmitted, \\([0-9]*\\) received.*/\\1 \\2/p' %s/ping.out",
+				  T.dir), 0);
+	ck_assert_int_eq(sscanf(out, "%ld %ld", tx, rx), 2);
 }
 
 /* ---- one crash ------------------------------------------------------------ */
@@ -508,7 +583,7 @@ static void crash_at(const struct point *pt, int round)
 	ck_assert_msg(topo_sh("grep -q '^HIT' %s", log) == 0, "%s: breakpoint never hit (%s)", tag, log);
 	tdead = gt_now() - t0;
 	topo_agent_stop(&T, 1, SIGKILL); /* reaps it */
-	ck_assert_msg(kill(old, 0) != 0, "%s: agent pid %d still alive", tag, (int)old);
+	ck_assert_msg(dead(old), "%s: agent pid %d still alive", tag, (int)old);
 	topo_sh("echo '--- killed at %s (round %d)' >>%s/n1/agent.log", pt->fn, round, T.dir);
 	start_agent(1);
 	/* the runtime retries what failed */
@@ -524,7 +599,7 @@ static void crash_at(const struct point *pt, int round)
 	tconv = converge(tag);
 	if (pt->op == OP_LEARN) { /* n1 routes toward the new pod */
 		q = &P[0];
-		snprintf(dst, sizeof(dst), "fd00:a::%d", p->host);
+		a6_of(p, dst, sizeof(dst));
 		ck_assert_msg(cnirt_wait_ping(&T, q->name, dst, 20) == 0, "%s: %s -> %s", tag, q->name, dst);
 	}
 	{
@@ -545,7 +620,6 @@ static void crash_at(const struct point *pt, int round)
 START_TEST(t_agent_kill9_at_crash_points)
 {
 	int rounds = 1, done = 0;
-	char out[512];
 	long tx, rx;
 
 	if (geteuid() != 0)
@@ -556,18 +630,8 @@ START_TEST(t_agent_kill9_at_crash_points)
 
 		rounds = r && atoi(r) > 0 ? atoi(r) : 3;
 	}
-	for (int n = 1; n <= 2; n++)
-		start_agent(n);
-	/* the steady pair: s1 on n1 (whose agent is killed) pings s2 on n2 throughout */
-	struct fpod *s1 = new_pod("s", 1), *s2 = new_pod("s", 2);
-
-	ck_assert_int_eq(prepare(s1), 0);
-	ck_assert_int_eq(prepare(s2), 0);
-	add_ok(s1);
-	add_ok(s2);
-	converge("steady pods");
-	ck_assert_int_eq(topo_sh("ip netns exec %s-%s ping -q -i 0.1 -W 2 fd00:a::%d >%s/ping.out 2>&1 & echo $! >%s/ping.pid",
-				 T.prefix, s1->name, s2->host, T.dir, T.dir), 0);
+	bring_up();
+	ping_start();
 	for (int r = 1; r <= rounds; r++)
 		for (size_t i = 0; i < NPOINTS; i++) {
 			if (!soak() && !points[i].short_form)
@@ -575,20 +639,78 @@ START_TEST(t_agent_kill9_at_crash_points)
 			crash_at(&points[i], r);
 			done++;
 		}
-	sleep(1);
-	ck_assert_int_eq(topo_sh("kill -INT $(cat %s/ping.pid) && sleep 1", T.dir), 0);
-	ck_assert_int_eq(topo_out(out, sizeof(out), "sed -n 's/^\\([0-9]*\\) packets transmitted, \\([0-9]*\\) received.*/\\1 \\2/p' %s/ping.out",
-				  T.dir), 0);
-	ck_assert_int_eq(sscanf(out, "%ld %ld", &tx, &rx), 2);
+	ping_stop(&tx, &rx);
 	printf("fault agent: %d crash points (%d rounds): continuous ping s1 -> s2 across nodes: %ld sent, %ld received, "
 	       "%ld lost\n", done, rounds, tx, rx, tx - rx);
 	ck_assert_int_gt(tx, 100);
 	ck_assert_msg(tx - rx <= 1, "running pods lost %ld of %ld echoes across %d agent kills", tx - rx, tx, done);
-	/* the restarted agents still stop cleanly */
-	for (int n = 1; n <= 2; n++) {
-		int st = topo_agent_stop(&T, n, SIGTERM);
+}
+END_TEST
 
-		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "agent n%d exit status %#x", n, st);
+/*
+ * kube-apiserver stopped during a burst of ADDs (short: 30 ADDs, 12 s
+ * down; soak: 200 ADDs, 60 s down): every ADD succeeds and the new pod
+ * pings its node's steady pod while the API is down; the running pods lose
+ * nothing; after the restart every report converges (one per pod,
+ * Programmed=True, no duplicates), records and kernels match, every pod
+ * pings across nodes.
+ */
+START_TEST(t_apiserver_down_during_add_burst)
+{
+	int burst = soak() ? 200 : 30, before = soak() ? 20 : 6;
+	double down_s = soak() ? 60 : 12, t_stop, t_call, t_up, t_burst, worst = 0, conv;
+	struct fpod *b[200];
+	long tx, rx;
+	char out[8192], dst[48];
+
+	if (geteuid() != 0)
+		GT_SKIP("needs root for network namespaces");
+	ck_assert_msg(setup_ok, "setup failed: %s (logs in %s, %s)", setup_why, T.dir, cp.dir);
+	bring_up();
+	for (int i = 0; i < burst; i++) {
+		b[i] = new_pod("b", i % 2 ? 2 : 1);
+		ck_assert_int_eq(prepare(b[i]), 0);
+	}
+	ping_start();
+	for (int i = 0; i < before; i++)
+		add_ok(b[i]);
+	ck_assert_int_eq(cp_ctl(&cp, "stop-apiserver"), 0);
+	t_stop = gt_now();
+	for (int i = before; i < burst; i++) {
+		double t0 = gt_now();
+
+		ck_assert_msg(rt(b[i], "add", out, sizeof(out)) == 0, "ADD %s with the API down: %s", b[i]->name, out);
+		b[i]->up = 1;
+		worst = gt_now() - t0 > worst ? gt_now() - t0 : worst;
+		/* attached and forwarding on its node while the API is away */
+		a6_of(&P[b[i]->node - 1], dst, sizeof(dst));
+		ck_assert_msg(cnirt_wait_ping(&T, b[i]->name, dst, 10) == 0, "%s -> %s (same node) with the API down",
+			      b[i]->name, dst);
+	}
+	t_burst = gt_now() - t_stop;
+	ck_assert_msg(t_burst < down_s, "the burst outlasted the outage (%.1f s)", t_burst);
+	while (gt_now() - t_stop < down_s)
+		usleep(100 * 1000);
+	t_call = gt_now();
+	ck_assert_int_eq(cp_ctl(&cp, "start-apiserver"), 0);
+	t_up = gt_now();
+	conv = converge_within("after the API server returned", soak() ? 180 : 60);
+	printf("fault api: %d ADDs (%d before the stop, %d while down, the last %.1f s after the stop), API stopped "
+	       "%.1f s before start-apiserver, which took %.1f s (down %.1f s in all); slowest ADD while down %.2f s; "
+	       "every report, record and kernel converged %.2f s after the API server was back\n", burst, before,
+	       burst - before, t_burst, t_call - t_stop, t_up - t_call, t_up - t_stop, worst, conv);
+	ping_stop(&tx, &rx);
+	printf("fault api: continuous ping s1 -> s2 across nodes: %ld sent, %ld received, %ld lost\n", tx, rx, tx - rx);
+	ck_assert_int_gt(tx, 50);
+	ck_assert_msg(tx - rx <= 1, "running pods lost %ld of %ld echoes while the API was down", tx - rx, tx);
+	/* the agents, restarted by the faults before, still stop cleanly */
+	for (int n = 1; n <= 2; n++) {
+		pid_t pid = topo_agent_pid(&T, n);
+
+		topo_agent_stop(&T, n, SIGTERM); /* maybe not our child: its log says how it ended */
+		ck_assert_msg(dead(pid), "agent n%d (pid %d) did not stop", n, (int)pid);
+		ck_assert_msg(topo_sh("grep -q 'exiting; kernel state left in place' %s/n%d/agent.log", T.dir, n) == 0,
+			      "agent n%d did not exit cleanly on SIGTERM", n);
 	}
 }
 END_TEST
@@ -601,6 +723,7 @@ int main(void)
 	tcase_add_unchecked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, soak() ? 3000 : 400);
 	tcase_add_test(tc, t_agent_kill9_at_crash_points);
+	tcase_add_test(tc, t_apiserver_down_during_add_burst);
 	suite_add_tcase(s, tc);
 	return gt_run(s);
 }
