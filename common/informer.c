@@ -83,6 +83,10 @@ struct informer *informer_new(struct kube_client *kc, const struct informer_opts
 	if (inf->o.backoff_max_s <= 0)
 		inf->o.backoff_max_s = 30;
 	inf->store = kube_store_new();
+	if (inf->store && opts->compact && kube_store_set_compact(inf->store)) {
+		kube_store_free(inf->store);
+		inf->store = NULL;
+	}
 	inf->dec = kube_watch_decoder_new(0);
 	pthread_mutex_init(&inf->mu, NULL);
 	pthread_condattr_init(&ca);
@@ -203,50 +207,96 @@ static void transform(struct informer *inf, json_t *obj)
 {
 	if (inf->o.drop_managed_fields)
 		json_object_del(json_object_get(obj, "metadata"), "managedFields");
+	if (inf->o.transform)
+		inf->o.transform(obj, inf->o.transform_ud);
 }
-
-static void transform_item(json_t *obj, void *ud) { transform(ud, obj); }
-
-static void transform_item(json_t *obj, void *ud);
 
 static int do_list(struct informer *inf, struct kube_error *err)
 {
 	struct kube_list_opts lo = {
 		.label_selector = inf->lsel, .field_selector = inf->fsel, .limit = inf->o.page_size,
-		.item_fn = transform_item, .item_ud = inf,
 	};
-	json_t *list;
-	const char *rv;
+	struct kube_store_replace *r = NULL;
+	json_t *page = NULL, *it;
+	char rv[64] = "", *cont = NULL;
+	bool restarted = false;
+	size_t n = 0, i;
 
 	stat_add(inf, &inf->st.lists);
-	if (kube_list_all(inf->kc, &inf->o.res, inf->ns, &lo, &list, err))
-		return -1;
-	rv = gj_str(list, "metadata.resourceVersion");
-	if (!rv || !*rv) {
-		snprintf(err->message, sizeof(err->message), "list %s: no resourceVersion", inf->name);
-		err->code = KUBE_ERR_DECODE;
-		json_decref(list);
-		return -1;
+	if (!(r = kube_store_replace_begin(inf->store)))
+		goto nomem;
+	for (;;) {
+		if (kube_list_page(inf->kc, &inf->o.res, inf->ns, &lo, &page, err)) {
+			if (err->code == KUBE_ERR_GONE && lo.continue_token && !restarted) {
+				/* Continue token expired (compaction): once more, unpaged. What
+				 * the pages so far brought stays; the new snapshot overwrites it. */
+				restarted = true;
+				kube_store_replace_abort(r);
+				free(cont);
+				cont = NULL;
+				lo.continue_token = NULL;
+				lo.limit = 0;
+				rv[0] = 0;
+				n = 0;
+				if (!(r = kube_store_replace_begin(inf->store)))
+					goto nomem;
+				continue;
+			}
+			goto fail;
+		}
+		if (!rv[0]) { /* the snapshot every page comes from */
+			const char *v = gj_str(page, "metadata.resourceVersion");
+			if (!v || !*v || strlen(v) >= sizeof(rv)) {
+				snprintf(err->message, sizeof(err->message), "list %s: no resourceVersion",
+					 inf->name);
+				err->code = KUBE_ERR_DECODE;
+				goto fail;
+			}
+			snprintf(rv, sizeof(rv), "%s", v);
+		}
+		json_array_foreach(json_object_get(page, "items"), i, it)
+			transform(inf, it);
+		n += json_array_size(json_object_get(page, "items"));
+		if (kube_store_replace_page(r, json_object_get(page, "items"), diff_cb, inf) < 0) {
+			snprintf(err->message, sizeof(err->message), "list %s: cache update failed", inf->name);
+			err->code = KUBE_ERR_DECODE;
+			goto fail;
+		}
+		free(cont);
+		cont = gj_str(page, "metadata.continue") && *gj_str(page, "metadata.continue")
+			       ? strdup(gj_str(page, "metadata.continue")) : NULL;
+		json_decref(page);
+		page = NULL;
+		if (!cont)
+			break;
+		lo.continue_token = cont;
 	}
-	set_rv(inf, rv);
-	if (kube_store_replace(inf->store, json_object_get(list, "items"), diff_cb, inf) < 0) {
+	if (kube_store_replace_end(r, diff_cb, inf) < 0) {
+		r = NULL;
 		snprintf(err->message, sizeof(err->message), "list %s: cache update failed", inf->name);
 		err->code = KUBE_ERR_DECODE;
-		json_decref(list);
-		return -1;
+		goto fail;
 	}
+	set_rv(inf, rv);
 	{
-		char n[32];
-		snprintf(n, sizeof(n), "%zu", json_array_size(json_object_get(list, "items")));
-		glog_kv(GLOG_DEBUG, "informer", "listed", "informer", inf->name, "items", n,
+		char ns[32];
+		snprintf(ns, sizeof(ns), "%zu", n);
+		glog_kv(GLOG_DEBUG, "informer", "listed", "informer", inf->name, "items", ns,
 			"rv", inf->rv, NULL);
 	}
-	json_decref(list);
 	pthread_mutex_lock(&inf->mu);
 	inf->synced = true;
 	pthread_cond_broadcast(&inf->cond);
 	pthread_mutex_unlock(&inf->mu);
 	return 0;
+nomem:
+	snprintf(err->message, sizeof(err->message), "list %s: out of memory", inf->name);
+	err->code = KUBE_ERR_DECODE;
+fail:
+	kube_store_replace_abort(r);
+	json_decref(page);
+	free(cont);
+	return -1;
 }
 
 static int on_event(const struct kube_event *ev, void *ud)

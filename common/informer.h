@@ -3,8 +3,10 @@
  * changes out to handlers.
  *
  * Loop (one thread per informer, started by informer_start):
- *   1. LIST with paging (limit/continue); replace the store, emitting
- *      add/update/delete for the difference; mark synced.
+ *   1. LIST with paging (limit/continue), page by page into the store
+ *      (only one page is held decoded), emitting add/update for each page
+ *      and delete for what no page had; mark synced. A continue token that
+ *      expired (410) restarts the list once, unpaged.
  *   2. WATCH from the list's resourceVersion with allowWatchBookmarks and a
  *      server timeoutSeconds drawn from [min_timeout_s, max_timeout_s]
  *      (default 5-10 min). Events update the store and advance the version;
@@ -49,6 +51,13 @@ struct informer_opts {
 	 * is often used): most of an object's bytes for controllers that never
 	 * read it. */
 	bool drop_managed_fields;
+	/* Called on every object before it is cached (after drop_managed_fields),
+	 * from the informer thread: prune it in place to what the handlers and
+	 * readers of the cache use (as client-go's transform functions do). */
+	void (*transform)(json_t *obj, void *ud);
+	void *transform_ud;
+	/* Keep the cache compact (kube_store_set_compact): every read decodes. */
+	bool compact;
 };
 
 struct informer_stats {

@@ -18,7 +18,9 @@ struct index {
 
 struct kube_store {
 	pthread_rwlock_t lock;
-	struct gmap *objs; /* key -> json_t* (one reference) */
+	/* key -> json_t* (one reference), or in compact mode a struct packed */
+	struct gmap *objs;
+	bool compact;
 	struct index idx[MAX_INDEXES];
 	int nidx;
 };
@@ -58,14 +60,75 @@ struct kube_store *kube_store_new(void)
 	return s;
 }
 
+/* A compact value: "resourceVersion\0json\0", the JSON without whitespace. */
+struct packed {
+	char data[1];
+};
+
 static void decref_val(void *v) { json_decref(v); }
 static void free_set(void *v) { gmap_free(v, NULL); }
+
+static struct packed *pack(const json_t *obj)
+{
+	const char *rv = gj_str(obj, "metadata.resourceVersion") ?: "";
+	size_t rl = strlen(rv), jl;
+	char *js = json_dumps(obj, JSON_COMPACT);
+	struct packed *p;
+
+	if (!js)
+		return NULL;
+	jl = strlen(js);
+	if ((p = malloc(rl + jl + 2))) {
+		memcpy(p->data, rv, rl + 1);
+		memcpy(p->data + rl + 1, js, jl + 1);
+	}
+	free(js);
+	return p;
+}
+
+/* The stored value as an object: a new reference (decoded in compact mode). */
+static json_t *val_obj(const struct kube_store *s, void *v)
+{
+	const struct packed *p = v;
+	if (!v)
+		return NULL;
+	if (!s->compact)
+		return json_incref(v);
+	return json_loads(p->data + strlen(p->data) + 1, 0, NULL);
+}
+
+static const char *val_rv(const struct kube_store *s, void *v)
+{
+	if (!v)
+		return NULL;
+	return s->compact ? ((const struct packed *)v)->data : gj_str(v, "metadata.resourceVersion");
+}
+
+static void val_free(const struct kube_store *s, void *v)
+{
+	if (s->compact)
+		free(v);
+	else
+		json_decref(v);
+}
+
+int kube_store_set_compact(struct kube_store *s)
+{
+	int rc = -1;
+	pthread_rwlock_wrlock(&s->lock);
+	if (!gmap_len(s->objs)) {
+		s->compact = true;
+		rc = 0;
+	}
+	pthread_rwlock_unlock(&s->lock);
+	return rc;
+}
 
 void kube_store_free(struct kube_store *s)
 {
 	if (!s)
 		return;
-	gmap_free(s->objs, decref_val);
+	gmap_free(s->objs, s->compact ? free : decref_val);
 	for (int i = 0; i < s->nidx; i++)
 		gmap_free(s->idx[i].vals, free_set);
 	pthread_rwlock_destroy(&s->lock);
@@ -146,7 +209,7 @@ json_t *kube_store_get(struct kube_store *s, const char *key)
 {
 	json_t *o;
 	pthread_rwlock_rdlock(&s->lock);
-	o = json_incref(gmap_get(s->objs, key));
+	o = val_obj(s, gmap_get(s->objs, key));
 	pthread_rwlock_unlock(&s->lock);
 	return o;
 }
@@ -170,7 +233,7 @@ json_t *kube_store_list(struct kube_store *s)
 	pthread_rwlock_rdlock(&s->lock);
 	gmap_iter_init(&it, s->objs);
 	while (gmap_next(&it, NULL, &v))
-		json_array_append(a, v);
+		json_array_append_new(a, val_obj(s, v));
 	pthread_rwlock_unlock(&s->lock);
 	return a;
 }
@@ -221,7 +284,7 @@ json_t *kube_store_by_index(struct kube_store *s, const char *index, const char 
 		if (set) {
 			gmap_iter_init(&it, set);
 			while (gmap_next(&it, &k, NULL))
-				json_array_append(a, gmap_get(s->objs, k));
+				json_array_append_new(a, val_obj(s, gmap_get(s->objs, k)));
 		}
 		break;
 	}
@@ -232,21 +295,33 @@ json_t *kube_store_by_index(struct kube_store *s, const char *index, const char 
 static int upsert_locked(struct kube_store *s, json_t *obj, json_t **old)
 {
 	char key[600];
-	json_t *prev;
+	void *prev, *val;
+	json_t *prevo = NULL;
 	int e = 0;
 
 	*old = NULL;
 	if (gj_object_key(obj, key, sizeof(key)) < 0)
 		return -1;
+	if (!(val = s->compact ? (void *)pack(obj) : (void *)json_incref(obj)))
+		return -1;
 	prev = gmap_get(s->objs, key);
-	if (prev)
-		index_remove(s, key, prev);
-	prev = gmap_put(s->objs, key, json_incref(obj), &e);
+	if (prev) {
+		prevo = val_obj(s, prev);
+		index_remove(s, key, prevo);
+	}
+	prev = gmap_put(s->objs, key, val, &e);
 	if (e) {
-		json_decref(obj);
+		val_free(s, val);
+		json_decref(prevo);
 		return -1;
 	}
-	*old = prev; /* the store's reference passes to the caller */
+	if (s->compact) {
+		free(prev);
+		*old = prevo; /* decoded: a new reference for the caller */
+	} else {
+		json_decref(prevo);
+		*old = prev; /* the store's reference passes to the caller */
+	}
 	return index_add(s, key, obj);
 }
 
@@ -267,9 +342,13 @@ int kube_store_upsert(struct kube_store *s, json_t *obj, json_t **old)
 static json_t *del_locked(struct kube_store *s, const char *key)
 {
 	bool found;
-	json_t *o = gmap_del(s->objs, key, &found);
+	void *v = gmap_del(s->objs, key, &found);
+	/* not compact: the store's reference passes to the caller */
+	json_t *o = s->compact ? val_obj(s, v) : v;
 	if (o)
 		index_remove(s, key, o);
+	if (s->compact)
+		free(v);
 	return o;
 }
 
@@ -287,78 +366,136 @@ struct change {
 	json_t *old, *new;
 };
 
-int kube_store_replace(struct kube_store *s, json_t *items, kube_store_diff_fn fn, void *ud)
-{
-	struct gmap *seen = gmap_new();
-	struct change *ch = NULL;
-	size_t nch = 0, cap = 0, i;
-	json_t *it;
-	int rc = 0;
+struct kube_store_replace {
+	struct kube_store *s;
+	struct gmap *seen;
+	int rc;
+};
 
-	if (!seen || !json_is_array(items)) {
-		gmap_free(seen, NULL);
-		return -1;
+struct kube_store_replace *kube_store_replace_begin(struct kube_store *s)
+{
+	struct kube_store_replace *r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	r->s = s;
+	if (!(r->seen = gmap_new())) {
+		free(r);
+		return NULL;
 	}
-	pthread_rwlock_wrlock(&s->lock);
-	json_array_foreach(items, i, it) {
-		char key[600];
-		json_t *cur, *old = NULL;
-		const char *rv_old, *rv_new;
-		if (gj_object_key(it, key, sizeof(key)) < 0)
-			continue; /* an item without a name cannot be cached */
-		gmap_put(seen, key, (void *)1, NULL);
-		cur = gmap_get(s->objs, key);
-		rv_old = gj_str(cur, "metadata.resourceVersion");
-		rv_new = gj_str(it, "metadata.resourceVersion");
-		if (cur && rv_old && rv_new && !strcmp(rv_old, rv_new))
-			continue;
-		if (upsert_locked(s, it, &old) < 0)
-			rc = -1;
-		if (nch == cap) {
-			cap = cap ? cap * 2 : 64;
-			struct change *n = realloc(ch, cap * sizeof(*ch));
-			if (!n) {
-				json_decref(old);
-				rc = -1;
-				break;
-			}
-			ch = n;
-		}
-		ch[nch++] = (struct change){ old ? 'u' : 'a', old, json_incref(it) };
+	return r;
+}
+
+static bool change_add(struct change **ch, size_t *nch, size_t *cap, char kind, json_t *old,
+		       json_t *nw)
+{
+	if (*nch == *cap) {
+		size_t c = *cap ? *cap * 2 : 64;
+		struct change *n = realloc(*ch, c * sizeof(**ch));
+		if (!n)
+			return false;
+		*ch = n;
+		*cap = c;
 	}
-	/* Whatever was not listed is gone. */
-	{
-		struct gmap_iter gi;
-		const char *k;
-		json_t *gone = json_array();
-		gmap_iter_init(&gi, s->objs);
-		while (gmap_next(&gi, &k, NULL))
-			if (!gmap_has(seen, k))
-				json_array_append_new(gone, json_string(k));
-		json_array_foreach(gone, i, it) {
-			json_t *o = del_locked(s, json_string_value(it));
-			if (nch == cap) {
-				cap = cap ? cap * 2 : 64;
-				struct change *n = realloc(ch, cap * sizeof(*ch));
-				if (!n) {
-					json_decref(o);
-					rc = -1;
-					break;
-				}
-				ch = n;
-			}
-			ch[nch++] = (struct change){ 'd', o, NULL };
-		}
-		json_decref(gone);
-	}
-	pthread_rwlock_unlock(&s->lock);
-	gmap_free(seen, NULL);
-	for (i = 0; i < nch; i++) {
+	(*ch)[(*nch)++] = (struct change){ kind, old, nw };
+	return true;
+}
+
+static void changes_emit(struct change *ch, size_t nch, kube_store_diff_fn fn, void *ud)
+{
+	for (size_t i = 0; i < nch; i++) {
 		if (fn)
 			fn(ch[i].kind, ch[i].old, ch[i].new, ud);
 		json_decref(ch[i].old);
 		json_decref(ch[i].new);
 	}
 	free(ch);
+}
+
+int kube_store_replace_page(struct kube_store_replace *r, json_t *items, kube_store_diff_fn fn,
+			    void *ud)
+{
+	struct kube_store *s = r->s;
+	struct change *ch = NULL;
+	size_t nch = 0, cap = 0, i;
+	json_t *it;
+	int rc = 0;
+
+	if (!json_is_array(items))
+		return r->rc = -1;
+	pthread_rwlock_wrlock(&s->lock);
+	json_array_foreach(items, i, it) {
+		char key[600];
+		json_t *old = NULL;
+		const char *rv_old, *rv_new;
+		if (gj_object_key(it, key, sizeof(key)) < 0)
+			continue; /* an item without a name cannot be cached */
+		gmap_put(r->seen, key, (void *)1, NULL);
+		rv_old = val_rv(s, gmap_get(s->objs, key));
+		rv_new = gj_str(it, "metadata.resourceVersion");
+		if (rv_old && rv_new && !strcmp(rv_old, rv_new))
+			continue;
+		if (upsert_locked(s, it, &old) < 0)
+			rc = -1;
+		if (!change_add(&ch, &nch, &cap, old ? 'u' : 'a', old, json_incref(it))) {
+			json_decref(old);
+			json_decref(it);
+			rc = -1;
+			break;
+		}
+	}
+	pthread_rwlock_unlock(&s->lock);
+	changes_emit(ch, nch, fn, ud);
+	if (rc)
+		r->rc = rc;
 	return rc;
+}
+
+void kube_store_replace_abort(struct kube_store_replace *r)
+{
+	if (!r)
+		return;
+	gmap_free(r->seen, NULL);
+	free(r);
+}
+
+int kube_store_replace_end(struct kube_store_replace *r, kube_store_diff_fn fn, void *ud)
+{
+	struct kube_store *s = r->s;
+	struct change *ch = NULL;
+	size_t nch = 0, cap = 0, i;
+	struct gmap_iter gi;
+	const char *k;
+	json_t *gone = json_array(), *it;
+	int rc = r->rc;
+
+	/* Whatever was not listed is gone. */
+	pthread_rwlock_wrlock(&s->lock);
+	gmap_iter_init(&gi, s->objs);
+	while (gmap_next(&gi, &k, NULL))
+		if (!gmap_has(r->seen, k))
+			json_array_append_new(gone, json_string(k));
+	json_array_foreach(gone, i, it) {
+		json_t *o = del_locked(s, json_string_value(it));
+		if (!change_add(&ch, &nch, &cap, 'd', o, NULL)) {
+			json_decref(o);
+			rc = -1;
+			break;
+		}
+	}
+	pthread_rwlock_unlock(&s->lock);
+	json_decref(gone);
+	kube_store_replace_abort(r);
+	changes_emit(ch, nch, fn, ud);
+	return rc;
+}
+
+int kube_store_replace(struct kube_store *s, json_t *items, kube_store_diff_fn fn, void *ud)
+{
+	struct kube_store_replace *r;
+
+	if (!json_is_array(items) || !(r = kube_store_replace_begin(s)))
+		return -1;
+	/* One page: adds and updates in list order, then deletes. */
+	kube_store_replace_page(r, items, fn, ud);
+	return kube_store_replace_end(r, fn, ud);
 }

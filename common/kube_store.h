@@ -37,6 +37,14 @@ struct kube_store;
 
 struct kube_store *kube_store_new(void);
 void kube_store_free(struct kube_store *s);
+/*
+ * Compact mode (before any object is added): each object is kept as its
+ * serialized JSON (no whitespace) instead of a tree of jansson values, about
+ * a tenth of the memory; every read (get, list, by_index, the old object of
+ * upsert/del and of replace's changes) decodes a new copy. For large caches
+ * read a few objects at a time (the translator's).
+ */
+int kube_store_set_compact(struct kube_store *s);
 /* Before any object is added. */
 int kube_store_add_index(struct kube_store *s, const char *name, kube_index_fn fn, void *ud);
 
@@ -67,5 +75,18 @@ json_t *kube_store_del(struct kube_store *s, const char *key);
  */
 typedef void (*kube_store_diff_fn)(char kind, json_t *old, json_t *newobj, void *ud);
 int kube_store_replace(struct kube_store *s, json_t *items, kube_store_diff_fn fn, void *ud);
+
+/*
+ * The same, one page at a time (a paged list need not be held whole):
+ * begin, then page for each page of items (adds and updates of that page
+ * reported when it returns), then end (what no page had is deleted and
+ * reported) or abort (a failed list: nothing deleted). end and abort free r.
+ */
+struct kube_store_replace;
+struct kube_store_replace *kube_store_replace_begin(struct kube_store *s);
+int kube_store_replace_page(struct kube_store_replace *r, json_t *items, kube_store_diff_fn fn,
+			    void *ud);
+int kube_store_replace_end(struct kube_store_replace *r, kube_store_diff_fn fn, void *ud);
+void kube_store_replace_abort(struct kube_store_replace *r);
 
 #endif

@@ -7,6 +7,7 @@
 #include "translator/crds.h"
 #include "translator/intent.h"
 #include "translator/kinds.h"
+#include "translator/project.h"
 #include "translator/reconcile.h"
 #include "translator/rec_egress.h"
 #include "translator/writes.h"
@@ -19,6 +20,21 @@
 
 #define MAX_WORKERS 16
 #define CRD_SETTLE_S 1.0
+/* Small list pages: a page is held decoded whole while it is cached. */
+#define LIST_PAGE 100
+
+/* What each cache keeps (translator/project.h): status owners where we write
+ * status (the skip check reads them), labels where an index or reconciler reads them. */
+static const struct project_opts PROJ[TK_N] = {
+	[TK_VPCATT] = { .keep_status_owners = true },
+	[TK_NI] = { .keep_status_owners = true },
+	[TK_NIC] = { .keep_status_owners = true },
+	[TK_ESC] = { .keep_labels = true, .keep_status_owners = true },
+	[TK_ES] = { .keep_labels = true },
+	[TK_NC] = { 0 },
+};
+/* Reports: a mapping may read any path but managedFields and annotations. */
+static const struct project_opts PROJ_REPORT = { .keep_labels = true };
 
 /* Handler data of a report informer: which mapping reads its objects. */
 struct rep_ud {
@@ -403,7 +419,12 @@ static struct informer *kind_informer(struct controller *c, enum tkind k,
 	io.res = TKINDS[k].res;
 	io.ns = k == TK_ES ? egress_ctx_shard_ns(c->eg) : c->o.watch_ns;
 	io.name = TKINDS[k].res.resource;
-	/* managedFields stay in the caches: the skip checks read them. */
+	/* Pruned as decoded; managedFields reduced to the status owners the skip
+	 * checks read; kept compact (every read decodes a copy). */
+	io.transform = project_object;
+	io.transform_ud = (void *)&PROJ[k];
+	io.compact = true;
+	io.page_size = LIST_PAGE;
 	if (!(inf = informer_new(c->kc, &io)))
 		return NULL;
 	if ((k == TK_VPCATT && informer_add_index(inf, "ids", att_ids_index, NULL)) ||
@@ -490,6 +511,10 @@ struct controller *controller_new(struct kube_client *kc, const struct mapping_s
 		io.res = (struct kube_resource){ rm->group, rm->version, rm->resource, rm->namespaced };
 		io.ns = rm->namespaced ? o->report_ns : NULL;
 		io.name = rm->name;
+		io.transform = project_object;
+		io.transform_ud = (void *)&PROJ_REPORT;
+		io.compact = true;
+		io.page_size = LIST_PAGE;
 		c->rud[i] = (struct rep_ud){ c, rm };
 		if (!(c->rep[i] = informer_new(kc, &io)) ||
 		    informer_add_index(c->rep[i], "ids", report_ids_index, (void *)rm) ||

@@ -1,5 +1,5 @@
 # galactic-translator: reports -> upstream status (docs/translator.md).
-TRANSLATOR_SRCS := translator/mapping.c translator/kinds.c translator/ssa.c translator/intent.c translator/nic.c \
+TRANSLATOR_SRCS := translator/mapping.c translator/project.c translator/kinds.c translator/ssa.c translator/intent.c translator/nic.c \
 	translator/schema.c translator/ownership.c translator/crds.c translator/writes.c \
 	translator/rec_common.c translator/rec_attachment.c translator/rec_interface.c translator/rec_claim.c translator/egress.c translator/rec_egress.c \
 	translator/controller.c
@@ -26,3 +26,4 @@ $(eval $(call fuzzer,fuzz_translator_schema,tests/fuzz/fuzz_translator_schema.c,
 $(eval $(call fuzzer,fuzz_translator_egress,tests/fuzz/fuzz_translator_egress.c,gtranslator gcommon,$(TRANSLATOR_LDLIBS)))
 $(eval $(call fuzzer,fuzz_translator_mapping,tests/fuzz/fuzz_translator_mapping.c,gtranslator gcommon,$(TRANSLATOR_LDLIBS)))
 $(eval $(call fuzzer,fuzz_translator_objects,tests/fuzz/fuzz_translator_objects.c,gtranslator gcommon,$(TRANSLATOR_LDLIBS)))
+$(eval $(call bench,bench_translator,tests/bench/bench_translator.c tests/bench/bench.c tests/lib/cp.c tests/lib/crds.c tests/lib/daemon.c,gcommon,$(TRANSLATOR_LDLIBS)))

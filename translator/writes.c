@@ -15,14 +15,41 @@
 
 static const struct kube_resource EVENTS = { "", "v1", "events", true };
 
+/* A fingerprint's hash: two FNV-1a 64 with different offsets (a collision
+ * would skip one write; at 2^-128 per pair it is not a concern). */
+struct fph {
+	uint64_t a, b;
+};
+
+static struct fph fph_of(const char *fp)
+{
+	struct fph h = { 0xcbf29ce484222325ULL, 0x84222325cbf29ce4ULL };
+	for (const unsigned char *p = (const unsigned char *)fp; fp && *p; p++) {
+		h.a = (h.a ^ *p) * 0x100000001b3ULL;
+		h.b = (h.b ^ (*p + 0x9eu)) * 0x100000001b3ULL;
+	}
+	if (!h.a && !h.b)
+		h.a = 1;
+	return h;
+}
+
+static bool fph_set(struct fph h) { return h.a || h.b; }
+static bool fph_eq(struct fph x, const char *fp)
+{
+	struct fph y = fph_of(fp);
+	return fph_set(x) && x.a == y.a && x.b == y.b;
+}
+
 /* What we last did to a key. */
 struct memo {
 	char uid[64];
 	uint64_t rv;      /* resourceVersion our last write returned */
-	char *intent;     /* its fingerprint */
-	char *refused;    /* fingerprint of an intent refused 422 for this uid (set aside) */
-	char *logged;     /* fingerprint of the last refusal logged (once per intent) */
-	json_t *reported; /* withheld fields already reported for this uid: {field: true} */
+	/* Fingerprints are kept as 128-bit hashes (one memo per object: at 10,000
+	 * sets the strings were ~1 KB each); 0 = none. */
+	struct fph intent;  /* of its intent */
+	struct fph refused; /* of an intent refused 422 for this uid (set aside) */
+	struct fph logged;  /* of the last refusal logged (once per intent) */
+	json_t *reported;   /* withheld fields already reported for this uid: {field: true}; NULL: none */
 };
 
 struct writes {
@@ -53,9 +80,6 @@ static void memo_free(void *p)
 	struct memo *m = p;
 	if (!m)
 		return;
-	free(m->intent);
-	free(m->refused);
-	free(m->logged);
 	json_decref(m->reported);
 	free(m);
 }
@@ -150,10 +174,8 @@ static struct memo *memo_for(struct writes *w, const char *key, const json_t *ob
 
 	if (m && !strcmp(m->uid, uid))
 		return m;
-	if (!(m = calloc(1, sizeof(*m))) || !(m->reported = json_object())) {
-		memo_free(m);
+	if (!(m = calloc(1, sizeof(*m))))
 		return NULL;
-	}
 	snprintf(m->uid, sizeof(m->uid), "%s", uid);
 	memo_free(gmap_put(w->memo, key, m, &err));
 	if (err) {
@@ -177,10 +199,10 @@ bool writes_already_sent(struct writes *w, enum tkind k, const char *key, const 
 	if (m && !strcmp(m->uid, gj_str(obj, "metadata.uid") ?: "")) {
 		/* Resource versions are opaque in the API contract; they are etcd
 		 * revisions in practice, so they are compared only when both parse. */
-		if (m->intent && !strcmp(m->intent, fp) &&
+		if (fph_eq(m->intent, fp) &&
 		    parse_rv(gj_str(obj, "metadata.resourceVersion"), &rv) && rv < m->rv)
 			r = true;
-		if (m->refused && !strcmp(m->refused, fp))
+		if (fph_eq(m->refused, fp))
 			r = true;
 	}
 	pthread_mutex_unlock(&w->mu);
@@ -196,15 +218,13 @@ static void memo_written(struct writes *w, const char *key, const json_t *out, c
 
 	pthread_mutex_lock(&w->mu);
 	if ((m = memo_for(w, key, out))) {
-		free(m->intent);
-		m->intent = NULL;
+		m->intent = (struct fph){ 0, 0 };
 		m->rv = 0;
 		if (fp && parse_rv(gj_str(out, "metadata.resourceVersion"), &rv)) {
-			m->intent = strdup(fp);
+			m->intent = fph_of(fp);
 			m->rv = rv;
 		}
-		free(m->refused);
-		m->refused = NULL;
+		m->refused = (struct fph){ 0, 0 };
 	}
 	pthread_mutex_unlock(&w->mu);
 }
@@ -220,8 +240,7 @@ void writes_schema_changed(struct writes *w)
 	gmap_iter_init(&it, w->memo);
 	while (gmap_next(&it, &k, &v)) {
 		struct memo *m = v;
-		free(m->refused);
-		m->refused = NULL;
+		m->refused = (struct fph){ 0, 0 };
 	}
 	pthread_mutex_unlock(&w->mu);
 }
@@ -311,7 +330,8 @@ void writes_withheld(struct writes *w, enum tkind k, const char *key, const json
 		char msg[800], lab[300];
 
 		pthread_mutex_lock(&w->mu);
-		if ((m = memo_for(w, key, obj)) && !json_object_get(m->reported, wh[i].field)) {
+		if ((m = memo_for(w, key, obj)) && !json_object_get(m->reported, wh[i].field) &&
+		    (m->reported || (m->reported = json_object()))) {
 			json_object_set_new(m->reported, wh[i].field, json_true());
 			first = true;
 		}
@@ -404,14 +424,12 @@ static enum wres failed(struct writes *w, enum tkind k, const char *key, const c
 		settling = w->schema_changed_at > 0 && mono_now() - w->schema_changed_at < SCHEMA_SETTLE_S;
 		/* The error names no uid; the memo of the key is for the incarnation we last saw. */
 		m = gmap_get(w->memo, key);
-		if (m && (!m->logged || strcmp(m->logged, fp))) {
-			free(m->logged);
-			m->logged = strdup(fp);
+		if (m && !fph_eq(m->logged, fp)) {
+			m->logged = fph_of(fp);
 			first = true;
 		}
-		if (m && !settling && (!m->refused || strcmp(m->refused, fp))) {
-			free(m->refused);
-			m->refused = strdup(fp);
+		if (m && !settling && !fph_eq(m->refused, fp)) {
+			m->refused = fph_of(fp);
 		}
 		pthread_mutex_unlock(&w->mu);
 		if (first)

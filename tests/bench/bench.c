@@ -118,6 +118,34 @@ bool bench_target(struct bench *b, const char *name, const char *unit, const str
 	return met;
 }
 
+bool bench_limit(struct bench *b, const char *name, const char *unit, const struct bench_side *ours,
+		 double max_value)
+{
+	double mo = bench_median(ours->samples, ours->n);
+	bool met = ours->n && mo <= max_value;
+	json_t *row;
+
+	row = must(json_pack("{s:s, s:s, s:b, s:o, s:{s:f}, s:b}", "name", name, "unit", unit,
+			     "measured", 1, "ours", side(ours), "target", "max_value", max_value, "met",
+			     met));
+	printf("%s: %s: %.4g %s (%s, median of %zu), target <= %.4g %s: ", b->name, name, mo, unit,
+	       ours->what, ours->n, max_value, unit);
+	if (met) {
+		printf("met\n");
+	} else {
+		double by = mo - max_value;
+
+		json_object_set_new(row, "missed_by",
+				    must(json_pack("{s:f, s:f}", "value", by, "percent",
+						   max_value > 0 ? 100 * by / max_value : 100.0)));
+		printf("NOT met, missed by %.4g %s (%.0f%% over the target)\n", by, unit,
+		       max_value > 0 ? 100 * by / max_value : 100.0);
+		b->missed++;
+	}
+	json_array_append_new(b->results, row);
+	return met;
+}
+
 void bench_not_measured(struct bench *b, const char *name, double max_ratio, const char *fmt, ...)
 {
 	char why[512];

@@ -13,7 +13,9 @@
  *    "results": [{"name", "unit", "ours": {"what", "samples", "median"},
  *                 "ref": {...}, "ratio": {"samples", "median"},
  *                 "target": {"max_ratio"}, "met", "missed_by"?,
- *                 "measured": false, "why"?}],
+ *                 "measured": false, "why"?}
+ *                or an absolute target {"name", "unit", "ours",
+ *                 "target": {"max_value"}, "met", "missed_by"?: {"value", "percent"}}],
  *    "facts": [{"name", "unit", "samples", "median", "what"}]}
  * bench_end() returns the exit status: 0 every target met, 1 a target was
  * missed or not measured, 2 the bench could not run (bench_error()).
@@ -42,6 +44,15 @@ struct bench *bench_begin(const char *name);
  */
 bool bench_target(struct bench *b, const char *name, const char *unit, const struct bench_side *ours,
 		  const struct bench_side *ref, double max_ratio);
+
+/*
+ * An absolute target: the median of ours <= max_value (unit), for figures
+ * that have no reference to compare with (peak RSS under a budget, writes
+ * per transition). Written with "target": {"max_value"}; prints the row;
+ * returns whether it was met.
+ */
+bool bench_limit(struct bench *b, const char *name, const char *unit, const struct bench_side *ours,
+		 double max_value);
 
 /* A target that could not be measured this run (counts as not met). */
 void bench_not_measured(struct bench *b, const char *name, double max_ratio, const char *fmt, ...)

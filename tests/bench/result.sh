@@ -35,7 +35,10 @@ bench_result_table() {
       "\($b)\tCOULD NOT RUN: \(.error)"
     else
       .results[] | "\($b)\t\(.name)\t" +
-        (if .measured then
+        (if .measured and .target.max_value != null then
+           "\(.ours.median | f3) \(.unit) (median of \(.ours.samples | length)), target <= \(.target.max_value | f3) \(.unit): " +
+           (if .met then "met" else "MISSED by \(.missed_by.value | f3) \(.unit) (\(.missed_by.percent | round)% over)" end)
+         elif .measured then
            "ratio \(.ratio.median | f3) (median of \(.ratio.samples | length)), target <= \(.target.max_ratio | f3): " +
            (if .met then "met" else "MISSED by \(.missed_by.ratio | f3) (\(.missed_by.percent | round)% over)" end)
          else

@@ -29,11 +29,14 @@ static void on_diff(char kind, json_t *old, json_t *nw, void *ud)
 		ck_assert_str_ne(gj_str(old, "metadata.resourceVersion"), gj_str(nw, "metadata.resourceVersion"));
 }
 
-START_TEST(store_indexes_and_replace)
+static void store_indexes_and_replace_in(bool compact)
 {
 	struct kube_store *s = kube_store_new();
 	json_t *o, *old = NULL, *a;
 	struct diffs d = { "" };
+
+	if (compact)
+		ck_assert_int_eq(kube_store_set_compact(s), 0);
 
 	ck_assert_int_eq(kube_store_add_index(s, "node", kube_index_by_label, (void *)"node"), 0);
 	ck_assert_int_eq(kube_store_add_index(s, "ns", kube_index_by_namespace, NULL), 0);
@@ -99,7 +102,80 @@ START_TEST(store_indexes_and_replace)
 	a = kube_store_list(s);
 	ck_assert_uint_eq(json_array_size(a), 2);
 	json_decref(a);
+	/* Compact mode refused once objects are in. */
+	ck_assert_int_eq(kube_store_set_compact(s), -1);
 	kube_store_free(s);
+}
+
+START_TEST(store_indexes_and_replace) { store_indexes_and_replace_in(false); }
+END_TEST
+
+/* The same in compact mode: every read is a fresh decoded copy, equal to what was stored. */
+START_TEST(store_compact)
+{
+	struct kube_store *s = kube_store_new();
+	json_t *o = obj("n1", "a", "7", "node-1"), *g1, *g2;
+
+	store_indexes_and_replace_in(true);
+	ck_assert_int_eq(kube_store_set_compact(s), 0);
+	ck_assert_int_eq(kube_store_upsert(s, o, NULL), 0);
+	g1 = kube_store_get(s, "n1/a");
+	g2 = kube_store_get(s, "n1/a");
+	ck_assert_ptr_nonnull(g1);
+	ck_assert_ptr_ne(g1, g2);
+	ck_assert(json_equal(g1, o));
+	ck_assert(json_equal(g2, o));
+	json_decref(g1);
+	json_decref(g2);
+	json_decref(o);
+	kube_store_free(s);
+}
+END_TEST
+
+/* A relist page by page: each page reported when it is in; deletes at the end;
+ * an aborted relist deletes nothing. */
+START_TEST(store_replace_paged)
+{
+	for (int compact = 0; compact < 2; compact++) {
+		struct kube_store *s = kube_store_new();
+		struct kube_store_replace *r;
+		struct diffs d = { "" };
+		json_t *p1 = json_array(), *p2 = json_array(), *o;
+
+		if (compact)
+			kube_store_set_compact(s);
+		ck_assert_int_eq(kube_store_add_index(s, "node", kube_index_by_label, (void *)"node"), 0);
+		o = obj("n1", "a", "1", "node-1");
+		kube_store_upsert(s, o, NULL);
+		json_decref(o);
+		o = obj("n1", "b", "2", "node-1");
+		kube_store_upsert(s, o, NULL);
+		json_decref(o);
+		json_array_append_new(p1, obj("n1", "c", "3", "node-2"));
+		json_array_append_new(p2, obj("n1", "a", "4", "node-2"));
+		r = kube_store_replace_begin(s);
+		ck_assert_int_eq(kube_store_replace_page(r, p1, on_diff, &d), 0);
+		ck_assert_str_eq(d.log, "a:n1/c ");
+		ck_assert_int_eq(kube_store_replace_page(r, p2, on_diff, &d), 0);
+		ck_assert_str_eq(d.log, "a:n1/c u:n1/a ");
+		ck_assert_uint_eq(kube_store_len(s), 3);
+		ck_assert_int_eq(kube_store_replace_end(r, on_diff, &d), 0);
+		ck_assert_str_eq(d.log, "a:n1/c u:n1/a d:n1/b ");
+		ck_assert_uint_eq(kube_store_len(s), 2);
+		o = kube_store_by_index(s, "node", "node-2");
+		ck_assert_uint_eq(json_array_size(o), 2);
+		json_decref(o);
+		/* aborted: the page is in, nothing else goes */
+		d.log[0] = 0;
+		r = kube_store_replace_begin(s);
+		ck_assert_int_eq(kube_store_replace_page(r, p1, on_diff, &d), 0);
+		kube_store_replace_abort(r);
+		ck_assert_str_eq(d.log, "");
+		ck_assert_uint_eq(kube_store_len(s), 2);
+		json_decref(p1);
+		json_decref(p2);
+		kube_store_free(s);
+	}
 }
 END_TEST
 
@@ -306,6 +382,8 @@ int main(void)
 	Suite *s = suite_create("common_store");
 	TCase *tc = tcase_create("store");
 	tcase_add_test(tc, store_indexes_and_replace);
+	tcase_add_test(tc, store_compact);
+	tcase_add_test(tc, store_replace_paged);
 	tcase_add_test(tc, gmap_grows);
 	tcase_add_test(tc, json_helpers);
 	tcase_add_test(tc, typed_errors);

@@ -9,6 +9,8 @@
 #include "tests/lib/gtest.h"
 #include "translator/intent.h"
 #include "translator/nic.h"
+#include "translator/project.h"
+#include "translator/ssa.h"
 
 #include <string.h>
 
@@ -370,6 +372,76 @@ START_TEST(test_round_trip_noop)
 END_TEST
 
 /* Objects written by others with every type wrong: no crash, nothing invented. */
+/* The cache's projection keeps exactly what the skip check, the takeover note
+ * and the withdrawal read: every ssa_* answer is the same on the pruned object. */
+START_TEST(test_projection_keeps_what_ssa_reads)
+{
+	static const struct project_opts owners = { .keep_status_owners = true }, none = { 0 };
+	const char *full =
+		"{\"apiVersion\":\"cloud.datumapis.com/v1alpha1\",\"kind\":\"VPCAttachment\","
+		"\"metadata\":{\"name\":\"a\",\"namespace\":\"t\",\"uid\":\"u1\",\"resourceVersion\":\"9\","
+		"\"generation\":2,\"creationTimestamp\":\"2026-01-01T00:00:00Z\",\"labels\":{\"x\":\"y\"},"
+		"\"annotations\":{\"kubectl.kubernetes.io/last-applied-configuration\":\"{...}\"},"
+		"\"ownerReferences\":[{\"uid\":\"o1\",\"controller\":true,\"kind\":\"NetworkInterface\",\"name\":\"a\"}],"
+		"\"managedFields\":["
+		"{\"manager\":\"kubectl\",\"operation\":\"Update\",\"time\":\"2026-01-01T00:00:00Z\","
+		"\"fieldsType\":\"FieldsV1\",\"fieldsV1\":{\"f:spec\":{\"f:vpc\":{\"f:name\":{}}}}},"
+		"{\"manager\":\"vpc-operator\",\"operation\":\"Apply\",\"subresource\":\"status\","
+		"\"fieldsV1\":{\"f:status\":{\"f:vpc\":{},\"f:conditions\":{\"k:{\\\"type\\\":\\\"Ready\\\"}\":"
+		"{\".\":{},\"f:status\":{}}}}}},"
+		"{\"manager\":\"galactic-translator\",\"operation\":\"Apply\",\"subresource\":\"status\","
+		"\"fieldsV1\":{\"f:status\":{\"f:node\":{},\"f:conditions\":{\"k:{\\\"type\\\":\\\"Programmed\\\"}\":"
+		"{\".\":{},\"f:status\":{},\"f:reason\":{}}}}}}]},"
+		"\"spec\":{\"vpc\":{\"name\":\"blue\"}},"
+		"\"status\":{\"vpc\":\"V1\",\"node\":\"n1\",\"conditions\":["
+		"{\"type\":\"Ready\",\"status\":\"True\",\"reason\":\"R\",\"message\":\"\",\"lastTransitionTime\":\"t\"},"
+		"{\"type\":\"Programmed\",\"status\":\"True\",\"reason\":\"P\",\"message\":\"m\",\"lastTransitionTime\":\"t\"}]}}";
+	json_t *o = J(full), *p = J(full), *q = J(full), *intents[3], *w1, *w2;
+	char why1[256], why2[256];
+
+	project_object(p, (void *)&owners);
+	project_object(q, (void *)&none);
+	/* kept: ids, version, generation, owners; gone: annotations, labels, spec-only entries, times */
+	ck_assert_str_eq(gj_str(p, "metadata.uid"), "u1");
+	ck_assert_str_eq(gj_str(p, "metadata.resourceVersion"), "9");
+	ck_assert_int_eq(json_integer_value(gj_get(p, "metadata.generation")), 2);
+	ck_assert_str_eq(gj_str(json_array_get(gj_get(p, "metadata.ownerReferences"), 0), "uid"), "o1");
+	ck_assert_ptr_null(gj_get(p, "metadata.annotations"));
+	ck_assert_ptr_null(gj_get(p, "metadata.labels"));
+	ck_assert_uint_eq(json_array_size(gj_get(p, "metadata.managedFields")), 2);
+	ck_assert_ptr_null(json_object_get(json_array_get(gj_get(p, "metadata.managedFields"), 0), "time"));
+	ck_assert(json_equal(json_object_get(o, "status"), json_object_get(p, "status")));
+	ck_assert(json_equal(json_object_get(o, "spec"), json_object_get(p, "spec")));
+	ck_assert_ptr_null(gj_get(q, "metadata.managedFields"));
+	ck_assert_str_eq(gj_str(q, "metadata.name"), "a");
+
+	intents[0] = J("{\"status\":{\"node\":\"n1\",\"conditions\":[{\"type\":\"Programmed\",\"status\":\"True\","
+		       "\"reason\":\"P\",\"message\":\"m\",\"lastTransitionTime\":\"t\"}]}}");
+	intents[1] = J("{\"status\":{\"node\":\"n2\"}}");
+	intents[2] = J("{\"status\":{\"vpc\":\"V1\",\"node\":\"n1\"}}");
+	for (int i = 0; i < 3; i++) {
+		bool a = ssa_status_satisfied(o, intents[i], "galactic-translator", why1, sizeof(why1));
+		bool b = ssa_status_satisfied(p, intents[i], "galactic-translator", why2, sizeof(why2));
+		ck_assert_int_eq(a, b);
+		ck_assert_msg(b == (i == 0), "intent %d: %s", i, why2); /* shown; other value; not ours */
+		if (!a)
+			ck_assert_str_eq(why1, why2);
+		json_decref(intents[i]);
+	}
+	ck_assert_int_eq(ssa_withdraw_empties_status(o, "galactic-translator"),
+			 ssa_withdraw_empties_status(p, "galactic-translator"));
+	w1 = ssa_withdraw_ops(o, "galactic-translator");
+	w2 = ssa_withdraw_ops(p, "galactic-translator");
+	ck_assert(json_equal(w1, w2));
+	ck_assert_ptr_nonnull(w1);
+	json_decref(w1);
+	json_decref(w2);
+	json_decref(o);
+	json_decref(p);
+	json_decref(q);
+}
+END_TEST
+
 START_TEST(test_bad_objects)
 {
 	static const char *const ifaces[] = {
@@ -449,6 +521,7 @@ int main(void)
 	TCase *tc = tcase_create("patch");
 
 	tcase_add_test(tc, test_no_status);
+	tcase_add_test(tc, test_projection_keeps_what_ssa_reads);
 	tcase_add_test(tc, test_no_list);
 	tcase_add_test(tc, test_empty_list);
 	tcase_add_test(tc, test_append_after_others);
