@@ -18,10 +18,15 @@ struct wq {
 	pthread_mutex_t mu;
 	pthread_cond_t cond;
 	struct wq_opts o;
-	/* FIFO ring of keys */
+	/* FIFO ring of keys (a deque: wq_add_front pushes at the head) */
 	char **fifo;
 	size_t head, len, cap;
+	/* dirty: key -> its live entry in the ring, or (void *)1 while it is
+	 * processed. An entry that is not its key's live one is stale (the key
+	 * was moved to the front): skipped when it comes up, counted in nstale. */
 	struct gmap *dirty, *processing;
+	struct gmap *front; /* processed keys that wq_done re-queues at the front */
+	size_t nstale;
 	/* delayed adds: min-heap on at, and key -> index for the earliest-wins rule */
 	struct delayed *heap;
 	size_t nheap, capheap;
@@ -60,6 +65,7 @@ struct wq *wq_new(const struct wq_opts *o)
 	q->last_refill = now_s();
 	q->dirty = gmap_new();
 	q->processing = gmap_new();
+	q->front = gmap_new();
 	q->waiting = gmap_new();
 	q->failures = gmap_new();
 	pthread_mutex_init(&q->mu, NULL);
@@ -67,7 +73,7 @@ struct wq *wq_new(const struct wq_opts *o)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&q->cond, &ca);
 	pthread_condattr_destroy(&ca);
-	if (!q->dirty || !q->processing || !q->waiting || !q->failures) {
+	if (!q->dirty || !q->processing || !q->front || !q->waiting || !q->failures) {
 		wq_free(q);
 		return NULL;
 	}
@@ -86,6 +92,7 @@ void wq_free(struct wq *q)
 	free(q->heap);
 	gmap_free(q->dirty, NULL);
 	gmap_free(q->processing, NULL);
+	gmap_free(q->front, NULL);
 	gmap_free(q->waiting, NULL);
 	gmap_free(q->failures, NULL);
 	pthread_cond_destroy(&q->cond);
@@ -93,14 +100,13 @@ void wq_free(struct wq *q)
 	free(q);
 }
 
-static int fifo_push(struct wq *q, const char *key)
+static bool fifo_grow(struct wq *q)
 {
-	char *k;
 	if (q->len == q->cap) {
 		size_t cap = q->cap ? q->cap * 2 : 64;
 		char **n = malloc(cap * sizeof(*n));
 		if (!n)
-			return -1;
+			return false;
 		for (size_t i = 0; i < q->len; i++)
 			n[i] = q->fifo[(q->head + i) % q->cap];
 		free(q->fifo);
@@ -108,12 +114,29 @@ static int fifo_push(struct wq *q, const char *key)
 		q->cap = cap;
 		q->head = 0;
 	}
-	if (!(k = strdup(key)))
-		return -1;
-	q->fifo[(q->head + q->len) % q->cap] = k;
-	q->len++;
-	return 0;
+	return true;
 }
+
+/* Queues key at the back (or the front) as its live entry; -1 on ENOMEM. */
+static int fifo_push_at(struct wq *q, const char *key, bool at_front)
+{
+	char *k;
+	int e = 0;
+
+	if (!fifo_grow(q) || !(k = strdup(key)))
+		return -1;
+	if (at_front) {
+		q->head = (q->head + q->cap - 1) % q->cap;
+		q->fifo[q->head] = k;
+	} else {
+		q->fifo[(q->head + q->len) % q->cap] = k;
+	}
+	q->len++;
+	gmap_put(q->dirty, key, k, &e);
+	return e ? -1 : 0;
+}
+
+static int fifo_push(struct wq *q, const char *key) { return fifo_push_at(q, key, false); }
 
 static void add_locked(struct wq *q, const char *key)
 {
@@ -130,6 +153,37 @@ static void add_locked(struct wq *q, const char *key)
 		return;
 	}
 	pthread_cond_signal(&q->cond);
+}
+
+void wq_add_front(struct wq *q, const char *key)
+{
+	void *live;
+	int e = 0;
+
+	pthread_mutex_lock(&q->mu);
+	if (q->shutdown)
+		goto out;
+	if (gmap_has(q->processing, key)) {
+		/* Runs now: queued again (at the front) when done. */
+		if (!gmap_has(q->dirty, key))
+			gmap_put(q->dirty, key, (void *)1, &e);
+		if (!e)
+			gmap_put(q->front, key, (void *)1, &e);
+		goto out;
+	}
+	live = gmap_get(q->dirty, key);
+	if (fifo_push_at(q, key, true) < 0) {
+		if (!live)
+			gmap_del(q->dirty, key, NULL);
+		else
+			gmap_put(q->dirty, key, live, NULL);
+		goto out;
+	}
+	if (live && live != (void *)1)
+		q->nstale++; /* its old place in the ring is skipped */
+	pthread_cond_signal(&q->cond);
+out:
+	pthread_mutex_unlock(&q->mu);
 }
 
 void wq_add(struct wq *q, const char *key)
@@ -310,7 +364,7 @@ char *wq_get(struct wq *q, double timeout_s)
 	pthread_mutex_lock(&q->mu);
 	for (;;) {
 		promote_ready(q);
-		if (q->len)
+		if (q->len > q->nstale)
 			break;
 		if (q->shutdown || now_s() >= end)
 			goto out;
@@ -324,9 +378,15 @@ char *wq_get(struct wq *q, double timeout_s)
 			pthread_cond_timedwait(&q->cond, &q->mu, &ts);
 		}
 	}
-	key = q->fifo[q->head];
-	q->head = (q->head + 1) % q->cap;
-	q->len--;
+	for (;;) {
+		key = q->fifo[q->head];
+		q->head = (q->head + 1) % q->cap;
+		q->len--;
+		if (gmap_get(q->dirty, key) == key)
+			break;
+		free(key); /* stale: the key moved to the front */
+		q->nstale--;
+	}
 	gmap_del(q->dirty, key, NULL);
 	gmap_put(q->processing, key, (void *)1, NULL);
 out:
@@ -339,7 +399,9 @@ void wq_done(struct wq *q, const char *key)
 	pthread_mutex_lock(&q->mu);
 	gmap_del(q->processing, key, NULL);
 	/* Added while being processed: now it may run again. */
-	if (gmap_has(q->dirty, key) && fifo_push(q, key) == 0)
+	bool front = gmap_has(q->front, key);
+	gmap_del(q->front, key, NULL);
+	if (gmap_has(q->dirty, key) && fifo_push_at(q, key, front) == 0)
 		pthread_cond_signal(&q->cond);
 	pthread_mutex_unlock(&q->mu);
 }
@@ -348,7 +410,7 @@ size_t wq_len(struct wq *q)
 {
 	size_t n;
 	pthread_mutex_lock(&q->mu);
-	n = q->len;
+	n = q->len - q->nstale;
 	pthread_mutex_unlock(&q->mu);
 	return n;
 }

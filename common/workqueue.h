@@ -27,6 +27,11 @@ struct wq *wq_new(const struct wq_opts *o); /* o may be NULL */
 void wq_free(struct wq *q);
 
 void wq_add(struct wq *q, const char *key);
+/* Like wq_add, but the key goes to the front (moved there if it is queued
+ * already; a key being processed is queued again at the front when done):
+ * for work that follows directly from work just done (a dependent object
+ * after its dependency's write), so a chain finishes before the backlog. */
+void wq_add_front(struct wq *q, const char *key);
 void wq_add_after(struct wq *q, const char *key, double delay_s);
 /* Returns the delay chosen. */
 double wq_add_rate_limited(struct wq *q, const char *key);

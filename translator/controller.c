@@ -72,6 +72,25 @@ static void enqueue(struct controller *c, enum tkind k, const char *ns, const ch
 	/* else: not a name; nothing to queue (bad objects never crash us) */
 }
 
+/*
+ * A dependent of an object that just changed (an interface or claim after
+ * its attachment's update, a claim after its interface's): at the front of
+ * the queue, so a chain (attachment -> interface, claim) is finished before
+ * the backlog of other keys moves on and each claim is ready as soon as its
+ * own chain is (docs/translator.md "Order of work").
+ */
+static void enqueue_dep(struct controller *c, enum tkind k, const char *ns, const char *name,
+			bool front)
+{
+	char key[600];
+	if (qkey_format(k, ns, name, key, sizeof(key)))
+		return;
+	if (front)
+		wq_add_front(c->q, key);
+	else
+		wq_add(c->q, key);
+}
+
 static void enqueue_obj(struct controller *c, enum tkind k, const json_t *obj)
 {
 	enqueue(c, k, gj_str(obj, "metadata.namespace"), gj_str(obj, "metadata.name"));
@@ -102,25 +121,28 @@ static void report_ids_index(const json_t *obj, struct kube_index_values *out, v
 
 /* An interface changed (or its attachment did): queue the claims that name it or that it names. */
 static void enqueue_claims_of_iface(struct controller *c, const char *ns, const char *ifname,
-				    const char *claimref)
+				    const char *claimref, bool front)
 {
 	char k[600];
 	json_t *cl, *o;
 	size_t i;
 
-	enqueue(c, TK_NIC, ns, claimref);
+	enqueue_dep(c, TK_NIC, ns, claimref, front);
 	if (!ns || !ifname)
 		return;
 	snprintf(k, sizeof(k), "%s/%s", ns, ifname);
 	cl = kube_store_by_index(informer_store(c->inf[TK_NIC]), "ifref", k);
 	json_array_foreach(cl, i, o)
-		enqueue_obj(c, TK_NIC, o);
+		if (strcmp(gj_str(o, "metadata.name") ?: "", claimref ?: ""))
+			enqueue_dep(c, TK_NIC, ns, gj_str(o, "metadata.name"), front);
 	json_decref(cl);
 }
 
 /* An attachment changed: queue it, the interface of its name (upstream names an
- * attachment after its interface) and that interface's claims. */
-static void att_changed(struct controller *c, const json_t *att, bool self)
+ * attachment after its interface) and that interface's claims; on an update
+ * (our write's own event, or the VPC operator's / a report's change) the
+ * dependents go to the front. */
+static void att_changed(struct controller *c, const json_t *att, bool self, bool front)
 {
 	const char *ns = gj_str(att, "metadata.namespace"), *ifn = gj_str(att, "metadata.name");
 	json_t *iface;
@@ -132,34 +154,36 @@ static void att_changed(struct controller *c, const json_t *att, bool self)
 		if (c->eg)
 			enqueue_obj(c, TK_ESC, att);
 	}
-	enqueue(c, TK_NI, ns, ifn);
 	iface = kube_store_get_nn(informer_store(c->inf[TK_NI]), ns, ifn);
-	enqueue_claims_of_iface(c, ns, ifn, gj_str(iface, "spec.claimRef.name"));
+	/* The claim first: at the front, the interface then lands before it. Both
+	 * read the attachment, not each other. */
+	enqueue_claims_of_iface(c, ns, ifn, gj_str(iface, "spec.claimRef.name"), front);
+	enqueue_dep(c, TK_NI, ns, ifn, front);
 	json_decref(iface);
 }
-static void att_add(json_t *obj, void *ud) { att_changed(ud, obj, true); }
+static void att_add(json_t *obj, void *ud) { att_changed(ud, obj, true, false); }
 static void att_update(json_t *old, json_t *nw, void *ud)
 {
-	att_changed(ud, nw, true);
-	att_changed(ud, old, false);
+	att_changed(ud, nw, true, true);
+	att_changed(ud, old, false, true);
 }
-static void att_delete(json_t *obj, void *ud) { att_changed(ud, obj, true); }
+static void att_delete(json_t *obj, void *ud) { att_changed(ud, obj, true, true); }
 
-static void ni_changed(struct controller *c, const json_t *o)
+static void ni_changed(struct controller *c, const json_t *o, bool front)
 {
 	const char *ns = gj_str(o, "metadata.namespace"), *n = gj_str(o, "metadata.name");
 	if (!o)
 		return;
 	enqueue(c, TK_NI, ns, n);
-	enqueue_claims_of_iface(c, ns, n, gj_str(o, "spec.claimRef.name"));
+	enqueue_claims_of_iface(c, ns, n, gj_str(o, "spec.claimRef.name"), front);
 }
-static void ni_add(json_t *obj, void *ud) { ni_changed(ud, obj); }
+static void ni_add(json_t *obj, void *ud) { ni_changed(ud, obj, false); }
 static void ni_update(json_t *old, json_t *nw, void *ud)
 {
-	ni_changed(ud, old);
-	ni_changed(ud, nw);
+	ni_changed(ud, old, true);
+	ni_changed(ud, nw, true);
 }
-static void ni_delete(json_t *obj, void *ud) { ni_changed(ud, obj); }
+static void ni_delete(json_t *obj, void *ud) { ni_changed(ud, obj, true); }
 
 static void nic_ifref_index(const json_t *obj, struct kube_index_values *out, void *ud)
 {

@@ -326,3 +326,49 @@ bad:
 	json_decref(changes);
 	return NULL;
 }
+
+json_t *cond_list_merged(const json_t *obj, const json_t *want, char *err, size_t errlen)
+{
+	const json_t *st = json_object_get(obj, "status"), *list, *c, *w;
+	json_t *out;
+	size_t i, j;
+
+	list = json_object_get(st, "conditions");
+	if (!json_is_array(want) || (st && !json_is_object(st) && !json_is_null(st)) ||
+	    (list && !json_is_array(list) && !json_is_null(list))) {
+		snprintf(err, errlen, "status, status.conditions or the wanted list has the wrong type");
+		return NULL;
+	}
+	json_array_foreach(want, j, w)
+		if (!json_is_string(json_object_get(w, "type"))) {
+			snprintf(err, errlen, "wanted condition %zu has no type", j);
+			return NULL;
+		}
+	if (!(out = json_array()))
+		goto oom;
+	json_array_foreach(list, i, c) {
+		const char *t = str_at(c, "type");
+		const json_t *mine = NULL;
+		bool earlier = false;
+		json_array_foreach(want, j, w)
+			if (t && !strcmp(str_at(w, "type"), t))
+				mine = w;
+		if (!mine) {
+			if (json_array_append_new(out, json_deep_copy(c)))
+				goto oom;
+			continue;
+		}
+		for (size_t k = 0; k < i && !earlier; k++)
+			earlier = !strcmp(str_at(json_array_get(list, k), "type") ?: "", t);
+		if (!earlier && json_array_append_new(out, json_deep_copy(mine)))
+			goto oom;
+	}
+	json_array_foreach(want, j, w)
+		if (!find_cond(obj, str_at(w, "type")) && json_array_append_new(out, json_deep_copy(w)))
+			goto oom;
+	return out;
+oom:
+	json_decref(out);
+	snprintf(err, errlen, "out of memory");
+	return NULL;
+}

@@ -108,4 +108,15 @@ bool nic_fields_satisfied(const json_t *iface, const json_t *intent, const char 
  */
 json_t *cond_patch_build(const json_t *obj, const json_t *want, char *err, size_t errlen);
 
+/*
+ * The list cond_patch_build's ops would leave: obj's status.conditions with
+ * the first entry of each wanted type replaced in place, later entries of
+ * those types removed, missing wanted types appended (in want's order),
+ * everyone else's entries untouched and in their places. For an atomic list
+ * written whole by one server-side apply together with the fields (one write
+ * per transition; the apply's resourceVersion precondition guards the
+ * others' entries). A new array, NULL (err set) on the wrong types.
+ */
+json_t *cond_list_merged(const json_t *obj, const json_t *want, char *err, size_t errlen);
+
 #endif

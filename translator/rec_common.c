@@ -122,21 +122,30 @@ int rec_write(const struct rec_ctx *c, enum tkind k, const char *key, const json
 		}
 	}
 	if (!fields_ok) {
+		/* One write per transition: on an atomic list the conditions ride in
+		 * the same apply, the whole list (ours merged into the cached one; the
+		 * resourceVersion precondition guards everyone else's entries). An
+		 * apply also carries it, unchanged, while our apply owns the list, so
+		 * it never drops a list it owns; otherwise an unchanged list stays out
+		 * (it would make the list co-owned with its last writer). */
+		if (!map && ops &&
+		    (json_array_size(ops) ||
+		     json_object_get(ssa_owned_status(obj, TRANSLATOR_MANAGER), "f:conditions"))) {
+			json_t *merged = cond_list_merged(obj, conds, ebuf, sizeof(ebuf));
+			if (merged && json_array_size(merged))
+				json_object_set_new(st, "conditions", merged);
+			else
+				json_decref(merged);
+		}
 		writes_note_takeovers(c->w, key, obj, full);
 		r = writes_apply(c->w, k, key, obj, full, fp, &out);
-		if (r != WR_OK) {
-			ret = result(r);
-			goto out;
-		}
-		log_written("applied status", key, map ? conds : NULL, why);
-		if (ops) {
-			/* The answer is fresher than the cache: patch against it. */
-			json_decref(ops);
-			ops = cond_patch_build(out, conds, ebuf, sizeof(ebuf));
-		}
+		if (r == WR_OK)
+			log_written("applied status", key, json_object_get(st, "conditions"), why);
+		ret = result(r);
+		goto out;
 	}
 	if (json_array_size(ops)) {
-		r = writes_patch(c->w, k, key, out ? out : obj, ops, fp, &out2);
+		r = writes_patch(c->w, k, key, obj, ops, fp, &out2);
 		if (r == WR_OK)
 			log_written("patched conditions", key, conds, "conditions differ");
 		ret = result(r);

@@ -27,6 +27,8 @@
  *     every object has exactly one transition (nothing -> final) and the
  *     ideal is 1 write per object;
  *   - 409s (galactic_translator_conflicts_total).
+ * BENCH_TRANSLATOR_BIN runs another build of the translator (e.g. an older
+ * commit's, for a before/after in the same conditions).
  * Targets (make bench fails when one is missed): peak RSS <= 64 MB
  * (61.04 MiB), writes per object <= 1 for each kind, 0 409s, median/last
  * claim <= 0.6. Results in build/bench-results/bench_translator.json.
@@ -333,7 +335,7 @@ static int cmp_d(const void *a, const void *b)
 int main(int argc, char **argv)
 {
 	static const char *kinds[] = { "VPCAttachment", "NetworkInterface", "NetworkInterfaceClaim" };
-	const char *bin = "build/rel/bin/galactic-translator", *variant;
+	const char *bin = getenv("BENCH_TRANSLATOR_BIN") ?: "build/rel/bin/galactic-translator", *variant;
 	char err[256], port_s[32], log[400], what[300];
 	struct kube_config *cfg;
 	struct kube_client *kc;

@@ -205,11 +205,71 @@ START_TEST(reconnect_backoff)
 }
 END_TEST
 
+/* wq_add_front: a queued key moves to the front (its old place is skipped),
+ * a new one goes first, one being processed comes back first after done. */
+START_TEST(test_add_front)
+{
+	struct wq *q = wq_new(NULL);
+	char *k, *k2;
+
+	wq_add(q, "a");
+	wq_add(q, "b");
+	wq_add(q, "c");
+	wq_add_front(q, "c");
+	ck_assert_uint_eq(wq_len(q), 3);
+	wq_add_front(q, "d");
+	ck_assert_uint_eq(wq_len(q), 4);
+	const char *want[] = { "d", "c", "a" };
+	for (int i = 0; i < 3; i++) {
+		k = wq_get(q, 0);
+		ck_assert_str_eq(k, want[i]);
+		wq_done(q, k);
+		free(k);
+	}
+	ck_assert_uint_eq(wq_len(q), 1);
+	/* b runs; meanwhile e is queued and b is asked for at the front: after done, b before e */
+	k = wq_get(q, 0);
+	ck_assert_str_eq(k, "b");
+	wq_add(q, "e");
+	wq_add_front(q, "b");
+	ck_assert_uint_eq(wq_len(q), 1);
+	wq_done(q, k);
+	free(k);
+	ck_assert_uint_eq(wq_len(q), 2);
+	k = wq_get(q, 0);
+	ck_assert_str_eq(k, "b");
+	k2 = wq_get(q, 0);
+	ck_assert_str_eq(k2, "e");
+	wq_done(q, k);
+	wq_done(q, k2);
+	free(k);
+	free(k2);
+	ck_assert_uint_eq(wq_len(q), 0);
+	ck_assert_ptr_null(wq_get(q, 0.01));
+	/* the stale copy left behind never comes up: a moved key runs once */
+	wq_add(q, "x");
+	wq_add(q, "y");
+	wq_add_front(q, "y");
+	k = wq_get(q, 0);
+	ck_assert_str_eq(k, "y");
+	wq_done(q, k);
+	free(k);
+	k = wq_get(q, 0);
+	ck_assert_str_eq(k, "x");
+	wq_done(q, k);
+	free(k);
+	ck_assert_ptr_null(wq_get(q, 0.01));
+	ck_assert_uint_eq(wq_len(q), 0);
+	wq_free(q);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("common_workqueue");
 	TCase *tc = tcase_create("workqueue");
 	tcase_add_test(tc, dedup_and_processing);
+	tcase_add_test(tc, test_add_front);
 	tcase_add_test(tc, per_key_backoff);
 	tcase_add_test(tc, token_bucket);
 	tcase_add_test(tc, delayed_adds);
