@@ -442,6 +442,39 @@ START_TEST(test_projection_keeps_what_ssa_reads)
 }
 END_TEST
 
+/* The whole list one apply carries on an atomic list: ours replaced in place
+ * or appended, duplicates of ours dropped, everyone else's untouched. */
+START_TEST(test_list_merged)
+{
+	json_t *o = J("{\"status\":{\"conditions\":[{\"type\":\"Bound\",\"status\":\"True\"},"
+		      "{\"type\":\"Prepared\",\"status\":\"False\"},{\"type\":\"Allocated\",\"status\":\"True\"},"
+		      "{\"type\":\"Prepared\",\"status\":\"Unknown\"}]}}");
+	json_t *want = J("[{\"type\":\"Prepared\",\"status\":\"True\"},{\"type\":\"Programmed\",\"status\":\"True\"}]");
+	json_t *m, *e;
+	char err[128];
+
+	m = cond_list_merged(o, want, err, sizeof(err));
+	e = J("[{\"type\":\"Bound\",\"status\":\"True\"},{\"type\":\"Prepared\",\"status\":\"True\"},"
+	      "{\"type\":\"Allocated\",\"status\":\"True\"},{\"type\":\"Programmed\",\"status\":\"True\"}]");
+	ck_assert_msg(json_equal(m, e), "%s", gj_dumps(m));
+	json_decref(m);
+	json_decref(e);
+	/* no status yet: the wanted entries */
+	json_decref(o);
+	o = J("{\"metadata\":{\"name\":\"x\"}}");
+	m = cond_list_merged(o, want, err, sizeof(err));
+	ck_assert(json_equal(m, want));
+	json_decref(m);
+	/* wrong types: refused */
+	json_decref(o);
+	o = J("{\"status\":{\"conditions\":{\"type\":\"Bound\"}}}");
+	ck_assert_ptr_null(cond_list_merged(o, want, err, sizeof(err)));
+	ck_assert_ptr_nonnull(strstr(err, "wrong type"));
+	json_decref(o);
+	json_decref(want);
+}
+END_TEST
+
 START_TEST(test_bad_objects)
 {
 	static const char *const ifaces[] = {
@@ -521,6 +554,7 @@ int main(void)
 	TCase *tc = tcase_create("patch");
 
 	tcase_add_test(tc, test_no_status);
+	tcase_add_test(tc, test_list_merged);
 	tcase_add_test(tc, test_projection_keeps_what_ssa_reads);
 	tcase_add_test(tc, test_no_list);
 	tcase_add_test(tc, test_empty_list);
