@@ -4,8 +4,10 @@
 #include "common/json.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #define MAX_INDEXES 8
 
@@ -21,6 +23,13 @@ struct kube_store {
 	/* key -> json_t* (one reference), or in compact mode a struct packed */
 	struct gmap *objs;
 	bool compact;
+	/* compact mode: the first object stored, serialized, is the deflate
+	 * dictionary of every later one (objects of one kind share most of their
+	 * bytes); one deflate stream, used under the write lock */
+	char *dict;
+	uInt dictlen;
+	z_stream zd;
+	bool zd_ok;
 	struct index idx[MAX_INDEXES];
 	int nidx;
 };
@@ -60,48 +69,103 @@ struct kube_store *kube_store_new(void)
 	return s;
 }
 
-/* A compact value: "resourceVersion\0json\0", the JSON without whitespace. */
+/*
+ * A compact value: the object's JSON (no whitespace), raw-deflated against
+ * the store's dictionary, after its resourceVersion (read without inflating).
+ */
 struct packed {
-	char data[1];
+	uint32_t jlen, clen; /* JSON and deflated lengths */
+	char rv[];           /* "resourceVersion\0" then clen bytes */
 };
 
 static void decref_val(void *v) { json_decref(v); }
 static void free_set(void *v) { gmap_free(v, NULL); }
 
-static struct packed *pack(const json_t *obj)
+/* Under the write lock (the deflate stream and the dictionary are the store's). */
+static struct packed *pack(struct kube_store *s, const json_t *obj)
 {
 	const char *rv = gj_str(obj, "metadata.resourceVersion") ?: "";
-	size_t rl = strlen(rv), jl;
+	size_t rl = strlen(rv), jl, cap;
 	char *js = json_dumps(obj, JSON_COMPACT);
-	struct packed *p;
+	struct packed *p = NULL, *q;
 
 	if (!js)
 		return NULL;
 	jl = strlen(js);
-	if ((p = malloc(rl + jl + 2))) {
-		memcpy(p->data, rv, rl + 1);
-		memcpy(p->data + rl + 1, js, jl + 1);
+	if (!s->dict && jl < UINT32_MAX) {
+		s->dict = js; /* kept: every later object inflates against it */
+		s->dictlen = (uInt)jl;
+		if (!(js = strdup(js)))
+			return NULL;
 	}
+	if (!s->zd_ok && deflateInit2(&s->zd, 6, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) == Z_OK)
+		s->zd_ok = true;
+	if (!s->zd_ok || jl >= UINT32_MAX)
+		goto out;
+	cap = deflateBound(&s->zd, (uLong)jl);
+	if (!(p = malloc(sizeof(*p) + rl + 1 + cap)))
+		goto out;
+	memcpy(p->rv, rv, rl + 1);
+	if (deflateReset(&s->zd) != Z_OK ||
+	    deflateSetDictionary(&s->zd, (const Bytef *)s->dict, s->dictlen) != Z_OK)
+		goto fail;
+	s->zd.next_in = (Bytef *)js;
+	s->zd.avail_in = (uInt)jl;
+	s->zd.next_out = (Bytef *)p->rv + rl + 1;
+	s->zd.avail_out = (uInt)cap;
+	if (deflate(&s->zd, Z_FINISH) != Z_STREAM_END)
+		goto fail;
+	p->jlen = (uint32_t)jl;
+	p->clen = (uint32_t)(cap - s->zd.avail_out);
+	if ((q = realloc(p, sizeof(*p) + rl + 1 + p->clen)))
+		p = q;
+	goto out;
+fail:
+	free(p);
+	p = NULL;
+out:
 	free(js);
 	return p;
+}
+
+static json_t *unpack(const struct kube_store *s, const struct packed *p)
+{
+	size_t rl = strlen(p->rv);
+	z_stream z = { 0 };
+	char *js = malloc((size_t)p->jlen + 1);
+	json_t *o = NULL;
+
+	if (!js || inflateInit2(&z, -15) != Z_OK) {
+		free(js);
+		return NULL;
+	}
+	z.next_in = (Bytef *)p->rv + rl + 1;
+	z.avail_in = p->clen;
+	z.next_out = (Bytef *)js;
+	z.avail_out = p->jlen;
+	if (inflateSetDictionary(&z, (const Bytef *)s->dict, s->dictlen) == Z_OK &&
+	    inflate(&z, Z_FINISH) == Z_STREAM_END && z.avail_out == 0)
+		o = json_loadb(js, p->jlen, 0, NULL);
+	inflateEnd(&z);
+	free(js);
+	return o;
 }
 
 /* The stored value as an object: a new reference (decoded in compact mode). */
 static json_t *val_obj(const struct kube_store *s, void *v)
 {
-	const struct packed *p = v;
 	if (!v)
 		return NULL;
 	if (!s->compact)
 		return json_incref(v);
-	return json_loads(p->data + strlen(p->data) + 1, 0, NULL);
+	return unpack(s, v);
 }
 
 static const char *val_rv(const struct kube_store *s, void *v)
 {
 	if (!v)
 		return NULL;
-	return s->compact ? ((const struct packed *)v)->data : gj_str(v, "metadata.resourceVersion");
+	return s->compact ? ((const struct packed *)v)->rv : gj_str(v, "metadata.resourceVersion");
 }
 
 static void val_free(const struct kube_store *s, void *v)
@@ -129,6 +193,9 @@ void kube_store_free(struct kube_store *s)
 	if (!s)
 		return;
 	gmap_free(s->objs, s->compact ? free : decref_val);
+	if (s->zd_ok)
+		deflateEnd(&s->zd);
+	free(s->dict);
 	for (int i = 0; i < s->nidx; i++)
 		gmap_free(s->idx[i].vals, free_set);
 	pthread_rwlock_destroy(&s->lock);
@@ -302,7 +369,7 @@ static int upsert_locked(struct kube_store *s, json_t *obj, json_t **old)
 	*old = NULL;
 	if (gj_object_key(obj, key, sizeof(key)) < 0)
 		return -1;
-	if (!(val = s->compact ? (void *)pack(obj) : (void *)json_incref(obj)))
+	if (!(val = s->compact ? (void *)pack(s, obj) : (void *)json_incref(obj)))
 		return -1;
 	prev = gmap_get(s->objs, key);
 	if (prev) {

@@ -5,7 +5,7 @@ COMMON_SRCS := common/log.c common/fileio.c common/gmap.c common/json.c common/y
 	common/kube_store.c common/backoff.c common/informer.c common/workqueue.c \
 	common/leader.c common/metrics.c
 COMMON_LDLIBS := curl jansson mhd yaml pthread m
-LIBDEPS_gcommon := yaml
+LIBDEPS_gcommon := yaml z
 
 $(eval $(call lib,gcommon,$(COMMON_SRCS)))
 

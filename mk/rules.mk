@@ -9,7 +9,7 @@
 #   $(eval $(call bench,NAME,SRCS,LIBS,LDLIBS))       benchmark program run by `make bench` (release)
 #   $(eval $(call fuzzer,NAME,SRCS,LIBS,LDLIBS))      libFuzzer target (clang) run by `make fuzz`
 # LIBS are names declared with `lib` (order matters: dependants first).
-# LDLIBS are names of LIB_<name> below (jansson curl nl bpf check mhd yaml nft pthread m).
+# LDLIBS are names of LIB_<name> below (jansson curl nl bpf check mhd yaml nft pthread m z).
 
 # Pattern rules list $$(GENERATED) (BPF skeletons, vmlinux.h) as order-only
 # prerequisites; fragments append to it after this file is read.
@@ -37,6 +37,7 @@ LIB_yaml    := $(shell pkg-config --libs yaml-0.1 2>/dev/null)
 LIB_nft     := $(shell pkg-config --libs libnftables 2>/dev/null)
 LIB_pthread := -lpthread
 LIB_m       := -lm
+LIB_z       := -lz
 
 ALL_REL     :=
 ALL_SAN     :=
