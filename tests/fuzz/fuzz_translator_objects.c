@@ -9,7 +9,11 @@
  * their guarded condition patches. Invariants: an intent is refused with a
  * reason or names the object it is for; a failed "satisfied" says why; the
  * conditions are [Prepared, Programmed], each a complete entry; a patch is
- * refused with a reason or is an array of ops that each have "op" and "path". */
+ * refused with a reason or is an array of ops that each have "op" and "path";
+ * the whole list one apply would carry (cond_list_merged) is refused with a
+ * reason or holds each wanted type exactly once; the cache's projection
+ * (translator/project.c) keeps the ids, spec and status and every ssa_*
+ * answer; a compact cache gives back what it was given. */
 #include <jansson.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -19,7 +23,9 @@
 #include "common/kube_store.h"
 #include "translator/intent.h"
 #include "translator/nic.h"
+#include "translator/project.h"
 #include "translator/reconcile.h"
+#include "translator/ssa.h"
 
 static const char NOW[] = "2026-01-01T00:00:00Z";
 
@@ -60,6 +66,57 @@ static void check_patch(const json_t *obj, const json_t *want)
 	json_decref(ops);
 }
 
+static void check_merged(const json_t *obj, const json_t *want)
+{
+	char err[512] = "";
+	json_t *l = cond_list_merged(obj, want, err, sizeof(err)), *w, *c;
+	size_t i, j;
+
+	if (!l) {
+		if (!err[0])
+			abort();
+		return;
+	}
+	json_array_foreach(want, j, w) {
+		int n = 0;
+		json_array_foreach(l, i, c)
+			n += json_equal(json_object_get(c, "type"), json_object_get(w, "type"));
+		if (n != 1)
+			abort();
+	}
+	json_decref(l);
+}
+
+static bool same(const json_t *a, const json_t *b) { return (!a && !b) || json_equal(a, b); }
+
+/* The projection keeps what the reconcilers and the skip check read. */
+static void check_projection(const json_t *obj, const json_t *intent)
+{
+	static const struct project_opts owners = { .keep_status_owners = true };
+	static const char *const ids[] = { "metadata.name", "metadata.namespace", "metadata.uid",
+					   "metadata.resourceVersion" };
+	json_t *p;
+	char w1[512], w2[512];
+
+	if (!json_is_object(obj) || !(p = json_deep_copy(obj)))
+		return;
+	project_object(p, (void *)&owners);
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++)
+		if (!same(gj_get(obj, ids[i]), gj_get(p, ids[i])))
+			abort();
+	if (!same(json_object_get(obj, "status"), json_object_get(p, "status")) ||
+	    !same(json_object_get(obj, "spec"), json_object_get(p, "spec")))
+		abort();
+	if (json_is_object(gj_get(obj, "metadata")) &&
+	    ssa_withdraw_empties_status(obj, TRANSLATOR_MANAGER) !=
+		    ssa_withdraw_empties_status(p, TRANSLATOR_MANAGER))
+		abort();
+	if (intent && ssa_status_satisfied(obj, intent, TRANSLATOR_MANAGER, w1, sizeof(w1)) !=
+			      ssa_status_satisfied(p, intent, TRANSLATOR_MANAGER, w2, sizeof(w2)))
+		abort();
+	json_decref(p);
+}
+
 static void check_intent(const json_t *obj, json_t *intent, const char *err, bool nic)
 {
 	char why[512] = "";
@@ -75,6 +132,7 @@ static void check_intent(const json_t *obj, json_t *intent, const char *err, boo
 		abort();
 	ok = nic ? nic_fields_satisfied(obj, intent, TRANSLATOR_MANAGER, why, sizeof(why))
 		 : vpcatt_intent_satisfied(obj, intent, TRANSLATOR_MANAGER, why, sizeof(why));
+	check_projection(obj, intent);
 	if (!ok && !why[0])
 		abort();
 	json_decref(intent);
@@ -109,11 +167,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	/* The interface and its attachment through the cache (rec_interface). */
 	atts = kube_store_new();
+	kube_store_set_compact(atts); /* as the translator keeps it */
 	if (json_is_object(att)) {
-		json_t *cp = json_deep_copy(att);
+		json_t *cp = json_deep_copy(att), *back = NULL;
+		char key[600];
 
-		if (cp && kube_store_upsert(atts, cp, &old) == 0)
+		if (cp && kube_store_upsert(atts, cp, &old) == 0) {
 			json_decref(old);
+			if (gj_object_key(cp, key, sizeof(key)) == 0 &&
+			    (!(back = kube_store_get(atts, key)) || !json_equal(back, cp)))
+				abort();
+			json_decref(back);
+		}
 		json_decref(cp);
 	}
 	c.att = atts;
@@ -124,8 +189,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check_intent(iface, nic_fields_intent(iface, linked, err, sizeof(err)), err, true);
 	conds = nic_conditions(iface, linked, NULL, NOW);
 	check_conditions(conds);
-	if (conds)
+	if (conds) {
 		check_patch(iface, conds);
+		check_merged(iface, conds);
+	}
 	json_decref(conds);
 	body = rec_body(TK_NI, iface);
 	if (body && strcmp(gj_str(body, "metadata.uid") ?: "", gj_str(iface, "metadata.uid") ?: "-"))
