@@ -223,6 +223,7 @@ struct watch {
 	bool dirty;
 	bool learned;           /* a guest's address was recorded: a pass applies it */
 	bool tc;                 /* a TC filter, chain or qdisc was deleted */
+	struct gdp_backend *bpf; /* the bpf backend (next hops' neighbours), or NULL */
 	struct record *rec;
 	struct glearn *learn;   /* NULL without the CNI socket */
 	/* Links seen as an attachment's host veth (ifindex -> name): once the
@@ -343,9 +344,14 @@ static int watch_cb(const struct nlmsghdr *h, void *arg)
 		/* A self-addressed guest's first packets (learn.h). */
 		if (w->learn && gnl_neigh_parse(h, &n) == 0 && glearn_neigh(w->learn, &n))
 			w->learned = true;
+		/* An underlay next hop of the bpf routes (re)resolved elsewhere: refresh their L2. */
+		if (w->bpf && gnl_neigh_parse(h, &n) == 0 && gdp_bpf_nexthop_event(w->bpf, &n, false))
+			w->dirty = true;
 		break;
 	case RTM_DELNEIGH:
 		if (gnl_neigh_parse(h, &n) == 0 && n.protocol == w->proto && !departed(w, n.ifindex, NULL))
+			w->dirty = true;
+		else if (w->bpf && gnl_neigh_parse(h, &n) == 0 && gdp_bpf_nexthop_event(w->bpf, &n, true))
 			w->dirty = true;
 		break;
 	case RTM_DELADDR:
@@ -724,6 +730,7 @@ int main(int argc, char **argv)
 	/* Kernel events wake the loop early; the periodic pass stays the safety net. */
 	w.proto = bo.rtproto ? bo.rtproto : GDP_RTPROT_DEFAULT;
 	w.rec = ag.rec;
+	w.bpf = !strcmp(ops->name, "bpf") ? be : NULL;
 	w.tmin = bo.table_min ? bo.table_min : GDP_TABLE_MIN_DEFAULT;
 	w.tmax = bo.table_max ? bo.table_max : GDP_TABLE_MAX_DEFAULT;
 	if (!once && gnl_open_monitor(&mon, bo.netns, groups, sizeof(groups) / sizeof(groups[0]), err,

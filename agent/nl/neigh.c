@@ -13,7 +13,7 @@ int gnl_neigh_msg(struct nl_msg **out, int cmd, int flags, const struct gnl_neig
 	struct ndmsg nd = {
 		.ndm_family = (uint8_t)n->family,
 		.ndm_ifindex = (int)n->ifindex,
-		.ndm_state = n->state ? n->state : NUD_PERMANENT,
+		.ndm_state = n->state ? n->state : (n->flags_ext & NTF_EXT_MANAGED) ? NUD_NONE : NUD_PERMANENT,
 		.ndm_flags = n->flags,
 	};
 	struct nl_msg *m;
@@ -28,7 +28,8 @@ int gnl_neigh_msg(struct nl_msg **out, int cmd, int flags, const struct gnl_neig
 	if (nlmsg_append(m, &nd, sizeof(nd), NLMSG_ALIGNTO) < 0 ||
 	    nla_put(m, NDA_DST, (int)gnl_addr_bytes(n->family), n->dst.a.raw) < 0 ||
 	    (n->has_lladdr && nla_put(m, NDA_LLADDR, 6, n->lladdr) < 0) ||
-	    (n->protocol && nla_put_u8(m, NDA_PROTOCOL, n->protocol) < 0)) {
+	    (n->protocol && nla_put_u8(m, NDA_PROTOCOL, n->protocol) < 0) ||
+	    (n->flags_ext && nla_put_u32(m, NDA_FLAGS_EXT, n->flags_ext) < 0)) {
 		nlmsg_free(m);
 		return -ENOMEM;
 	}
@@ -65,6 +66,8 @@ int gnl_neigh_parse(const struct nlmsghdr *h, struct gnl_neigh *n)
 	}
 	if (tb[NDA_PROTOCOL] && nla_len(tb[NDA_PROTOCOL]) == 1)
 		n->protocol = nla_get_u8(tb[NDA_PROTOCOL]);
+	if (tb[NDA_FLAGS_EXT] && nla_len(tb[NDA_FLAGS_EXT]) == 4)
+		n->flags_ext = nla_get_u32(tb[NDA_FLAGS_EXT]);
 	return 0;
 }
 

@@ -94,8 +94,10 @@ struct gnl_neigh {
 	uint16_t state;         /* NUD_* */
 	uint8_t flags;
 	uint8_t protocol;
+	uint32_t flags_ext;     /* NDA_FLAGS_EXT (NTF_EXT_MANAGED: the kernel keeps it resolved) */
 };
 
+/* state 0 means NUD_PERMANENT, except for a managed entry (NTF_EXT_MANAGED), where it is NUD_NONE. */
 int gnl_neigh_msg(struct nl_msg **out, int cmd, int flags, const struct gnl_neigh *n);
 int gnl_neigh_parse(const struct nlmsghdr *h, struct gnl_neigh *n);
 int gnl_neigh_dump_msg(struct nl_msg **out, int family);

@@ -11,6 +11,8 @@
  * no packet of a running ping, and moving a node back to the kernel backend
  * removes every filter and pin.
  */
+#include <arpa/inet.h>
+#include <bpf/bpf.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
@@ -19,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "agent/dp/bpf/bpf_dp.h"
 #include "tests/lib/daemon.h"
 #include "tests/lib/gtest.h"
 #include "tests/lib/topo.h"
@@ -161,6 +164,135 @@ START_TEST(t_traffic_through_tc_programs_isolated)
 }
 END_TEST
 
+/*
+ * n1's routes toward fd00:a::2/128: how many, how many carry precomputed L2
+ * and how many of those point at mac (the next hop's address).
+ */
+static void l2_of_routes(const uint8_t mac[6], int *n, int *l2, int *right)
+{
+	struct gbpf_route_key cur, next, *prev = NULL;
+	struct gbpf_route r;
+	char map[400];
+	uint8_t a[16];
+	int fd;
+
+	*n = *l2 = *right = 0;
+	snprintf(map, sizeof(map), "/sys/fs/bpf/%s-n1/v%d/%s", T.prefix, GBPF_BPF_LAYOUT, gbpf_map_name(GBPF_MAP_ROUTES));
+	fd = bpf_obj_get(map);
+	ck_assert_msg(fd >= 0, "open %s", map);
+	inet_pton(AF_INET6, "fd00:a::2", a);
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		cur = next;
+		prev = &cur;
+		if (cur.family != GBPF_AF_INET6 || cur.prefixlen != GBPF_ROUTE_KEY_BITS + 128 || memcmp(cur.addr, a, 16) ||
+		    bpf_map_lookup_elem(fd, &cur, &r))
+			continue;
+		(*n)++;
+		if (r.flags & GBPF_RT_L2) {
+			(*l2)++;
+			*right += !memcmp(r.dmac, mac, 6);
+		}
+	}
+	close(fd);
+}
+
+/* Waits up to secs for every route toward fd00:a::2 to carry L2 to mac; seconds taken or -1. */
+static double wait_l2(const uint8_t mac[6], double secs)
+{
+	double t0 = gt_now();
+	int n, l2, right;
+
+	do {
+		l2_of_routes(mac, &n, &l2, &right);
+		if (n > 0 && right == n)
+			return gt_now() - t0;
+		usleep(20 * 1000);
+	} while (gt_now() - t0 < secs);
+	return -1;
+}
+
+/* Waits up to secs for n1's neighbour 2001:db8:f::2 to be managed with an address; seconds or -1. */
+static double wait_managed(double secs)
+{
+	double t0 = gt_now();
+
+	do {
+		if (!topo_sh("ip -n %s-n1 neigh show 2001:db8:f::2 dev up0 | grep -q 'lladdr .*managed'", T.prefix))
+			return gt_now() - t0;
+		usleep(20 * 1000);
+	} while (gt_now() - t0 < secs);
+	return -1;
+}
+
+/*
+ * Encap next hops stay valid when the underlay neighbour is learned (ND),
+ * not permanent. The routes' precomputed L2 bypasses the neighbour table,
+ * so nothing confirms the learned entry: it goes stale (here in 200 ms:
+ * base_reachable_time_ms) and, on a node past gc_thresh1, is collected;
+ * a later full pass then found no neighbour and took the L2 off every
+ * route. The agent makes each next hop a managed neighbour (the kernel
+ * keeps it resolved, never collects it) and follows its notifications:
+ * deleted (as the collector would), it is managed again at once and the
+ * routes keep their L2; a full pass that finds it unresolved is followed
+ * by a refresh as soon as it resolves. A 100 pps ping loses nothing.
+ */
+START_TEST(t_learned_next_hop_stays_valid)
+{
+	char ns[64], out[64], log[600];
+	uint8_t mac[6];
+	double t_managed, t_back, t_l2;
+	int n, l2, right, st;
+	pid_t pp;
+
+	if (skip_why[0])
+		GT_SKIP("%s", skip_why);
+	topo_node_ns(&T, 1, ns, sizeof(ns));
+	ck_assert_int_eq(topo_out(out, sizeof(out), "ip -n %s-n2 -j link show up0 | sed -n 's/.*\"address\":\"\\([0-9a-f:]*\\)\".*/\\1/p'",
+				  T.prefix), 0);
+	ck_assert_int_eq(sscanf(out, "%hhx:%hhx:%hhx:%hhx:%hhx:%hhx", &mac[0], &mac[1], &mac[2], &mac[3], &mac[4], &mac[5]), 6);
+	/* learned, not permanent, and short-lived when nothing confirms it */
+	ck_assert_int_ne(topo_sh("ip -n %s neigh show 2001:db8:f::2 dev up0 | grep -q PERMANENT", ns), 0);
+	ck_assert_int_eq(topo_sh("ip netns exec %s sysctl -qw net.ipv6.neigh.up0.base_reachable_time_ms=200 "
+				 "net.ipv6.neigh.up0.gc_stale_time=1 net.ipv6.neigh.up0.delay_first_probe_time=1", ns), 0);
+	ck_assert_int_eq(ping("a1", "fd00:a::2", 3), 3);
+	t_managed = wait_managed(3);
+	ck_assert_msg(t_managed >= 0, "n1's next hop 2001:db8:f::2 did not become a managed neighbour");
+	ck_assert_msg(wait_l2(mac, 3) >= 0, "routes toward fd00:a::2 without L2 to n2's up0");
+
+	snprintf(log, sizeof(log), "%s/ping-nexthop.txt", T.dir);
+	pp = fork();
+	ck_assert_int_ge(pp, 0);
+	if (pp == 0) {
+		char cmd[1024];
+
+		snprintf(cmd, sizeof(cmd), "exec ip netns exec %s-a1 ping -q -c 600 -i 0.01 -W 1 fd00:a::2 > %s 2>&1",
+			 T.prefix, log);
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	usleep(1000 * 1000); /* 5 reachable times: a learned entry would be stale by now */
+	ck_assert_int_ne(topo_sh("ip -n %s neigh show 2001:db8:f::2 dev up0 | grep -qE 'FAILED|INCOMPLETE'", ns), 0);
+	/* as the garbage collector would: the entry goes; it is back, managed, and the routes keep L2 */
+	ck_assert_int_eq(topo_sh("ip -n %s neigh del 2001:db8:f::2 dev up0", ns), 0);
+	t_back = wait_managed(2);
+	ck_assert_msg(t_back >= 0, "next hop neighbour not back within 2 s after its deletion");
+	l2_of_routes(mac, &n, &l2, &right);
+	ck_assert_int_gt(n, 0);
+	ck_assert_int_eq(right, n);
+	/* deleted and a full pass at once (it may find no neighbour): L2 back within 2 s */
+	ck_assert_int_eq(topo_sh("ip -n %s neigh del 2001:db8:f::2 dev up0 && kill -HUP %d", ns, (int)topo_agent_pid(&T, 1)), 0);
+	usleep(300 * 1000);
+	t_l2 = wait_l2(mac, 2);
+	ck_assert_msg(t_l2 >= 0, "routes' L2 not back within 2 s of a full pass without the neighbour");
+	ck_assert_int_eq(waitpid(pp, &st, 0), pp);
+	topo_out(out, sizeof(out), "sed -n 's/.*transmitted, \\([0-9]*\\) received.*/\\1/p' %s", log);
+	printf("learned next hop: managed %.2f s after the first pass, back %.2f s after its deletion with L2 kept; "
+	       "after deletion + full pass, L2 to n2's up0 on all %d routes %.2f s later; ping 100 pps: %s/600\n",
+	       t_managed, t_back, n, t_l2 + 0.3, out);
+	ck_assert_int_eq(atol(out), 600);
+}
+END_TEST
+
 START_TEST(t_agent_restarts_lose_no_packet)
 {
 	char out[64], log[600], args[300];
@@ -226,6 +358,7 @@ int main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, t_logs_count_what_was_written);
 	tcase_add_test(tc, t_traffic_through_tc_programs_isolated);
+	tcase_add_test(tc, t_learned_next_hop_stays_valid);
 	tcase_add_test(tc, t_agent_restarts_lose_no_packet);
 	tcase_add_test(tc, t_back_to_kernel_removes_filters_and_pins);
 	suite_add_tcase(s, tc);

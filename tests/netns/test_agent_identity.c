@@ -43,6 +43,7 @@ static struct topo T;
 static struct cp cp;
 static char skip_why[256];
 static bool bpf;
+static char bpf_why[256];        /* the bpf preflight's refusal */
 static int port[4];
 static char nodename[4][64];
 static const char *NET = "/apis/network.datumapis.com/v1alpha1";
@@ -162,8 +163,12 @@ static void setup(void)
 		return;
 	}
 	curl_global_init(CURL_GLOBAL_DEFAULT);
+	/* the reason goes into the skips: the runner accepts them only on a kernel without TC programs */
 	bpf = topo_sh("build/rel/bin/galactic-bpf preflight --bpffs /sys/fs/bpf/galactic-preflight-%d "
 		      ">/dev/null 2>&1", (int)getpid()) == 0;
+	if (!bpf)
+		topo_out(bpf_why, sizeof(bpf_why), "build/rel/bin/galactic-bpf preflight --bpffs "
+			 "/sys/fs/bpf/galactic-preflight-%d 2>&1 | tail -1", (int)getpid());
 	ck_assert_msg(cp_up(&cp) == 0, "control plane did not start");
 	snprintf(cmd, sizeof(cmd),
 		 "%s/kubectl --kubeconfig %s apply -f crds/ >/dev/null && "
@@ -325,7 +330,7 @@ START_TEST(t_not_ready_while_uplink_program_detached)
 	if (skip_why[0])
 		GT_SKIP("%s", skip_why);
 	if (!bpf)
-		GT_SKIP("bpf preflight refused on this kernel: no TC programs to detach");
+		GT_SKIP("bpf preflight refused on this kernel (%s): no TC programs to detach", bpf_why);
 	topo_node_ns(&T, 2, ns, sizeof(ns));
 	ck_assert_int_eq(wait_ready(2, 200, 30), 200);
 	ck_assert_int_eq(topo_sh("tc -n %s filter show dev up0 ingress | grep -q galactic_decap", ns), 0);
@@ -436,7 +441,7 @@ START_TEST(t_bpf_drift_repaired_and_counted_within_2s)
 	if (skip_why[0])
 		GT_SKIP("%s", skip_why);
 	if (!bpf)
-		GT_SKIP("bpf preflight refused on this kernel: no TC programs or maps to drift");
+		GT_SKIP("bpf preflight refused on this kernel (%s): no TC programs or maps to drift", bpf_why);
 	topo_node_ns(&T, 2, ns, sizeof(ns));
 	hv = topo_pod(&T, "a2")->hostif;
 	/* n2 without verify ticks: only notifications can notice a filter gone */

@@ -428,6 +428,21 @@ START_TEST(test_reports_routes_and_api_outage)
 		ck_assert_int_eq(topo_out(rv2, sizeof(rv2), "%s/kubectl --kubeconfig %s get nodeattachments -n " RNS
 					  " -o jsonpath='{.items[*].metadata.resourceVersion}'", cp.bin, cp.kubeconfig), 0);
 		ck_assert_str_eq(rv1, rv2);
+		/* A restart of a healthy node writes no report (no per-process identity on them). */
+		{
+			pid_t old = topo_agent_pid(&T, 1);
+
+			topo_agent_stop(&T, 1, SIGTERM);
+			start_agent(1);
+			ck_assert_int_ne(topo_agent_pid(&T, 1), old);
+			sleep(4); /* the restarted agent's first passes (--interval 1) and its publisher */
+			ck_assert_int_eq(topo_out(rv2, sizeof(rv2), "%s/kubectl --kubeconfig %s get nodeattachments -n " RNS
+						  " -o jsonpath='{.items[*].metadata.resourceVersion}'", cp.bin,
+						  cp.kubeconfig), 0);
+			printf("report e2e: n1's agent restarted on a healthy node: report resourceVersions %s\n",
+			       strcmp(rv1, rv2) ? "changed" : "unchanged (0 writes)");
+			ck_assert_str_eq(rv1, rv2);
+		}
 	}
 
 	/* 2. Routes come from the API only; each node learns only VPCs it hosts. */

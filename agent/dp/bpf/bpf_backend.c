@@ -8,6 +8,9 @@
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <linux/neighbour.h>
+#include <netlink/msg.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +18,20 @@
 #include <unistd.h>
 
 #include "agent/dp/bpf/bpf_sync.h"
+#include "agent/nl/nl.h"
+#include "agent/nl/objects.h"
+
+/* A neighbour state with a usable address (the kernel's NUD_VALID). */
+#define NH_VALID (NUD_PERMANENT | NUD_NOARP | NUD_REACHABLE | NUD_PROBE | NUD_STALE | NUD_DELAY)
+
+/* Next hops (underlay neighbours) the routes' precomputed L2 points at. */
+#define NH_MAX 64
+struct nh_use {
+	uint32_t ifindex;
+	uint8_t addr[16];
+	uint8_t dmac[6];
+	bool l2;            /* resolved: the routes toward it carry dmac */
+};
 
 struct bpf_backend {
 	struct gdp_backend base;
@@ -23,6 +40,10 @@ struct bpf_backend {
 	int nsfd;                    /* the node's netns; -1 = the caller's */
 	char pin_root[256];
 	bool applied;                /* a first apply happened on this handle */
+	pthread_mutex_t nh_mu;       /* guards nh, n_nh (passes write, netlink events read) */
+	struct nh_use nh[NH_MAX];
+	size_t n_nh;
+	unsigned long managed_failed; /* neighbours we could not make managed (old kernel) */
 };
 
 static struct bpf_backend *of(struct gdp_backend *b)
@@ -70,6 +91,7 @@ static void bpf_close(struct gdp_backend *base)
 	gbpf_close(b->g); /* pins and filters stay: a restart loses nothing */
 	if (b->nsfd >= 0)
 		close(b->nsfd);
+	pthread_mutex_destroy(&b->nh_mu);
 	free(b);
 }
 
@@ -91,6 +113,7 @@ static int bpf_open(struct gdp_backend **out, const struct gdp_backend_opts *opt
 	}
 	b->base.ops = &gdp_bpf_backend;
 	b->nsfd = -1;
+	pthread_mutex_init(&b->nh_mu, NULL);
 	snprintf(b->pin_root, sizeof(b->pin_root), "%s",
 		 opts->bpffs_dir ? opts->bpffs_dir : GBPF_PIN_ROOT_DEFAULT);
 	if (opts->netns) {
@@ -346,9 +369,63 @@ static int sync_links(struct bpf_backend *b, const struct gdp_state *d, const st
 struct l2_cache {
 	struct bpf_backend *b;
 	uint8_t src[16];
-	struct { uint8_t sid[16]; struct gbpf_route r; int e; } *v;
+	struct { uint8_t sid[16]; struct gbpf_route r; int e; struct gbpf_nexthop nh; } *v;
 	size_t n, cap, last;
 };
+
+static int neigh_cb(const struct nlmsghdr *h, void *arg)
+{
+	return gnl_neigh_parse(h, arg) ? 0 : 0;
+}
+
+/*
+ * The routes' precomputed L2 bypasses the kernel's neighbour table: nothing
+ * confirms a learned underlay neighbour, so it goes stale and, once the
+ * table is past gc_thresh1, is garbage collected; the next apply would then
+ * find no neighbour and drop the L2 of every route toward it. So each next
+ * hop in use is made a managed neighbour (NTF_EXT_MANAGED, kernel >= 5.16:
+ * the kernel keeps it resolved and never collects it), keeping the address
+ * it has. Inside the node's netns. 0, or -errno (the kernel refused).
+ */
+static int keep_managed(uint32_t ifindex, const uint8_t addr[16])
+{
+	struct ndmsg nd = { .ndm_family = AF_INET6, .ndm_ifindex = (int)ifindex };
+	struct gnl_neigh have = { 0 }, want = { .family = AF_INET6, .ifindex = ifindex,
+					       .flags_ext = NTF_EXT_MANAGED };
+	struct gnl_sock *s = NULL;
+	struct nl_msg *m = NULL;
+	char err[256];
+	int e;
+
+	if ((e = gnl_open(&s, NULL, err, sizeof(err))))
+		return e;
+	m = nlmsg_alloc_simple(RTM_GETNEIGH, 0);
+	if (!m || nlmsg_append(m, &nd, sizeof(nd), NLMSG_ALIGNTO) < 0 || nla_put(m, NDA_DST, 16, addr) < 0) {
+		e = -ENOMEM;
+		goto out;
+	}
+	e = gnl_get(s, m, neigh_cb, &have);
+	nlmsg_free(m);
+	m = NULL;
+	if (!e && (have.flags_ext & NTF_EXT_MANAGED))
+		goto out; /* already */
+	want.dst.family = AF_INET6;
+	want.dst.len = 128;
+	memcpy(want.dst.a.raw, addr, 16);
+	if (!e && have.has_lladdr && (have.state & NH_VALID)) {
+		/* keep its address; the kernel confirms it (probes) from here */
+		memcpy(want.lladdr, have.lladdr, 6);
+		want.has_lladdr = true;
+		want.state = NUD_STALE;
+	}
+	if ((e = gnl_neigh_msg(&m, RTM_NEWNEIGH, NLM_F_CREATE | NLM_F_REPLACE, &want)))
+		goto out;
+	e = gnl_talk(s, m, NULL, 0);
+out:
+	nlmsg_free(m);
+	gnl_close(s);
+	return e;
+}
 
 static const struct gbpf_route *l2_for(void *ctx, const uint8_t sid[16])
 {
@@ -372,12 +449,54 @@ static const struct gbpf_route *l2_for(void *ctx, const uint8_t sid[16])
 	}
 	memcpy(c->v[i].sid, sid, 16);
 	memset(&c->v[i].r, 0, sizeof(c->v[i].r));
+	memset(&c->v[i].nh, 0, sizeof(c->v[i].nh));
 	/* No neighbour yet or no route: the program resolves per packet instead. */
-	c->v[i].e = gbpf_resolve(c->b->g, c->src, sid, &c->v[i].r);
+	c->v[i].e = gbpf_resolve_nh(c->b->g, c->src, sid, &c->v[i].r, &c->v[i].nh);
 	c->n++;
 found:
 	c->last = i;
 	return c->v[i].e ? NULL : &c->v[i].r;
+}
+
+/*
+ * After a sync: the distinct next hops the routes point at (whole: a full
+ * sync; merged: a delta's), each made a managed neighbour. Inside the netns.
+ */
+static void publish_nexthops(struct bpf_backend *b, const struct l2_cache *c, bool whole)
+{
+	struct nh_use v[NH_MAX];
+	size_t n = 0;
+
+	pthread_mutex_lock(&b->nh_mu);
+	if (!whole) {
+		memcpy(v, b->nh, b->n_nh * sizeof(*v));
+		n = b->n_nh;
+	}
+	pthread_mutex_unlock(&b->nh_mu);
+	for (size_t i = 0; i < c->n; i++) {
+		const struct gbpf_nexthop *h = &c->v[i].nh;
+		size_t j;
+
+		if (!h->ifindex)
+			continue;
+		for (j = 0; j < n && (v[j].ifindex != h->ifindex || memcmp(v[j].addr, h->addr, 16)); j++)
+			;
+		if (j == n) {
+			if (n == NH_MAX)
+				continue; /* more next hops than we follow: the periodic pass refreshes them */
+			n++;
+			if (keep_managed(h->ifindex, h->addr))
+				b->managed_failed++;
+		}
+		v[j].ifindex = h->ifindex;
+		memcpy(v[j].addr, h->addr, 16);
+		v[j].l2 = !c->v[i].e;
+		memcpy(v[j].dmac, c->v[i].r.dmac, 6);
+	}
+	pthread_mutex_lock(&b->nh_mu);
+	memcpy(b->nh, v, n * sizeof(*v));
+	b->n_nh = n;
+	pthread_mutex_unlock(&b->nh_mu);
 }
 
 static int sync_routes(struct bpf_backend *b, const struct gdp_state *d, struct gdp_results *res,
@@ -388,6 +507,7 @@ static int sync_routes(struct bpf_backend *b, const struct gdp_state *d, struct 
 
 	gbpf_node_src(&d->node, c.src);
 	e = gbpf_sync_routes(b->g, d, l2_for, &c, res, st);
+	publish_nexthops(b, &c, true);
 	free(c.v);
 	return e;
 }
@@ -544,6 +664,7 @@ static int bpf_apply_delta(struct gdp_backend *base, const struct gdp_state *des
 			st.removed++;
 		}
 	}
+	publish_nexthops(b, &c, false);
 	leave(saved);
 	free(c.v);
 	for (size_t i = 0; i < res->n; i++) {
@@ -756,4 +877,37 @@ struct gbpf *gdp_bpf_handle(struct gdp_backend *base)
 	struct bpf_backend *b = of(base);
 
 	return b ? b->g : NULL;
+}
+
+bool gdp_bpf_nexthop_event(struct gdp_backend *base, const struct gnl_neigh *n, bool deleted)
+{
+	struct bpf_backend *b = of(base);
+	bool found = false, refresh = false, managed;
+	int saved;
+
+	if (!b || n->family != AF_INET6)
+		return false;
+	pthread_mutex_lock(&b->nh_mu);
+	for (size_t i = 0; i < b->n_nh && !found; i++) {
+		const struct nh_use *u = &b->nh[i];
+
+		if (u->ifindex != n->ifindex || memcmp(u->addr, n->dst.a.raw, 16))
+			continue;
+		found = true;
+		/* resolved now where the routes have none, or to another address */
+		refresh = !deleted && (n->state & NH_VALID) && n->has_lladdr &&
+			  (!u->l2 || memcmp(u->dmac, n->lladdr, 6));
+	}
+	pthread_mutex_unlock(&b->nh_mu);
+	managed = !deleted && (n->flags_ext & NTF_EXT_MANAGED);
+	/* Gone (flushed, or collected before it was ours) or not ours yet: a
+	 * managed one again; the kernel resolves it, and the routes keep their
+	 * L2 meanwhile (the address rarely changes; if it does, the entry
+	 * resolved to it asks for a refresh). */
+	if (found && !managed && !enter(b, &saved)) {
+		if (keep_managed(n->ifindex, n->dst.a.raw))
+			b->managed_failed++;
+		leave(saved);
+	}
+	return refresh;
 }

@@ -45,4 +45,15 @@ int gdp_bpf_sync_routes(struct gdp_backend *b, const struct gdp_state *d, struct
 /* The loader handle (tests, tools). */
 struct gbpf *gdp_bpf_handle(struct gdp_backend *b);
 
+struct gnl_neigh;
+/*
+ * A neighbour notification of the node's netns (RTM_NEWNEIGH, or deleted:
+ * RTM_DELNEIGH), any thread. For a next hop the routes' precomputed L2
+ * points at: one gone or not managed is made a managed neighbour again
+ * (the kernel keeps it resolved); returns true when it resolved to an
+ * address the routes do not carry (or where they carry none), so a full
+ * apply should refresh their L2. false for every other neighbour.
+ */
+bool gdp_bpf_nexthop_event(struct gdp_backend *b, const struct gnl_neigh *n, bool deleted);
+
 #endif

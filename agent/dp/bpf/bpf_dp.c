@@ -640,6 +640,12 @@ int gbpf_set_routes(struct gbpf *g, const struct gbpf_route_key *k, const struct
 
 int gbpf_resolve(struct gbpf *g, const uint8_t src[16], const uint8_t sid[16], struct gbpf_route *r)
 {
+	return gbpf_resolve_nh(g, src, sid, r, NULL);
+}
+
+int gbpf_resolve_nh(struct gbpf *g, const uint8_t src[16], const uint8_t sid[16], struct gbpf_route *r,
+		    struct gbpf_nexthop *nh)
+{
 	unsigned char pkt[14 + 40 + sizeof(struct gbpf_resolved)] = { [12] = 0x86, [13] = 0xdd,
 								      [14] = 0x60, [20] = 59, [21] = 64 };
 	unsigned char out[sizeof(pkt)];
@@ -654,6 +660,10 @@ int gbpf_resolve(struct gbpf *g, const uint8_t src[16], const uint8_t sid[16], s
 	if (opts.retval || opts.data_size_out < sizeof(pkt))
 		return -EIO;
 	memcpy(&res, out + 54, sizeof(res));
+	if (nh) {
+		nh->ifindex = res.rc == 0 || res.rc == 7 ? res.ifindex : 0;
+		memcpy(nh->addr, res.nh, 16);
+	}
 	if (res.rc == 7 /* BPF_FIB_LKUP_RET_NO_NEIGH */)
 		return -EAGAIN;
 	if (res.rc != 0)

@@ -92,6 +92,15 @@ int gbpf_set_routes(struct gbpf *g, const struct gbpf_route_key *k, const struct
  */
 int gbpf_resolve(struct gbpf *g, const uint8_t src[16], const uint8_t sid[16], struct gbpf_route *r);
 
+/* The next hop toward a SID: the link and the neighbour's address (gateway, or the SID on-link). */
+struct gbpf_nexthop {
+	uint32_t ifindex;   /* 0: no route */
+	uint8_t addr[16];
+};
+/* gbpf_resolve, also saying the next hop (set on success and on -EAGAIN). */
+int gbpf_resolve_nh(struct gbpf *g, const uint8_t src[16], const uint8_t sid[16], struct gbpf_route *r,
+		    struct gbpf_nexthop *nh);
+
 /* Counters summed over CPUs. */
 int gbpf_vpc_stats(struct gbpf *g, uint16_t arg, struct gbpf_vpc_stats *out);
 int gbpf_drops(struct gbpf *g, uint64_t out[GBPF_DROP_MAX]);

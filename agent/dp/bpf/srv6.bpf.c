@@ -190,5 +190,6 @@ int galactic_resolve(struct __sk_buff *skb)
 	out->ifindex = fib.ifindex;
 	__builtin_memcpy(out->smac, fib.smac, 6);
 	__builtin_memcpy(out->dmac, fib.dmac, 6);
+	__builtin_memcpy(out->nh, fib.ipv6_dst, 16);
 	return 0;
 }

@@ -91,6 +91,7 @@ struct gbpf_resolved {
 	__u32 ifindex;
 	__u8 smac[6];
 	__u8 dmac[6];
+	__u8 nh[16];        /* the next hop (gateway, else the SID); set on success and NO_NEIGH */
 };
 
 /* Per-VPC counters (per-CPU array indexed by SID argument). */
