@@ -274,6 +274,10 @@ START_TEST(t_api_identity_programs_traffic_and_survives_api_down_restart)
 		ck_assert_double_eq(gt_metric(port[i], "galactic_agent_node_id"), i);
 		json_decref(wait_cond(i, "Ready", "True", 20));
 	}
+	/* ready says the node's own pass verified; the route toward a2 under n2's new
+	 * ID comes from n2's report, learned a moment later: wait for the first echo */
+	for (int k = 0; k < 50 && ping("a1", "fd00:a::2", 1) != 1; k++)
+		usleep(100 * 1000);
 	got = ping("a1", "fd00:a::2", 20);
 	printf("API identity: IPv6 a1 -> a2 %ld/20\n", got);
 	ck_assert_int_eq(got, 20);

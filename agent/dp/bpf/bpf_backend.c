@@ -407,8 +407,11 @@ static int keep_managed(uint32_t ifindex, const uint8_t addr[16])
 	e = gnl_get(s, m, neigh_cb, &have);
 	nlmsg_free(m);
 	m = NULL;
-	if (!e && (have.flags_ext & NTF_EXT_MANAGED))
-		goto out; /* already */
+	/* already managed, or never collected: permanent (an operator's), or
+	 * another daemon's (extern_learn): left as they are */
+	if (!e && ((have.flags_ext & NTF_EXT_MANAGED) || (have.state & (NUD_PERMANENT | NUD_NOARP)) ||
+		   (have.flags & NTF_EXT_LEARNED)))
+		goto out;
 	want.dst.family = AF_INET6;
 	want.dst.len = 128;
 	memcpy(want.dst.a.raw, addr, 16);
@@ -899,7 +902,8 @@ bool gdp_bpf_nexthop_event(struct gdp_backend *base, const struct gnl_neigh *n, 
 			  (!u->l2 || memcmp(u->dmac, n->lladdr, 6));
 	}
 	pthread_mutex_unlock(&b->nh_mu);
-	managed = !deleted && (n->flags_ext & NTF_EXT_MANAGED);
+	managed = !deleted && ((n->flags_ext & NTF_EXT_MANAGED) || (n->state & (NUD_PERMANENT | NUD_NOARP)) ||
+				(n->flags & NTF_EXT_LEARNED));
 	/* Gone (flushed, or collected before it was ours) or not ours yet: a
 	 * managed one again; the kernel resolves it, and the routes keep their
 	 * L2 meanwhile (the address rarely changes; if it does, the entry
