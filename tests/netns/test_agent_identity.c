@@ -370,7 +370,14 @@ START_TEST(t_not_ready_while_uplink_program_detached)
 	ck_assert_double_eq(gt_metric(port[2], "galactic_agent_drift_repaired_total{kind=\"filter\"}"), drift_before + 1);
 	printf("uplink program detached: /readyz 503 after %.2f s and for as long as it stays detached; "
 	       "program back and 200 %.2f s after the foreign filter went; drift counted (filter +1)\n", t_false, t_true);
-	ck_assert_int_eq(ping("a1", "fd00:a::2", 10), 10);
+	{
+		long got = ping("a1", "fd00:a::2", 10);
+
+		if (got != 10) /* what the datapath looked like, for the one who reads the failure */
+			topo_sh("tc -n %s filter show dev up0 ingress; ip -n %s neigh show dev up0; tail -n 15 %s/n2/agent.log",
+				ns, ns, T.dir);
+		ck_assert_int_eq(got, 10);
+	}
 }
 END_TEST
 
