@@ -222,7 +222,9 @@ struct watch {
 	uint32_t tmin, tmax;
 	bool dirty;
 	bool learned;           /* a guest's address was recorded: a pass applies it */
-	bool tc;                 /* a TC filter, chain or qdisc was deleted */
+	bool tc;                 /* a TC filter, chain or qdisc was deleted: on tc_if[] */
+	int tc_if[16];           /* its links (ifindex); n_tc_if > 16: too many to say */
+	size_t n_tc_if;
 	struct gdp_backend *bpf; /* the bpf backend (next hops' neighbours), or NULL */
 	struct record *rec;
 	struct glearn *learn;   /* NULL without the CNI socket */
@@ -399,7 +401,19 @@ static int watch_cb(const struct nlmsghdr *h, void *arg)
 		    departed(w, (uint32_t)t->tcm_ifindex, NULL))
 			break;
 		/* A filter (or its qdisc) went: ours? a read-back says (bpf backend). */
-		w->tc = true;
+		if (h->nlmsg_len >= NLMSG_LENGTH(sizeof(struct tcmsg))) {
+			const struct tcmsg *t = NLMSG_DATA(h);
+			size_t i;
+
+			for (i = 0; i < w->n_tc_if && i < 16 && w->tc_if[i] != t->tcm_ifindex; i++)
+				;
+			if (i == w->n_tc_if) {
+				if (i < 16)
+					w->tc_if[i] = t->tcm_ifindex;
+				w->n_tc_if++;
+			}
+			w->tc = true;
+		}
 		break;
 	}
 	}
@@ -786,8 +800,15 @@ int main(int argc, char **argv)
 		}
 		/* TC filters are the bpf backend's: one deleted is drift until read back. */
 		if (w.tc) {
+			bool check = w.n_tc_if > 16;
+
+			/* a deleted veth's chain going (every CNI DEL) is no reason
+			 * for a read-back: only a link left without our filter is */
+			for (size_t i = 0; i < w.n_tc_if && i < 16 && !check && w.bpf; i++)
+				check = gdp_bpf_filter_gone(w.bpf, w.tc_if[i]) != 0;
 			w.tc = false;
-			if (!strcmp(ops->name, "bpf"))
+			w.n_tc_if = 0;
+			if (check && w.bpf)
 				read_back(&ag, true, false, "TC filter or qdisc deleted");
 		}
 		if (ag.repair_full != ULONG_MAX) {

@@ -915,3 +915,21 @@ bool gdp_bpf_nexthop_event(struct gdp_backend *base, const struct gnl_neigh *n, 
 	}
 	return refresh;
 }
+
+int gdp_bpf_filter_gone(struct gdp_backend *base, int ifindex)
+{
+	struct bpf_backend *b = of(base);
+	char name[IF_NAMESIZE], prog[32];
+	int saved, e, r;
+
+	if (!b)
+		return -EINVAL;
+	if ((e = enter(b, &saved)))
+		return e;
+	if (!if_indextoname((unsigned)ifindex, name))
+		r = 0; /* the link went (a DEL): its filter with it, no drift */
+	else
+		r = gbpf_filter_name(ifindex, prog, sizeof(prog)) == 1 && !strncmp(prog, "galactic_", 9) ? 0 : 1;
+	leave(saved);
+	return r;
+}

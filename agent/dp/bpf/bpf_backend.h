@@ -55,5 +55,11 @@ struct gnl_neigh;
  * apply should refresh their L2. false for every other neighbour.
  */
 bool gdp_bpf_nexthop_event(struct gdp_backend *b, const struct gnl_neigh *n, bool deleted);
+/*
+ * After a TC deletion on ifindex (node's netns): 1 when the link is there
+ * without a filter of ours (maybe drift: read back), 0 when it has ours or
+ * is gone itself (a deleted veth takes its filter along), or -errno.
+ */
+int gdp_bpf_filter_gone(struct gdp_backend *b, int ifindex);
 
 #endif
