@@ -371,7 +371,14 @@ START_TEST(t_not_ready_while_uplink_program_detached)
 	printf("uplink program detached: /readyz 503 after %.2f s and for as long as it stays detached; "
 	       "program back and 200 %.2f s after the foreign filter went; drift counted (filter +1)\n", t_false, t_true);
 	{
-		long got = ping("a1", "fd00:a::2", 10);
+		long got;
+
+		/* while n2 could not program its uplink its reports said Programmed=False and
+		 * n1's learner withdrew the route toward a2 (it learns only from True ones):
+		 * n1 relearns it a moment after n2 is ready again; the first echo waits for that */
+		for (int k = 0; k < 50 && ping("a1", "fd00:a::2", 1) != 1; k++)
+			usleep(100 * 1000);
+		got = ping("a1", "fd00:a::2", 10);
 
 		if (got != 10) /* what the datapath looked like, for the one who reads the failure */
 			topo_sh("tc -n %s filter show dev up0 ingress; ip -n %s neigh show dev up0; tail -n 15 %s/n2/agent.log",
