@@ -400,9 +400,9 @@ static int watch_cb(const struct nlmsghdr *h, void *arg)
 		if (h->nlmsg_len >= NLMSG_LENGTH(sizeof(*t)) && t->tcm_ifindex > 0 &&
 		    departed(w, (uint32_t)t->tcm_ifindex, NULL))
 			break;
-		/* A filter (or its qdisc) went: ours? a read-back says (bpf backend). */
-		if (h->nlmsg_len >= NLMSG_LENGTH(sizeof(struct tcmsg))) {
-			const struct tcmsg *t = NLMSG_DATA(h);
+		/* A filter (or its qdisc) went: ours? a read-back says (bpf backend),
+		 * when the link is still there without our filter (main loop). */
+		if (h->nlmsg_len >= NLMSG_LENGTH(sizeof(*t))) {
 			size_t i;
 
 			for (i = 0; i < w->n_tc_if && i < 16 && w->tc_if[i] != t->tcm_ifindex; i++)
