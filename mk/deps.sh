@@ -9,7 +9,7 @@ PKGS=(
   build-essential pkg-config clang llvm lld libclang-rt-14-dev
   bpftool libbpf-dev libelf-dev zlib1g-dev
   libnl-3-dev libnftables-dev libjansson-dev libcurl4-openssl-dev libmicrohttpd-dev libyaml-dev
-  check libsubunit-dev valgrind
+  check libsubunit-dev valgrind gdb
   iproute2 iputils-ping iperf3 netcat-openbsd procps psmisc tcpdump ethtool
   openssl jq ca-certificates
   umoci
