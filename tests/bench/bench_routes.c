@@ -3,7 +3,7 @@
  *
  *  1. 10,000 routes, process to process: a program that opens galactic's
  *     kernel backend on the namespace and applies the state (a full
- *     reconcile: dump, diff, batched apply, read-back) and exits (this
+ *     reconcile: dump, diff, batched apply, every write acknowledged) and exits (this
  *     program's --apply mode), against `ip -n NS -6 -batch FILE` adding the
  *     same routes; both started and timed the same way (tests/bench/bench.h,
  *     fork to reap, no shell), in the same namespace, from the same starting
@@ -251,7 +251,7 @@ int main(int argc, char **argv)
 	unlink(out);
 	if (!bench_failed(b)) {
 		struct bench_side sg = { "galactic kernel backend, whole process: open, full reconcile of "
-					 "10,000 seg6 encap routes (dump, diff, batched apply, read-back), exit",
+					 "10,000 seg6 encap routes (dump, diff, batched apply, every write acknowledged), exit",
 					 gal_s, ROUNDS };
 		struct bench_side si = { "ip -n NS -6 -batch of the same 10,000 route adds, whole process",
 					 ip_s, ROUNDS };
