@@ -86,9 +86,10 @@ struct kb {
 		rc_;                                                            \
 	})
 
+/* What a pass keeps of the dump: everything but the routes, which are
+ * compared with the desired ones as they arrive (route_cb) and not kept. */
 struct snap {
 	VEC(struct gnl_link) links;
-	VEC(struct gnl_route) routes;
 	VEC(struct gnl_rule) rules;
 	VEC(struct gnl_neigh) neighs;
 	VEC(struct gnl_ifaddr) addrs;
@@ -97,7 +98,6 @@ struct snap {
 static void snap_free(struct snap *s)
 {
 	free(s->links.v);
-	free(s->routes.v);
 	free(s->rules.v);
 	free(s->neighs.v);
 	free(s->addrs.v);
@@ -110,20 +110,6 @@ static int link_cb(const struct nlmsghdr *h, void *arg)
 	struct gnl_link l;
 
 	return gnl_link_parse(h, &l) ? 0 : VEC_PUSH(s->links, l);
-}
-
-static int route_cb(const struct nlmsghdr *h, void *arg)
-{
-	struct snap *s = arg;
-	struct gnl_route r;
-	const struct rtmsg *rtm = NLMSG_DATA(h);
-
-	if (rtm->rtm_flags & RTM_F_CLONED)
-		return 0;
-	/* A route we cannot decode is kept with what we could read; never abort the dump. */
-	if (gnl_route_parse(h, &r) && !r.family)
-		return 0;
-	return VEC_PUSH(s->routes, r);
 }
 
 static int rule_cb(const struct nlmsghdr *h, void *arg)
@@ -166,6 +152,7 @@ static int dump_one(struct kb *k, struct nl_msg *m, gnl_dump_cb cb, struct snap 
 	return rc;
 }
 
+/* Links, rules, neighbours, addresses (the routes come later, streamed). */
 static int snapshot(struct kb *k, struct snap *s)
 {
 	struct nl_msg *m;
@@ -174,12 +161,6 @@ static int snapshot(struct kb *k, struct snap *s)
 	memset(s, 0, sizeof(*s));
 	gnl_link_dump_msg(&m);
 	if ((rc = dump_one(k, m, link_cb, s, &s->links.n)))
-		return rc;
-	gnl_route_dump_msg(&m, AF_INET6, 0);
-	if ((rc = dump_one(k, m, route_cb, s, &s->routes.n)))
-		return rc;
-	gnl_route_dump_msg(&m, AF_INET, 0);
-	if ((rc = dump_one(k, m, route_cb, s, &s->routes.n)))
 		return rc;
 	gnl_rule_dump_msg(&m, AF_INET6);
 	if ((rc = dump_one(k, m, rule_cb, s, &s->rules.n)))
@@ -356,11 +337,11 @@ static uint64_t link_hash(uint32_t ifindex)
 enum okind { O_ROUTE, O_RULE, O_NEIGH, O_ADDR, O_LINK };
 enum verb { V_ADD, V_REPLACE, V_DEL, V_SET };
 
+/* A desired object other than a route (routes: plan.wroutes). */
 struct want {
 	enum okind k;
 	struct gdp_result *res;
 	union {
-		struct gnl_route r;
 		struct gnl_rule ru;
 		struct gnl_neigh n;
 		struct gnl_ifaddr a;
@@ -368,21 +349,25 @@ struct want {
 	} o;
 };
 
+/* Where an op's route is, when obj is NULL (a full pass's routes are not copied into ops). */
+enum osrc { S_OBJ, S_DESIRED, S_LEFT };
+
 struct op {
 	enum verb verb;
 	enum okind k;
 	struct gdp_result *res;
-	const void *obj;
+	const void *obj;        /* S_OBJ */
+	uint8_t src;            /* enum osrc */
+	size_t w;               /* S_DESIRED: desired route; S_LEFT: leftover (struct pass) */
 };
 
 struct plan {
 	VEC(struct want) wants;
-	VEC(struct gnl_route) wroutes;  /* desired routes (for the hash) */
+	VEC(struct gnl_route) wroutes;  /* desired routes but the remotes' (those are built on demand) */
 	VEC(struct gdp_result *) wroute_res;
 	VEC(struct op) ops;
 	VEC(uint32_t) prot_tables;      /* tables of invalid VPCs: leave as they are */
 	VEC(uint32_t) prot_ifindex;     /* devices of invalid attachments */
-	VEC(struct gnl_route) prot_routes; /* keys of invalid remotes */
 };
 
 static void plan_free(struct plan *p)
@@ -393,7 +378,6 @@ static void plan_free(struct plan *p)
 	free(p->ops.v);
 	free(p->prot_tables.v);
 	free(p->prot_ifindex.v);
-	free(p->prot_routes.v);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -423,6 +407,13 @@ static bool u32_in(const uint32_t *v, size_t n, uint32_t x)
 		if (v[i] == x)
 			return true;
 	return false;
+}
+
+static int u32_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
 }
 
 static void to_gaddr(const struct gdp_prefix *p, struct gnl_addr *a)
@@ -574,6 +565,224 @@ static int plan_attachment(struct kb *k, struct plan *p, const struct gdp_state 
 	return rc ? -ENOMEM : 0;
 }
 
+/* ------------------------------------------------------------ a pass */
+
+/* A dumped route of ours nobody wants: what deleting it needs. */
+struct rleft {
+	struct gnl_addr dst;
+	uint32_t table, priority, oif;
+	uint8_t family, protocol, type, scope;
+};
+
+/* A desired route found as someone else's route. */
+struct fgn {
+	size_t j;
+	uint8_t protocol;
+};
+
+/* A VPC table found holding someone else's route (the pass is planned again without it). */
+struct busy {
+	uint32_t table;
+	char msg[320];
+};
+
+typedef VEC(struct busy) busy_vec;
+
+/*
+ * What a desired route found in the dump (struct pass, wst). The dump is
+ * compared with the desired routes as it arrives and not kept: at 100,000
+ * remote routes a copy of it, or of the desired routes, is 25 MB.
+ */
+enum {
+	W_NONE,         /* not (yet) seen: add */
+	W_EQUAL,        /* seen, ours and equal */
+	W_DIFF,         /* seen, ours, different: replace */
+	W_FOREIGN,      /* seen, not ours: refused */
+	W_DUP,          /* a second desired route with the same key: refused */
+	W_PROT,         /* the key of an invalid remote: whatever is there stays */
+	W_SKIP,         /* its object failed: left as it is */
+};
+
+/* One reconcile pass: the model, the dump, the plan, the results. */
+struct pass {
+	struct kb *k;
+	const struct gdp_state *d;
+	struct gdp_results *res;
+	struct gdp_result *node_res;
+	struct snap s;
+	struct plan p;
+	struct gdp_result **vres, **ares;         /* results by model index */
+	bool *vok;                                /* VPCs that passed their checks */
+	uint32_t upidx;
+	struct khash names;                       /* dumped links by name */
+	struct gdp_result *eres;                  /* the egress shard's result (NULL: no shard) */
+	unsigned *vegress;                        /* per VPC: families routed toward the shard */
+	struct gde_vpc *evpcs;                    /* the shard's VPCs (nftables) */
+	size_t n_evpcs;
+	struct gde_shard shard;
+	/* Desired routes: j < n_wr are p.wroutes, n_wr + i is remote i's route,
+	 * built on demand from the model (remote_route) and never copied. */
+	size_t n_wr, n_des;
+	uint8_t *wst;                             /* per desired route: W_* */
+	struct rhash wh;                          /* desired routes by key */
+	uint32_t *rvpc;                           /* remote -> its VPC's index + 1 (0: no such VPC) */
+	/* Remotes' results exist only for the remotes that failed (the others
+	 * are counted in res->remotes_ok): at 100,000 remotes 40 MB otherwise. */
+	struct gdp_result **rres;                 /* remote -> its result (allocated on the first failure) */
+	size_t n_rres;
+	VEC(struct rleft) left;                   /* dumped routes of ours nobody wants */
+	VEC(struct fgn) foreign;                  /* desired routes found as someone else's (W_FOREIGN) */
+	uint32_t *vtab;                           /* tables of the VPCs that passed their checks, sorted */
+	size_t n_vtab;
+	busy_vec *busy;                           /* VPC tables used by something else (kept across plans) */
+	bool busy_new;                            /* the dump found a table not in busy before */
+	int err;                                  /* allocation failure inside the dump callback */
+};
+
+static uint64_t name_hash(const char *name)
+{
+	return fnv(1469598103934665603ULL, name, strnlen(name, IFNAMSIZ));
+}
+
+/* The dumped link called name (by hash: one lookup per attachment). */
+static const struct gnl_link *pass_link(const struct pass *ps, const char *name)
+{
+	size_t j;
+
+	KH_FOREACH(&ps->names, name_hash(name), j)
+		if (!strcmp(ps->s.links.v[j].name, name))
+			return &ps->s.links.v[j];
+	return NULL;
+}
+
+/* The route of remote i (its VPC exists). */
+static void remote_route(const struct pass *ps, size_t i, struct gnl_route *r)
+{
+	const struct gdp_remote *rm = &ps->d->remotes[i];
+
+	base_route(ps->k, r, rm->prefix.family, ps->d->vpcs[ps->rvpc[i] - 1].table);
+	to_gaddr(&rm->prefix, &r->dst);
+	r->oif = ps->upidx;
+	if (r->family == AF_INET)
+		r->scope = RT_SCOPE_LINK;
+	r->encap = GNL_ENCAP_SEG6;
+	r->seg6.mode = SEG6_IPTUN_MODE_ENCAP_RED;
+	r->seg6.nsegs = 1;
+	r->seg6.segs[0] = rm->sid;
+}
+
+static const struct gnl_route *des_route(const struct pass *ps, size_t j, struct gnl_route *tmp)
+{
+	if (j < ps->n_wr)
+		return &ps->p.wroutes.v[j];
+	remote_route(ps, j - ps->n_wr, tmp);
+	return tmp;
+}
+
+/* Remote i's result, made on its first failure (NULL: out of memory). */
+static struct gdp_result *remote_res(struct pass *ps, size_t i)
+{
+	struct gdp_result *r;
+
+	if (!ps->rres && !(ps->rres = calloc(ps->d->n_remotes + 1, sizeof(*ps->rres))))
+		return NULL;
+	if (ps->rres[i])
+		return ps->rres[i];
+	if (!(r = calloc(1, sizeof(*r))))
+		return NULL;
+	r->kind = GDP_OBJ_REMOTE;
+	snprintf(r->vpc, sizeof(r->vpc), "%s", ps->d->remotes[i].vpc);
+	gdp_prefix_str(&ps->d->remotes[i].prefix, r->key, sizeof(r->key));
+	ps->rres[i] = r;
+	ps->n_rres++;
+	return r;
+}
+
+static bool remote_failed(const struct pass *ps, size_t i)
+{
+	return ps->rres && ps->rres[i] && ps->rres[i]->err;
+}
+
+/* Remote i's result for a failure (the node's when out of memory). */
+static struct gdp_result *des_res_remote(struct pass *ps, size_t i)
+{
+	struct gdp_result *r = remote_res(ps, i);
+
+	return r ? r : ps->node_res;
+}
+
+/* The result a failure of desired route j goes to (node's when out of memory). */
+static struct gdp_result *des_res(struct pass *ps, size_t j)
+{
+	struct gdp_result *r = j < ps->n_wr ? ps->p.wroute_res.v[j] : remote_res(ps, j - ps->n_wr);
+
+	return r ? r : ps->node_res;
+}
+
+static bool des_failed(const struct pass *ps, size_t j)
+{
+	if (j < ps->n_wr)
+		return ps->p.wroute_res.v[j] && ps->p.wroute_res.v[j]->err;
+	return remote_failed(ps, j - ps->n_wr);
+}
+
+/* Inserts desired route j; returns the desired route with the same key, or -1. */
+static long dhash_insert(struct pass *ps, size_t j)
+{
+	struct gnl_route t1, t2;
+	const struct gnl_route *r = des_route(ps, j, &t1);
+	size_t i = (size_t)route_key_hash(r) & ps->wh.mask;
+
+	for (; ps->wh.slot[i]; i = (i + 1) & ps->wh.mask)
+		if (gnl_route_same_key(des_route(ps, (size_t)ps->wh.slot[i] - 1, &t2), r))
+			return ps->wh.slot[i] - 1;
+	ps->wh.slot[i] = (int32_t)j + 1;
+	return -1;
+}
+
+static long dhash_find(const struct pass *ps, const struct gnl_route *r, struct gnl_route *tmp)
+{
+	size_t i = (size_t)route_key_hash(r) & ps->wh.mask;
+
+	for (; ps->wh.slot[i]; i = (i + 1) & ps->wh.mask)
+		if (gnl_route_same_key(des_route(ps, (size_t)ps->wh.slot[i] - 1, tmp), r))
+			return ps->wh.slot[i] - 1;
+	return -1;
+}
+
+static void left_route(const struct rleft *l, struct gnl_route *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->family = l->family;
+	r->dst = l->dst;
+	r->table = l->table;
+	r->priority = l->priority;
+	r->oif = l->oif;
+	r->protocol = l->protocol;
+	r->type = l->type;
+	r->scope = l->scope;
+}
+
+/* The route an op writes (tmp holds one built on demand). */
+static const struct gnl_route *op_route(const struct pass *ps, const struct op *o, struct gnl_route *tmp)
+{
+	if (o->src == S_DESIRED)
+		return des_route(ps, o->w, tmp);
+	if (o->src == S_LEFT) {
+		left_route(&ps->left.v[o->w], tmp);
+		return tmp;
+	}
+	return o->obj;
+}
+
+/* The result an op's failure goes to. */
+static struct gdp_result *op_res(struct pass *ps, const struct op *o, struct gdp_result *node_res)
+{
+	if (o->src == S_DESIRED)
+		return des_res(ps, o->w);
+	return o->res ? o->res : node_res;
+}
+
 /* ------------------------------------------------------------ execution */
 
 static const char *verb_str(enum verb v)
@@ -581,13 +790,14 @@ static const char *verb_str(enum verb v)
 	return v == V_ADD ? "add" : v == V_REPLACE ? "replace" : v == V_DEL ? "delete" : "set";
 }
 
-static void describe(const struct op *o, char *buf, size_t n)
+static void describe(const struct pass *ps, const struct op *o, char *buf, size_t n)
 {
 	switch (o->k) {
 	case O_ROUTE: {
 		char t[200];
+		struct gnl_route tmp;
 
-		snprintf(buf, n, "route %s", gnl_route_str(o->obj, t, sizeof(t)));
+		snprintf(buf, n, "route %s", gnl_route_str(op_route(ps, o, &tmp), t, sizeof(t)));
 		break;
 	}
 	case O_RULE:
@@ -608,15 +818,16 @@ static void describe(const struct op *o, char *buf, size_t n)
 	}
 }
 
-static int op_msg(const struct op *o, struct nl_msg **m)
+static int op_msg(const struct pass *ps, const struct op *o, struct nl_msg **m)
 {
 	int cr = o->verb == V_ADD ? NLM_F_CREATE | NLM_F_EXCL :
 		 o->verb == V_REPLACE ? NLM_F_CREATE | NLM_F_REPLACE : 0;
 	bool del = o->verb == V_DEL;
+	struct gnl_route tmp;
 
 	switch (o->k) {
 	case O_ROUTE:
-		return gnl_route_msg(m, del ? RTM_DELROUTE : RTM_NEWROUTE, cr, o->obj);
+		return gnl_route_msg(m, del ? RTM_DELROUTE : RTM_NEWROUTE, cr, op_route(ps, o, &tmp));
 	case O_RULE:
 		return gnl_rule_msg(m, del ? RTM_DELRULE : RTM_NEWRULE, cr, o->obj);
 	case O_NEIGH:
@@ -630,84 +841,151 @@ static int op_msg(const struct op *o, struct nl_msg **m)
 	return -EINVAL;
 }
 
-static bool phase_match(const struct op *o, int phase)
-{
-	static const struct { enum okind k; bool del; } order[] = {
-		{ O_LINK, false }, { O_ADDR, false }, { O_NEIGH, false }, { O_ROUTE, false },
-		{ O_RULE, false }, { O_RULE, true }, { O_ROUTE, true }, { O_NEIGH, true },
-		{ O_ADDR, true },
-	};
+static const struct { enum okind k; bool del; } phases[] = {
+	{ O_LINK, false }, { O_ADDR, false }, { O_NEIGH, false }, { O_ROUTE, false },
+	{ O_RULE, false }, { O_RULE, true }, { O_ROUTE, true }, { O_NEIGH, true },
+	{ O_ADDR, true },
+};
+#define N_PHASES (sizeof(phases) / sizeof(phases[0]))
 
-	return o->k == order[phase].k && (o->verb == V_DEL) == order[phase].del;
+static bool phase_match(const struct op *o, size_t phase)
+{
+	return o->k == phases[phase].k && (o->verb == V_DEL) == phases[phase].del;
 }
 
-static int execute(struct kb *k, struct plan *p, struct gdp_results *res, struct gdp_result *node_res)
-{
+/*
+ * Requests go to the kernel in bounded chunks (a full pass that adds
+ * 100,000 routes holds 1,024 encoded requests at a time, not all of them),
+ * the batch's buffers reused from one chunk to the next.
+ */
+#define CHUNK 1024
+
+struct exec {
+	struct kb *k;
+	struct pass *ps;                /* NULL: a delta (every op is S_OBJ) */
+	struct gdp_results *res;
+	struct gdp_result *node_res;
 	struct gnl_batch b;
-	int phase, rc = 0;
-	size_t i;
+	struct op tmp[CHUNK];           /* the chunk's ops built on the fly (desired, leftover routes) */
+	size_t n_tmp;
+	int rc;
+};
 
-	gnl_batch_init(&b);
-	if (k->batch)
-		b.per_trip = k->batch;
-	if (k->max_retries)
-		b.max_retries = k->max_retries;
-	for (phase = 0; phase < 9 && !rc; phase++) {
-		gnl_batch_clear(&b);
-		for (i = 0; i < p->ops.n; i++) {
-			struct nl_msg *m;
-			struct op *o = &p->ops.v[i];
-			int e;
+static void exec_flush(struct exec *x)
+{
+	struct gnl_batch *b = &x->b;
+	int rc;
 
-			if (!phase_match(o, phase))
-				continue;
-			e = op_msg(o, &m);
-			if (e) {
-				char d[256];
-
-				describe(o, d, sizeof(d));
-				gdp_result_fail(o->res ? o->res : node_res, e, "%s %s: %s",
-						verb_str(o->verb), d, strerror(-e));
-				res->failed++;
-				continue;
-			}
-			e = gnl_batch_add(&b, m, o);
-			nlmsg_free(m);
-			if (e) {
-				rc = e;
-				break;
-			}
-		}
-		if (rc || !b.n)
-			continue;
-		rc = gnl_batch_run(k->nl, &b);
-		res->retries += b.retries;
-		if (rc) {
-			gdp_result_fail(node_res, rc, "netlink exchange failed: %s", strerror(-rc));
-			break;
-		}
-		for (i = 0; i < b.n; i++) {
-			const struct op *o = b.v[i].tag;
-			int e = b.v[i].err;
-			char d[256];
-
-			if (o->verb == V_DEL && (e == -ESRCH || e == -ENOENT || e == -EADDRNOTAVAIL))
-				e = 0; /* already gone: the goal is reached */
-			if (!e) {
-				if (o->verb == V_DEL)
-					res->removed++;
-				else
-					res->added++;
-				continue;
-			}
-			res->failed++;
-			describe(o, d, sizeof(d));
-			gdp_result_fail(o->res ? o->res : node_res, e, "%s %s: %s%s%s%s",
-					verb_str(o->verb), d, strerror(-e), b.v[i].ext[0] ? " (" : "",
-					b.v[i].ext, b.v[i].ext[0] ? ")" : "");
-		}
+	if (!b->n || x->rc)
+		goto out;
+	rc = gnl_batch_run(x->k->nl, b);
+	x->res->retries += b->retries;
+	if (rc) {
+		gdp_result_fail(x->node_res, rc, "netlink exchange failed: %s", strerror(-rc));
+		x->rc = rc;
+		goto out;
 	}
-	gnl_batch_free(&b);
+	for (size_t i = 0; i < b->n; i++) {
+		const struct op *o = b->v[i].tag;
+		int e = b->v[i].err;
+		char d[256];
+
+		if (o->verb == V_DEL && (e == -ESRCH || e == -ENOENT || e == -EADDRNOTAVAIL))
+			e = 0; /* already gone: the goal is reached */
+		if (!e) {
+			if (o->verb == V_DEL)
+				x->res->removed++;
+			else
+				x->res->added++;
+			continue;
+		}
+		x->res->failed++;
+		describe(x->ps, o, d, sizeof(d));
+		gdp_result_fail(op_res(x->ps, o, x->node_res), e, "%s %s: %s%s%s%s", verb_str(o->verb), d,
+				strerror(-e), b->v[i].ext[0] ? " (" : "", b->v[i].ext, b->v[i].ext[0] ? ")" : "");
+	}
+out:
+	gnl_batch_clear(b);
+	x->n_tmp = 0;
+}
+
+/* Queues one op (o stays valid until the chunk is flushed). */
+static void exec_op(struct exec *x, const struct op *o)
+{
+	struct nl_msg *m;
+	int e;
+
+	if (x->rc)
+		return;
+	e = op_msg(x->ps, o, &m);
+	if (e) {
+		char d[256];
+
+		describe(x->ps, o, d, sizeof(d));
+		gdp_result_fail(op_res(x->ps, o, x->node_res), e, "%s %s: %s", verb_str(o->verb), d,
+				strerror(-e));
+		x->res->failed++;
+		return;
+	}
+	e = gnl_batch_add(&x->b, m, (void *)o);
+	nlmsg_free(m);
+	if (e) {
+		gdp_result_fail(x->node_res, e, "netlink batch: %s", strerror(-e));
+		x->rc = e;
+		return;
+	}
+	if (x->b.n >= CHUNK)
+		exec_flush(x);
+}
+
+/* Queues a route op built on the fly (desired route or leftover w). */
+static void exec_tmp(struct exec *x, enum verb v, uint8_t src, size_t w)
+{
+	if (x->n_tmp == CHUNK)
+		exec_flush(x); /* (the batch holds at most CHUNK: flushed with it) */
+	x->tmp[x->n_tmp] = (struct op){ .verb = v, .k = O_ROUTE, .src = src, .w = w };
+	exec_op(x, &x->tmp[x->n_tmp++]);
+}
+
+/*
+ * Sends p's ops (and, for a full pass, the desired routes to add or replace
+ * and the leftovers to delete) in phases: links, addresses, neighbours,
+ * routes, rules, then deletions in reverse order. Every request is
+ * acknowledged; a failure goes to its object's result.
+ */
+static int execute(struct kb *k, struct plan *p, struct pass *ps, struct gdp_results *res,
+		   struct gdp_result *node_res)
+{
+	struct exec *x = calloc(1, sizeof(*x));
+	int rc;
+
+	if (!x) {
+		gdp_result_fail(node_res, -ENOMEM, "reconcile: out of memory");
+		return -ENOMEM;
+	}
+	x->k = k, x->ps = ps, x->res = res, x->node_res = node_res;
+	gnl_batch_init(&x->b);
+	if (k->batch)
+		x->b.per_trip = k->batch;
+	if (k->max_retries)
+		x->b.max_retries = k->max_retries;
+	for (size_t phase = 0; phase < N_PHASES && !x->rc; phase++) {
+		for (size_t i = 0; i < p->ops.n; i++)
+			if (phase_match(&p->ops.v[i], phase))
+				exec_op(x, &p->ops.v[i]);
+		if (ps && phases[phase].k == O_ROUTE && !phases[phase].del) {
+			for (size_t j = 0; j < ps->n_des; j++)
+				if (ps->wst[j] == W_NONE || ps->wst[j] == W_DIFF)
+					exec_tmp(x, ps->wst[j] == W_NONE ? V_ADD : V_REPLACE, S_DESIRED, j);
+		}
+		if (ps && phases[phase].k == O_ROUTE && phases[phase].del)
+			for (size_t j = 0; j < ps->left.n; j++)
+				exec_tmp(x, V_DEL, S_LEFT, j);
+		exec_flush(x);
+	}
+	rc = x->rc;
+	gnl_batch_free(&x->b);
+	free(x);
 	return rc;
 }
 
@@ -715,7 +993,7 @@ static int execute(struct kb *k, struct plan *p, struct gdp_results *res, struct
 
 static int add_op(struct plan *p, enum verb v, enum okind k, struct gdp_result *res, const void *obj)
 {
-	struct op o = { v, k, res, obj };
+	struct op o = { .verb = v, .k = k, .res = res, .obj = obj, .src = S_OBJ };
 
 	return VEC_PUSH(p->ops, o);
 }
@@ -728,40 +1006,6 @@ static bool neigh_key_eq(const struct gnl_neigh *a, const struct gnl_neigh *b)
 static bool addr_key_eq(const struct gnl_ifaddr *a, const struct gnl_ifaddr *b)
 {
 	return a->family == b->family && a->ifindex == b->ifindex && gnl_addr_eq(&a->addr, &b->addr);
-}
-
-/* One reconcile pass: the model, the dump, the plan, the results. */
-struct pass {
-	struct kb *k;
-	const struct gdp_state *d;
-	struct gdp_results *res;
-	struct snap s;
-	struct plan p;
-	struct gdp_result **vres, **ares, **rres; /* results by model index */
-	bool *vok;                                /* VPCs that passed their checks */
-	uint32_t upidx;
-	struct khash names;                       /* dumped links by name */
-	struct gdp_result *eres;                  /* the egress shard's result (NULL: no shard) */
-	unsigned *vegress;                        /* per VPC: families routed toward the shard */
-	struct gde_vpc *evpcs;                    /* the shard's VPCs (nftables) */
-	size_t n_evpcs;
-	struct gde_shard shard;
-};
-
-static uint64_t name_hash(const char *name)
-{
-	return fnv(1469598103934665603ULL, name, strnlen(name, IFNAMSIZ));
-}
-
-/* The dumped link called name (by hash: one lookup per attachment). */
-static const struct gnl_link *pass_link(const struct pass *ps, const char *name)
-{
-	size_t j;
-
-	KH_FOREACH(&ps->names, name_hash(name), j)
-		if (!strcmp(ps->s.links.v[j].name, name))
-			return &ps->s.links.v[j];
-	return NULL;
 }
 
 /* ------------------------------------------------------------ egress shard */
@@ -1041,7 +1285,7 @@ static int plan(struct pass *ps)
 {
 	struct kb *k = ps->k;
 	const struct gdp_state *d = ps->d;
-	struct gdp_result **vres = ps->vres, **ares = ps->ares, **rres = ps->rres;
+	struct gdp_result **vres = ps->vres, **ares = ps->ares;
 	bool *vok = ps->vok;
 	uint32_t upidx = ps->upidx;
 	char err[320], pb[64];
@@ -1057,17 +1301,13 @@ static int plan(struct pass *ps)
 				 v->id, v->table, k->tmin, k->tmax);
 			e = -ERANGE;
 		}
-		for (j = 0; !e && j < ps->s.routes.n; j++) {
-			const struct gnl_route *r = &ps->s.routes.v[j];
-
-			if (r->table == v->table && r->protocol != k->proto) {
-				char t[200];
-
-				snprintf(err, sizeof(err), "vpc %s: table %u already used by something else (route %s, protocol %u)",
-					 v->id, v->table, gnl_route_str(r, t, sizeof(t)), r->protocol);
+		/* someone else's route in the table: found by an earlier dump of this pass (route_cb) */
+		for (j = 0; !e && j < ps->busy->n; j++)
+			if (ps->busy->v[j].table == v->table) {
+				snprintf(err, sizeof(err), "vpc %s: table %u already used by something else %s", v->id,
+					 v->table, ps->busy->v[j].msg);
 				e = -EBUSY;
 			}
-		}
 		for (j = 0; !e && j < ps->s.rules.n; j++) {
 			const struct gnl_rule *r = &ps->s.rules.v[j];
 
@@ -1085,6 +1325,13 @@ static int plan(struct pass *ps)
 		}
 		vok[i] = true;
 	}
+
+	if (!(ps->vtab = calloc(d->n_vpcs + 1, sizeof(*ps->vtab))))
+		return -ENOMEM;
+	for (i = 0; i < d->n_vpcs; i++)
+		if (vok[i])
+			ps->vtab[ps->n_vtab++] = d->vpcs[i].table;
+	qsort(ps->vtab, ps->n_vtab, sizeof(*ps->vtab), u32_cmp);
 
 	if (ps->eres && plan_egress(ps))
 		return -ENOMEM;
@@ -1145,37 +1392,28 @@ static int plan(struct pass *ps)
 			return -ENOMEM;
 	}
 
+	/*
+	 * Remotes: their routes are not planned one by one (remote_route builds
+	 * one when it is needed); only their checks run here. An invalid remote
+	 * whose VPC exists keeps its key (W_PROT): what it had stays.
+	 */
+	if (!(ps->rvpc = calloc(d->n_remotes + 1, sizeof(*ps->rvpc))))
+		return -ENOMEM;
 	for (i = 0; i < d->n_remotes; i++) {
 		const struct gdp_remote *rm = &d->remotes[i];
-		const struct gdp_vpc *v = gdp_state_find_vpc(d, rm->vpc);
-		struct gnl_route r;
+		const struct gdp_vpc *v = i && ps->rvpc[i - 1] && !strcmp(rm->vpc, d->remotes[i - 1].vpc)
+						  ? &d->vpcs[ps->rvpc[i - 1] - 1] : gdp_state_find_vpc(d, rm->vpc);
 		int e = gdp_validate_remote(d, i, err, sizeof(err));
 
-		memset(&r, 0, sizeof(r));
+		if (v)
+			ps->rvpc[i] = (uint32_t)(v - d->vpcs) + 1;
 		if (!e && !vok[v - d->vpcs]) {
 			snprintf(err, sizeof(err), "remote %s in vpc %s: vpc is not programmed",
 				 gdp_prefix_str(&rm->prefix, pb, sizeof(pb)), rm->vpc);
 			e = -EAGAIN;
 		}
-		if (v) {
-			base_route(k, &r, rm->prefix.family, v->table);
-			to_gaddr(&rm->prefix, &r.dst);
-		}
-		if (e) {
-			gdp_result_fail(rres[i], e, "%s", err);
-			if (v && VEC_PUSH(ps->p.prot_routes, r))
-				return -ENOMEM;
-			continue;
-		}
-		r.oif = upidx;
-		if (r.family == AF_INET)
-			r.scope = RT_SCOPE_LINK;
-		r.encap = GNL_ENCAP_SEG6;
-		r.seg6.mode = SEG6_IPTUN_MODE_ENCAP_RED;
-		r.seg6.nsegs = 1;
-		r.seg6.segs[0] = rm->sid;
-		if (want_route(&ps->p, rres[i], &r))
-			return -ENOMEM;
+		if (e)
+			gdp_result_fail(des_res_remote(ps, i), e, "%s", err);
 	}
 
 	/*
@@ -1183,47 +1421,175 @@ static int plan(struct pass *ps)
 	 * so the `iif` rule sends them to the VPC table too: each SID this VPC
 	 * sends to gets a `throw` there (on to the main table and the
 	 * underlay). Only those SIDs: a pod cannot reach another VPC's SIDs.
+	 * Distinct (table, SID) pairs are found through a small growing hash.
 	 */
 	{
-		VEC(struct gnl_route) th = { 0 };
-		VEC(struct gdp_result *) thr = { 0 };
-		struct rhash hh = { 0 };
+		struct { int32_t *slot; size_t mask, n; } th = { 0 };
+		size_t from = ps->p.wroutes.n;
 
 		for (i = 0; i < d->n_remotes; i++) {
-			const struct gdp_vpc *v = gdp_state_find_vpc(d, d->remotes[i].vpc);
 			struct gnl_route r;
+			size_t h;
 
-			if (rres[i]->err || !v)
+			if (remote_failed(ps, i) || !ps->rvpc[i])
 				continue;
-			base_route(k, &r, AF_INET6, v->table);
+			base_route(k, &r, AF_INET6, d->vpcs[ps->rvpc[i] - 1].table);
 			v6_addr(&d->remotes[i].sid, 128, &r.dst);
 			r.type = RTN_THROW;
-			if (VEC_PUSH(th, r) || VEC_PUSH(thr, vres[v - d->vpcs]))
-				goto thnomem;
+			if ((th.n + 1) * 2 > (th.slot ? th.mask + 1 : 0)) {
+				size_t nc = th.slot ? (th.mask + 1) * 2 : 64;
+				int32_t *ns = calloc(nc, sizeof(*ns));
+
+				if (!ns) {
+					free(th.slot);
+					return -ENOMEM;
+				}
+				for (size_t x = from; x < ps->p.wroutes.n; x++) {
+					for (h = (size_t)route_key_hash(&ps->p.wroutes.v[x]) & (nc - 1); ns[h];
+					     h = (h + 1) & (nc - 1))
+						;
+					ns[h] = (int32_t)x + 1;
+				}
+				free(th.slot);
+				th.slot = ns;
+				th.mask = nc - 1;
+			}
+			for (h = (size_t)route_key_hash(&r) & th.mask; th.slot[h]; h = (h + 1) & th.mask)
+				if (gnl_route_same_key(&ps->p.wroutes.v[th.slot[h] - 1], &r))
+					break;
+			if (th.slot[h])
+				continue;
+			if (want_route(&ps->p, vres[ps->rvpc[i] - 1], &r)) {
+				free(th.slot);
+				return -ENOMEM;
+			}
+			th.slot[h] = (int32_t)ps->p.wroutes.n;
+			th.n++;
 		}
-		if (rhash_init(&hh, th.n))
-			goto thnomem;
-		for (i = 0; i < th.n; i++)
-			if (rhash_insert(&hh, th.v, i) < 0 && want_route(&ps->p, thr.v[i], &th.v[i]))
-				goto thnomem;
-		free(hh.slot);
-		free(th.v);
-		free(thr.v);
-		goto thdone;
-thnomem:
-		free(hh.slot);
-		free(th.v);
-		free(thr.v);
+		free(th.slot);
+	}
+
+	/* The desired routes are complete: number them, then the remotes'. */
+	ps->n_wr = ps->p.wroutes.n;
+	ps->n_des = ps->n_wr + d->n_remotes;
+	if (!(ps->wst = calloc(ps->n_des + 1, 1)))
 		return -ENOMEM;
-thdone:;
+	for (i = 0; i < d->n_remotes; i++)
+		if (remote_failed(ps, i) && ps->rvpc[i])
+			ps->wst[ps->n_wr + i] = W_PROT;
+	return 0;
+}
+
+/* Is t the table of a VPC that passed its checks? */
+static bool ok_vpc_table(const struct pass *ps, uint32_t t)
+{
+	return ps->n_vtab && bsearch(&t, ps->vtab, ps->n_vtab, sizeof(t), u32_cmp);
+}
+
+/*
+ * One dumped route, compared as it arrives (nothing of the dump is kept):
+ * a desired route with its key is marked equal, different, or someone
+ * else's; a route of ours nobody wants is kept as a leftover (its key) to
+ * delete unless an invalid object protects it; someone else's route in a
+ * VPC table that passed its checks refuses the VPC (the pass is planned
+ * again without it).
+ */
+static int route_cb(const struct nlmsghdr *h, void *arg)
+{
+	struct pass *ps = arg;
+	struct kb *k = ps->k;
+	const struct rtmsg *rtm = NLMSG_DATA(h);
+	struct gnl_route r, tmp;
+	long j;
+
+	if (rtm->rtm_flags & RTM_F_CLONED)
+		return 0;
+	/* A route we cannot decode is kept with what we could read; never abort the dump. */
+	if (gnl_route_parse(h, &r) && !r.family)
+		return 0;
+	if (r.protocol != k->proto && ok_vpc_table(ps, r.table)) {
+		bool known = false;
+
+		for (size_t i = 0; i < ps->busy->n && !known; i++)
+			known = ps->busy->v[i].table == r.table;
+		if (!known) {
+			struct busy b = { .table = r.table };
+			char t[200];
+
+			snprintf(b.msg, sizeof(b.msg), "(route %s, protocol %u)", gnl_route_str(&r, t, sizeof(t)),
+				 r.protocol);
+			if (VEC_PUSH(*ps->busy, b))
+				ps->err = -ENOMEM;
+			ps->busy_new = true;
+		}
+	}
+	j = dhash_find(ps, &r, &tmp);
+	if (j >= 0 && ps->wst[j] == W_NONE) {
+		if (r.protocol != k->proto) {
+			struct fgn f = { (size_t)j, r.protocol };
+
+			ps->wst[j] = W_FOREIGN;
+			if (VEC_PUSH(ps->foreign, f))
+				ps->err = -ENOMEM;
+		} else
+			ps->wst[j] = gnl_route_equal(&r, des_route(ps, (size_t)j, &tmp)) ? W_EQUAL : W_DIFF;
+		return 0;
+	}
+	if (j >= 0 && (ps->wst[j] == W_PROT || ps->wst[j] == W_SKIP))
+		return 0;
+	/* Leftovers: ours (by protocol), nobody's desired key (or a second route with one), not protected. */
+	if (r.protocol != k->proto || u32_in(ps->p.prot_tables.v, ps->p.prot_tables.n, r.table) ||
+	    (r.oif && u32_in(ps->p.prot_ifindex.v, ps->p.prot_ifindex.n, r.oif)))
+		return 0;
+	{
+		struct rleft l = { .dst = r.dst, .table = r.table, .priority = r.priority, .oif = r.oif,
+				   .family = (uint8_t)r.family, .protocol = r.protocol, .type = r.type,
+				   .scope = r.scope };
+
+		if (VEC_PUSH(ps->left, l))
+			ps->err = -ENOMEM;
 	}
 	return 0;
+}
+
+/* The route dump (IPv6, IPv4), streamed into route_cb; an interrupted one is read again from scratch. */
+static int dump_routes(struct pass *ps)
+{
+	static const int fams[] = { AF_INET6, AF_INET };
+	int rc = 0, tries = 0;
+
+	do {
+		/* from scratch: what an earlier, interrupted read marked */
+		for (size_t j = 0; j < ps->n_des; j++)
+			if (ps->wst[j] == W_EQUAL || ps->wst[j] == W_DIFF || ps->wst[j] == W_FOREIGN)
+				ps->wst[j] = W_NONE;
+		ps->left.n = 0;
+		ps->foreign.n = 0;
+		for (size_t f = 0; f < 2; f++) {
+			struct nl_msg *m;
+
+			if (gnl_route_dump_msg(&m, fams[f], 0))
+				return -ENOMEM;
+			ps->k->n_dumps++;
+			rc = gnl_dump(ps->k->nl, m, route_cb, ps);
+			nlmsg_free(m);
+			if (!rc && ps->err)
+				rc = ps->err;
+			if (rc)
+				break;
+		}
+	} while (rc == -EAGAIN && ++tries < 10);
+	return rc;
 }
 
 /*
  * Diff: desired objects against the dump. Missing -> add, same key but
  * different -> replace, equal -> unchanged; ours that nobody wants -> delete
- * (unless an invalid object protects them). Fills ps->p.ops.
+ * (unless an invalid object protects them). Routes: the desired ones are
+ * indexed by key and the route dump streamed against them (route_cb);
+ * execute() then writes straight from ps->wst and ps->left. The rest fills
+ * ps->p.ops. Returns -EAGAIN when the dump found a VPC table used by
+ * someone else that the plan took for ours: planned again without it.
  */
 static int diff(struct pass *ps)
 {
@@ -1231,35 +1597,78 @@ static int diff(struct pass *ps)
 	const struct gdp_state *d = ps->d;
 	struct gdp_results *res = ps->res;
 	struct gdp_result **ares = ps->ares;
-	struct rhash kh = { 0 }, wh = { 0 };
-	bool *claimed = NULL, *ruclaimed = NULL, *nclaimed = NULL, *aclaimed = NULL;
+	bool *ruclaimed = NULL, *nclaimed = NULL, *aclaimed = NULL;
 	struct khash hru = { 0 }, hn = { 0 }, ha = { 0 }, hlk = { 0 };
 	size_t i, j;
 	int rc = 0;
 
-
 	/* Desired routes: one per key. A later duplicate fails alone. */
-	if (rhash_init(&wh, ps->p.wroutes.n) || rhash_init(&kh, ps->s.routes.n))
+	if (rhash_init(&ps->wh, ps->n_des))
 		goto nomem;
-	for (i = 0; i < ps->p.wroutes.n; i++) {
-		long dup = rhash_insert(&wh, ps->p.wroutes.v, i);
+	/* (the keys invalid remotes protect last: a desired route is never their duplicate) */
+	for (size_t round = 0; round < 2; round++)
+	for (i = 0; i < ps->n_des; i++) {
+		long dup;
 
-		if (dup >= 0) {
+		if ((ps->wst[i] == W_PROT) != (round == 1))
+			continue;
+		if (i >= ps->n_wr && !ps->rvpc[i - ps->n_wr])
+			continue; /* a remote without a VPC: no route, nothing to protect */
+		dup = dhash_insert(ps, i);
+		if (dup >= 0 && ps->wst[i] != W_PROT) {
 			char t[200];
+			struct gnl_route tmp;
 
-			gdp_result_fail(ps->p.wroute_res.v[i], -EEXIST, "route %s: duplicate of another object's route",
-					gnl_route_str(&ps->p.wroutes.v[i], t, sizeof(t)));
-			ps->p.wroute_res.v[i] = NULL; /* marks it skipped */
+			gdp_result_fail(des_res(ps, i), -EEXIST, "route %s: duplicate of another object's route",
+					gnl_route_str(des_route(ps, i, &tmp), t, sizeof(t)));
+			ps->wst[i] = W_DUP;
 		}
 	}
-	for (i = 0; i < ps->s.routes.n; i++)
-		rhash_insert(&kh, ps->s.routes.v, i);
+	/* Its object already failed (e.g. an invalid remote, a refused VPC): leave it alone. */
+	for (i = 0; i < ps->n_des; i++)
+		if (ps->wst[i] == W_NONE && des_failed(ps, i))
+			ps->wst[i] = W_SKIP;
+	rc = dump_routes(ps);
+	if (rc) {
+		gdp_result_fail(ps->node_res, rc, "dump kernel routes: %s", strerror(-rc));
+		goto done;
+	}
+	if (ps->busy_new) {
+		rc = -EAGAIN;
+		goto done;
+	}
+	for (i = 0; i < ps->n_des; i++) {
+		struct gnl_route tmp;
+		char t[200];
 
-	claimed = calloc(ps->s.routes.n + 1, 1);
+		switch (ps->wst[i]) {
+		case W_EQUAL:
+			res->unchanged++;
+			break;
+		case W_FOREIGN: {
+			unsigned proto = 0;
+
+			for (j = 0; j < ps->foreign.n; j++)
+				if (ps->foreign.v[j].j == i)
+					proto = ps->foreign.v[j].protocol;
+			gdp_result_fail(des_res(ps, i), -EEXIST, "add route %s: exists and is not galactic's (protocol %u)",
+					gnl_route_str(des_route(ps, i, &tmp), t, sizeof(t)), proto);
+			ps->wst[i] = W_SKIP;
+			break;
+		}
+		case W_NONE:
+		case W_DIFF:
+			/* its object failed on another of its routes: none of it is written */
+			if (des_failed(ps, i))
+				ps->wst[i] = W_SKIP;
+			break;
+		}
+	}
+
 	ruclaimed = calloc(ps->s.rules.n + 1, 1);
 	nclaimed = calloc(ps->s.neighs.n + 1, 1);
 	aclaimed = calloc(ps->s.addrs.n + 1, 1);
-	if (!claimed || !ruclaimed || !nclaimed || !aclaimed || kh_init(&hru, ps->s.rules.n) ||
+	if (!ruclaimed || !nclaimed || !aclaimed || kh_init(&hru, ps->s.rules.n) ||
 	    kh_init(&hn, ps->s.neighs.n) || kh_init(&ha, ps->s.addrs.n) || kh_init(&hlk, ps->s.links.n))
 		goto nomem;
 	for (i = 0; i < ps->s.rules.n; i++)
@@ -1271,34 +1680,6 @@ static int diff(struct pass *ps)
 	for (i = 0; i < ps->s.links.n; i++)
 		kh_put(&hlk, link_hash(ps->s.links.v[i].ifindex), i);
 
-	for (i = 0; i < ps->p.wroutes.n; i++) {
-		const struct gnl_route *w = &ps->p.wroutes.v[i];
-		struct gdp_result *wr = ps->p.wroute_res.v[i];
-		long ki;
-
-		if (!wr)
-			continue;
-		if (wr->err) /* its object already failed (e.g. another of its routes) */
-			continue;
-		ki = rhash_find(&kh, ps->s.routes.v, w);
-		if (ki < 0) {
-			if (add_op(&ps->p, V_ADD, O_ROUTE, wr, w))
-				goto nomem;
-			continue;
-		}
-		claimed[ki] = 1;
-		if (ps->s.routes.v[ki].protocol != k->proto) {
-			char t[200];
-
-			gdp_result_fail(wr, -EEXIST, "add route %s: exists and is not galactic's (protocol %u)",
-					gnl_route_str(w, t, sizeof(t)), ps->s.routes.v[ki].protocol);
-			continue;
-		}
-		if (gnl_route_equal(&ps->s.routes.v[ki], w))
-			res->unchanged++;
-		else if (add_op(&ps->p, V_REPLACE, O_ROUTE, wr, w))
-			goto nomem;
-	}
 	for (i = 0; i < ps->p.wants.n; i++) {
 		struct want *w = &ps->p.wants.v[i];
 		bool found = false;
@@ -1355,20 +1736,6 @@ static int diff(struct pass *ps)
 	}
 
 	/* Leftovers: ours (by protocol), unclaimed, not belonging to an invalid object. */
-	for (i = 0; i < ps->s.routes.n; i++) {
-		const struct gnl_route *r = &ps->s.routes.v[i];
-		bool prot = false;
-
-		if (claimed[i] || r->protocol != k->proto)
-			continue;
-		if (u32_in(ps->p.prot_tables.v, ps->p.prot_tables.n, r->table) ||
-		    (r->oif && u32_in(ps->p.prot_ifindex.v, ps->p.prot_ifindex.n, r->oif)))
-			prot = true;
-		for (j = 0; j < ps->p.prot_routes.n && !prot; j++)
-			prot = gnl_route_same_key(&ps->p.prot_routes.v[j], r);
-		if (!prot && add_op(&ps->p, V_DEL, O_ROUTE, NULL, r))
-			goto nomem;
-	}
 	for (i = 0; i < ps->s.rules.n; i++) {
 		const struct gnl_rule *r = &ps->s.rules.v[i];
 		bool prot = false;
@@ -1395,12 +1762,9 @@ static int diff(struct pass *ps)
 nomem:
 	rc = -ENOMEM;
 done:
-	free(claimed);
 	free(ruclaimed);
 	free(nclaimed);
 	free(aclaimed);
-	free(kh.slot);
-	free(wh.slot);
 	kh_free(&hru);
 	kh_free(&hn);
 	kh_free(&ha);
@@ -1429,17 +1793,54 @@ static int remember_verified(struct kb *k, const struct gdp_state *d, const bool
 	return 0;
 }
 
-/* Validate, dump, plan, diff, then execute (or, dry, only mark what differs). */
-static int reconcile(struct kb *k, const struct gdp_state *d, struct gdp_results *res, bool dry)
+/* A dry pass's difference on an object: not programmed, with what differs. */
+static void dry_mark(struct pass *ps, const struct op *o, struct gdp_result *r)
+{
+	r->programmed = false;
+	r->err = r->err ? r->err : -ENOENT;
+	if (!r->msg[0]) {
+		char dsc[256];
+
+		describe(ps, o, dsc, sizeof(dsc));
+		snprintf(r->msg, sizeof(r->msg), "missing or different: %s", dsc);
+	}
+}
+
+static void pass_free(struct pass *ps)
+{
+	free(ps->vres);
+	free(ps->ares);
+	free(ps->vok);
+	free(ps->vegress);
+	free(ps->evpcs);
+	free(ps->vtab);
+	free(ps->rvpc);
+	free(ps->wst);
+	free(ps->wh.slot);
+	free(ps->left.v);
+	free(ps->foreign.v);
+	if (ps->rres)
+		for (size_t i = 0; i < ps->d->n_remotes; i++)
+			free(ps->rres[i]);
+	free(ps->rres);
+	kh_free(&ps->names);
+	plan_free(&ps->p);
+	snap_free(&ps->s);
+}
+
+/*
+ * One plan of a pass: validate, dump, plan, diff, then execute (or, dry,
+ * only mark what differs). -EAGAIN (nothing written): the route dump found
+ * a VPC table used by someone else; busy has it now, plan again.
+ */
+static int reconcile_once(struct kb *k, const struct gdp_state *d, struct gdp_results *res, bool dry,
+			  busy_vec *busy)
 {
 	struct pass ps = { 0 };
 	struct gdp_result *node_res;
-	struct gdp_result **vres = NULL, **ares = NULL, **rres = NULL;
-	bool *vok = NULL;
 	const struct gnl_link *up;
 	char err[320];
-	uint32_t upidx;
-	size_t i;
+	size_t i, nfix;
 	int rc = 0, pending = 0;
 
 	gdp_results_reset(res);
@@ -1450,50 +1851,44 @@ static int reconcile(struct kb *k, const struct gdp_state *d, struct gdp_results
 		gdp_result_fail(node_res, -EINVAL, "%s", err);
 		return -EINVAL;
 	}
+	ps.k = k, ps.d = d, ps.res = res, ps.busy = busy;
 	/* Results are looked up by index from here on: n can be large. */
-	vres = calloc(d->n_vpcs + 1, sizeof(*vres));
-	ares = calloc(d->n_atts + 1, sizeof(*ares));
-	rres = calloc(d->n_remotes + 1, sizeof(*rres));
-	vok = calloc(d->n_vpcs + 1, sizeof(*vok));
+	ps.vres = calloc(d->n_vpcs + 1, sizeof(*ps.vres));
+	ps.ares = calloc(d->n_atts + 1, sizeof(*ps.ares));
+	ps.vok = calloc(d->n_vpcs + 1, sizeof(*ps.vok));
 	ps.vegress = calloc(d->n_vpcs + 1, sizeof(*ps.vegress));
 	ps.evpcs = calloc(d->n_vpcs + 1, sizeof(*ps.evpcs));
-	if (!vres || !ares || !rres || !vok || !ps.vegress || !ps.evpcs) {
+	if (!ps.vres || !ps.ares || !ps.vok || !ps.vegress || !ps.evpcs) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	if (res->cap < 2 + d->n_vpcs + d->n_atts + d->n_remotes) {
-		size_t nc = 2 + d->n_vpcs + d->n_atts + d->n_remotes;
-		struct gdp_result *nv = realloc(res->v, nc * sizeof(*nv));
+	/* Room for every result but the remotes' first: the plan points into v. */
+	nfix = 2 + d->n_vpcs + d->n_atts;
+	if (res->cap < nfix) {
+		struct gdp_result *nv = realloc(res->v, nfix * sizeof(*nv));
 
 		if (!nv) {
 			rc = -ENOMEM;
 			goto out;
 		}
 		res->v = nv;
-		res->cap = nc;
+		res->cap = nfix;
 		node_res = &res->v[0];
 	}
+	ps.node_res = node_res;
 	for (i = 0; i < d->n_vpcs; i++) {
-		vres[i] = &res->v[res->n++];
-		memset(vres[i], 0, sizeof(**vres));
-		vres[i]->kind = GDP_OBJ_VPC;
-		snprintf(vres[i]->vpc, sizeof(vres[i]->vpc), "%s", d->vpcs[i].id);
+		ps.vres[i] = &res->v[res->n++];
+		memset(ps.vres[i], 0, sizeof(**ps.vres));
+		ps.vres[i]->kind = GDP_OBJ_VPC;
+		snprintf(ps.vres[i]->vpc, sizeof(ps.vres[i]->vpc), "%s", d->vpcs[i].id);
 	}
 	for (i = 0; i < d->n_atts; i++) {
-		ares[i] = &res->v[res->n++];
-		memset(ares[i], 0, sizeof(**ares));
-		ares[i]->kind = GDP_OBJ_ATTACHMENT;
-		snprintf(ares[i]->vpc, sizeof(ares[i]->vpc), "%s", d->atts[i].vpc);
-		snprintf(ares[i]->key, sizeof(ares[i]->key), "%s", d->atts[i].id);
+		ps.ares[i] = &res->v[res->n++];
+		memset(ps.ares[i], 0, sizeof(**ps.ares));
+		ps.ares[i]->kind = GDP_OBJ_ATTACHMENT;
+		snprintf(ps.ares[i]->vpc, sizeof(ps.ares[i]->vpc), "%s", d->atts[i].vpc);
+		snprintf(ps.ares[i]->key, sizeof(ps.ares[i]->key), "%s", d->atts[i].id);
 	}
-	for (i = 0; i < d->n_remotes; i++) {
-		rres[i] = &res->v[res->n++];
-		memset(rres[i], 0, sizeof(**rres));
-		rres[i]->kind = GDP_OBJ_REMOTE;
-		snprintf(rres[i]->vpc, sizeof(rres[i]->vpc), "%s", d->remotes[i].vpc);
-		gdp_prefix_str(&d->remotes[i].prefix, rres[i]->key, sizeof(rres[i]->key));
-	}
-
 	if (d->egress.have) {
 		ps.eres = &res->v[res->n++];
 		memset(ps.eres, 0, sizeof(*ps.eres));
@@ -1515,13 +1910,17 @@ static int reconcile(struct kb *k, const struct gdp_state *d, struct gdp_results
 		gdp_result_fail(node_res, rc, "node: uplink %s not found", d->node.uplink);
 		goto out;
 	}
-	upidx = up->ifindex;
-
-	ps.k = k, ps.d = d, ps.res = res, ps.vres = vres, ps.ares = ares, ps.rres = rres, ps.vok = vok;
-	ps.upidx = upidx;
-	if (plan(&ps) || diff(&ps))
+	ps.upidx = up->ifindex;
+	if (plan(&ps))
 		goto nomem;
-	if (!dry && remember_verified(k, d, vok, upidx, up->name))
+	rc = diff(&ps);
+	if (rc == -EAGAIN && ps.busy_new)
+		goto out; /* planned again by the caller */
+	if (rc == -ENOMEM)
+		goto nomem;
+	if (rc)
+		goto out;
+	if (!dry && remember_verified(k, d, ps.vok, ps.upidx, up->name))
 		goto nomem;
 
 	if (dry) {
@@ -1531,19 +1930,22 @@ static int reconcile(struct kb *k, const struct gdp_state *d, struct gdp_results
 		for (i = 0; i < res->n; i++)
 			if (res->v[i].err)
 				res->failed++;
+		res->failed += ps.n_rres; /* the remotes that failed so far */
 		for (i = 0; i < ps.p.ops.n; i++)
 			if (ps.p.ops.v[i].res)
-				ps.p.ops.v[i].res->programmed = false, ps.p.ops.v[i].res->err = ps.p.ops.v[i].res->err ? ps.p.ops.v[i].res->err : -ENOENT;
+				dry_mark(&ps, &ps.p.ops.v[i], ps.p.ops.v[i].res);
 		pending = (int)ps.p.ops.n;
-		for (i = 0; i < ps.p.ops.n; i++)
-			if (ps.p.ops.v[i].res && ps.p.ops.v[i].res->msg[0] == 0) {
-				char dsc[256];
+		for (i = 0; i < ps.n_des; i++)
+			if (ps.wst[i] == W_NONE || ps.wst[i] == W_DIFF) {
+				struct op o = { .verb = ps.wst[i] == W_NONE ? V_ADD : V_REPLACE, .k = O_ROUTE,
+						.src = S_DESIRED, .w = i };
 
-				describe(&ps.p.ops.v[i], dsc, sizeof(dsc));
-				snprintf(ps.p.ops.v[i].res->msg, sizeof(ps.p.ops.v[i].res->msg), "missing or different: %s", dsc);
+				dry_mark(&ps, &o, des_res(&ps, i));
+				pending++;
 			}
+		pending += (int)ps.left.n;
 	} else {
-		rc = execute(k, &ps.p, res, node_res);
+		rc = execute(k, &ps.p, &ps, res, node_res);
 	}
 	if (rc != -ENOMEM)
 		egress_nft(k, ps.eres, &ps.shard, ps.evpcs, ps.n_evpcs, dry, &pending);
@@ -1553,22 +1955,53 @@ static int reconcile(struct kb *k, const struct gdp_state *d, struct gdp_results
 		else if (!rc && !dry)
 			rc = res->v[i].err;
 	}
+	/* The remotes: an entry for each one that failed, a count of the rest. */
+	if (ps.n_rres) {
+		struct gdp_result *nv = realloc(res->v, (res->n + ps.n_rres) * sizeof(*nv));
+
+		if (!nv)
+			goto nomem;
+		res->v = nv;
+		res->cap = res->n + ps.n_rres;
+		node_res = &res->v[0];
+		for (i = 0; i < d->n_remotes; i++)
+			if (ps.rres[i]) {
+				ps.rres[i]->programmed = false;
+				if (!ps.rres[i]->err)
+					ps.rres[i]->err = -EIO; /* (a result is made only to fail) */
+				if (!rc && !dry)
+					rc = ps.rres[i]->err;
+				res->v[res->n++] = *ps.rres[i];
+			}
+	}
+	res->remotes_ok = d->n_remotes - ps.n_rres;
 	if (dry && !rc)
 		rc = pending + (int)res->failed;
 	goto out;
 nomem:
 	rc = -ENOMEM;
-	gdp_result_fail(node_res, rc, "reconcile: out of memory");
+	gdp_result_fail(res->v ? &res->v[0] : node_res, rc, "reconcile: out of memory");
 out:
-	free(vres);
-	free(ares);
-	free(rres);
-	free(vok);
-	free(ps.vegress);
-	free(ps.evpcs);
-	kh_free(&ps.names);
-	plan_free(&ps.p);
-	snap_free(&ps.s);
+	pass_free(&ps);
+	return rc;
+}
+
+/*
+ * A full reconcile. The VPC tables someone else uses are found while the
+ * routes stream past (nothing of the dump is kept); when one was taken for
+ * ours, the pass is planned again without it before anything is written.
+ */
+static int reconcile(struct kb *k, const struct gdp_state *d, struct gdp_results *res, bool dry)
+{
+	busy_vec busy = { 0 };
+	int rc;
+
+	for (size_t tries = 0;; tries++) {
+		rc = reconcile_once(k, d, res, dry, &busy);
+		if (rc != -EAGAIN || tries > d->n_vpcs || !busy.n || res->v[0].err)
+			break;
+	}
+	free(busy.v);
 	return rc;
 }
 
@@ -1976,7 +2409,7 @@ thdone:;
 	k->n_delta_ops += ops.ops.n;
 	node_res = gdp_results_find(res, GDP_OBJ_NODE, "", "");
 	{
-		int e = execute(k, &ops, res, node_res);
+		int e = execute(k, &ops, NULL, res, node_res);
 
 		rc = rc ? rc : e;
 	}

@@ -140,6 +140,9 @@ void gnl_batch_free(struct gnl_batch *b)
 {
 	free(b->buf);
 	free(b->v);
+	free(b->sbuf);
+	free(b->pend);
+	free(b->retry);
 	memset(b, 0, sizeof(*b));
 }
 
@@ -378,13 +381,30 @@ int gnl_batch_run(struct gnl_sock *s, struct gnl_batch *b)
 	b->trips = 0;
 	if (!b->n)
 		return 0;
-	pend = malloc(b->n * sizeof(*pend));
-	retry = malloc(b->n * sizeof(*retry));
-	sendbuf = malloc(b->len);
-	if (!pend || !retry || !sendbuf) {
-		rc = -ENOMEM;
-		goto out;
+	/* Buffers kept in the batch: a caller sending in chunks reuses them. */
+	if (b->capi < b->n) {
+		size_t *p1 = realloc(b->pend, b->n * sizeof(*p1)), *p2;
+
+		if (p1)
+			b->pend = p1;
+		p2 = p1 ? realloc(b->retry, b->n * sizeof(*p2)) : NULL;
+		if (p2)
+			b->retry = p2;
+		if (!p1 || !p2)
+			return -ENOMEM;
+		b->capi = b->n;
 	}
+	if (b->scap < b->len) {
+		uint8_t *ns = realloc(b->sbuf, b->len);
+
+		if (!ns)
+			return -ENOMEM;
+		b->sbuf = ns;
+		b->scap = b->len;
+	}
+	pend = b->pend;
+	retry = b->retry;
+	sendbuf = b->sbuf;
 	for (i = 0; i < b->n; i++) {
 		pend[i] = i;
 		b->v[i].retries = 0;
@@ -423,9 +443,6 @@ int gnl_batch_run(struct gnl_sock *s, struct gnl_batch *b)
 		np = nr;
 	}
 out:
-	free(pend);
-	free(retry);
-	free(sendbuf);
 	return rc;
 }
 

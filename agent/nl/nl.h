@@ -50,6 +50,10 @@ struct gnl_batch {
 	unsigned backoff_us;        /* first ENOMEM backoff (default 1000, doubles, max 100ms) */
 	unsigned long retries;      /* total ENOMEM retries in the last run */
 	unsigned long trips;        /* sendmsg calls in the last run */
+	uint8_t *sbuf;              /* one trip's bytes (kept from run to run) */
+	size_t scap;
+	size_t *pend, *retry;       /* request indexes (kept from run to run) */
+	size_t capi;
 };
 
 void gnl_batch_init(struct gnl_batch *b);

@@ -173,7 +173,7 @@ int main(int argc, char **argv)
 	rc = !strcmp(cmd, "apply") ? be->ops->apply(be, &st, &res) : be->ops->observe(be, &st, &res);
 	print_failures(&res);
 	printf("%s %s: %zu objects, added %lu, removed %lu, unchanged %lu, failed %lu: %s\n", ops->name,
-	       cmd, res.n, res.added, res.removed, res.unchanged, res.failed,
+	       cmd, res.n + res.remotes_ok, res.added, res.removed, res.unchanged, res.failed,
 	       rc ? (rc < 0 ? strerror(-rc) : "out of sync") : "ok");
 out:
 	if (be)
