@@ -703,6 +703,8 @@ int main(int argc, char **argv)
 
 	/* Before the first pass, so that pass is reported too. */
 	ro.datapath = backend, ro.set_remotes = learned_remotes, ro.ctx = &ag;
+	/* the API clients' galactic_kube_requests_total{verb,code} on /metrics */
+	ro.metrics = io.metrics = eo.metrics = ag.health ? ghealth_metrics(ag.health) : NULL;
 	if ((ro.node || ro.ns || ro.kubeconfig) && rpt_start(&ag.rpt, &ro, err, sizeof(err))) {
 		glogf(GLOG_ERROR, COMP, "%s", err);
 		goto fail;

@@ -30,10 +30,15 @@ struct kube_client {
 
 int kube_client_set_metrics(struct kube_client *kc, struct metrics *reg)
 {
-	kc->m_requests = metrics_counter(reg, "galactic_kube_requests_total",
-					 "API requests by HTTP method and status.", "verb,code");
-	kc->m_seconds = metrics_counter(reg, "galactic_kube_request_seconds_total",
-					"Time spent in API requests.", "verb");
+	/* Several clients of one process (the agent's modules) share the series. */
+	kc->m_requests = metric_lookup(reg, "galactic_kube_requests_total");
+	if (!kc->m_requests)
+		kc->m_requests = metrics_counter(reg, "galactic_kube_requests_total",
+						 "API requests by HTTP method and status.", "verb,code");
+	kc->m_seconds = metric_lookup(reg, "galactic_kube_request_seconds_total");
+	if (!kc->m_seconds)
+		kc->m_seconds = metrics_counter(reg, "galactic_kube_request_seconds_total",
+						"Time spent in API requests.", "verb");
 	return kc->m_requests && kc->m_seconds ? 0 : -1;
 }
 

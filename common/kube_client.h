@@ -87,6 +87,7 @@ struct metrics;
  *   galactic_kube_requests_total{verb,code}  code is the HTTP status or "error"
  *   galactic_kube_request_seconds_total{verb}
  * verb is the HTTP method (WATCH for streams). Call before the first request.
+ * Clients given the same registry count into the same series.
  */
 int kube_client_set_metrics(struct kube_client *kc, struct metrics *reg);
 /* Per-request timeout in seconds for non-streaming calls (default 60). */

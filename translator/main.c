@@ -243,7 +243,7 @@ int main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	if (!(m = metrics_new()))
+	if (!(m = metrics_new()) || kube_client_set_metrics(kc, m))
 		goto out;
 	ctl = controller_new(kc, &maps, m,
 			     &(struct controller_opts){ .report_ns = ns, .watch_ns = watch_ns,

@@ -218,6 +218,8 @@ int ges_daemon_start(struct ges_daemon **out, const struct ges_daemon_opts *o, c
 			       : kube_config_load(err, errlen);
 	if (!d->cfg || !(d->kc = kube_client_new(d->cfg, err, errlen)))
 		goto fail;
+	if (o->metrics && kube_client_set_metrics(d->kc, o->metrics))
+		goto nomem;
 	kube_client_set_timeout(d->kc, 5);
 	if (!(d->q = wq_new(&qo)))
 		goto nomem;

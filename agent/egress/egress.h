@@ -20,8 +20,10 @@
 
 struct ges_daemon;
 
+struct metrics;
 struct ges_daemon_opts {
 	const char *kubeconfig;        /* NULL: kube_config_load */
+	struct metrics *metrics;       /* the API client's galactic_kube_* counters; NULL: none */
 	const char *node;              /* required */
 	const char *ns;                /* NULL: GES_NS_DEFAULT */
 	const char *oif;               /* internet interface handed with the identity (NULL: the uplink) */

@@ -320,6 +320,8 @@ int gid_daemon_start(struct gid_daemon **out, const struct gid_daemon_opts *o, c
 			       : kube_config_load(err, errlen);
 	if (!d->cfg || !(d->kc = kube_client_new(d->cfg, err, errlen)))
 		goto fail;
+	if (o->metrics && kube_client_set_metrics(d->kc, o->metrics))
+		goto nomem;
 	kube_client_set_timeout(d->kc, 5);
 	if (!(d->q = wq_new(&qo)))
 		goto nomem;

@@ -20,8 +20,10 @@
 
 struct gid_daemon;
 
+struct metrics;
 struct gid_daemon_opts {
 	const char *kubeconfig;        /* NULL: kube_config_load */
+	struct metrics *metrics;       /* the API client's galactic_kube_* counters; NULL: none */
 	const char *node;              /* required */
 	const char *datapath;          /* "kernel" | "bpf" */
 	const char *version;

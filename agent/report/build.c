@@ -194,6 +194,34 @@ bool rpt_status_equal(const json_t *cur, const json_t *intent)
 	return s && json_equal(s, (json_t *)intent);
 }
 
+json_t *rpt_owner_refs(const char *node, const char *uid)
+{
+	return json_pack("[{s:s, s:s, s:s, s:s}]", "apiVersion", "v1", "kind", "Node", "name", node, "uid", uid);
+}
+
+bool rpt_owner_is(const json_t *obj, const char *node, const char *uid)
+{
+	json_t *refs = json_object_get(json_object_get(obj, "metadata"), "ownerReferences"), *r;
+	size_t i, nodes = 0;
+	bool hit = false;
+
+	json_array_foreach(refs, i, r) {
+		const char *k = json_string_value(json_object_get(r, "kind"));
+		const char *v = json_string_value(json_object_get(r, "apiVersion"));
+
+		if (!k || !v || strcmp(k, "Node") || strcmp(v, "v1"))
+			continue;
+		nodes++;
+		hit = hit || (uid && json_string_value(json_object_get(r, "uid")) &&
+			      !strcmp(json_string_value(json_object_get(r, "uid")), uid) &&
+			      json_string_value(json_object_get(r, "name")) &&
+			      !strcmp(json_string_value(json_object_get(r, "name")), node));
+	}
+	if (!uid || !*uid)
+		return nodes == 0;
+	return hit && nodes == 1;
+}
+
 /* Host bits beyond the length must be zero. */
 static bool canonical(const struct gdp_prefix *p)
 {

@@ -26,6 +26,13 @@
 
 static const struct kube_resource NATT = { "network.datumapis.com", "v1alpha1",
 					   "nodeattachments", true };
+static const struct kube_resource NODES = { "", "v1", "nodes", false };
+
+/* How often a Node that is absent (or was deleted) is looked up again. */
+#define NODE_RECHECK_S 30.0
+
+/* The node's Node object, as the publisher last saw it. */
+enum node_seen { NODE_UNKNOWN, NODE_ABSENT, NODE_PRESENT, NODE_GONE };
 
 struct rpt {
 	char node[254], manager[280], ns[64], datapath[16], selector[320];
@@ -48,6 +55,12 @@ struct rpt {
 	json_t *last_intent;         /* same, as last queued (change detection) */
 
 	json_t *bad_seen;            /* learner thread only: name -> resourceVersion logged */
+
+	/* publisher thread only: the reports' owner (rpt_owner_refs) */
+	enum node_seen node_seen;
+	char node_uid[64];           /* "" unless NODE_PRESENT */
+	double node_checked;         /* monotonic seconds of the last lookup */
+	atomic_bool node_recheck;    /* one of our reports was deleted by someone: look again */
 };
 
 /* ---- snapshot in ------------------------------------------------------- */
@@ -188,10 +201,86 @@ static int apply_spec(struct rpt *r, const char *name, json_t *spec, json_t **ou
 			      "network.datumapis.com/v1alpha1", "kind", "NodeAttachment", "metadata",
 			      "name", name, "namespace", r->ns, "labels", RPT_NODE_LABEL, r->node,
 			      "spec", spec);
-	int rc = kube_apply(r->kc, &NATT, r->ns, name, NULL, o, r->manager, true, out, e);
+	int rc;
 
+	if (r->node_uid[0])
+		json_object_set_new(json_object_get(o, "metadata"), "ownerReferences",
+				    rpt_owner_refs(r->node, r->node_uid));
+	rc = kube_apply(r->kc, &NATT, r->ns, name, NULL, o, r->manager, true, out, e);
 	json_decref(o);
 	return rc;
+}
+
+static double mono_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/*
+ * The Node the reports belong to (ownerReferences: deleting the Node deletes
+ * them, through the garbage collector). Looked up before the first write,
+ * again when one of our reports was deleted by someone else (the collector,
+ * after the Node went or came back with a new uid), and every
+ * NODE_RECHECK_S while it is absent. 0: write (with the owner when the Node
+ * exists; without when the cluster has no Node of that name or we may not
+ * read it); 1: the Node existed and was deleted: write nothing (the node was
+ * removed from the cluster; its reports must not come back); -1: retry.
+ */
+static int node_owner(struct rpt *r)
+{
+	struct kube_error e = { 0 };
+	json_t *o = NULL;
+	const char *uid;
+	bool again = atomic_exchange(&r->node_recheck, false);
+
+	if (!again && r->node_seen != NODE_UNKNOWN &&
+	    (r->node_seen == NODE_PRESENT || mono_s() - r->node_checked < NODE_RECHECK_S))
+		return r->node_seen == NODE_GONE;
+	r->node_checked = mono_s();
+	if (kube_get(r->kc, &NODES, NULL, r->node, &o, &e) == 0 && (uid = gj_str(o, "metadata.uid")) && *uid) {
+		if (strcmp(uid, r->node_uid)) {
+			const char *name;
+			json_t *v;
+
+			glogf(GLOG_INFO, COMP, "reports of node %s owned by its Node (uid %s)", r->node, uid);
+			snprintf(r->node_uid, sizeof(r->node_uid), "%s", uid);
+			/* every report takes the new owner */
+			pthread_mutex_lock(&r->mu);
+			json_object_foreach(r->desired, name, v)
+				wq_add(r->pq, name);
+			pthread_mutex_unlock(&r->mu);
+		}
+		r->node_seen = NODE_PRESENT;
+	} else if (e.code == KUBE_ERR_NOT_FOUND) {
+		if (r->node_seen == NODE_PRESENT || r->node_seen == NODE_GONE) {
+			if (r->node_seen == NODE_PRESENT)
+				glogf(GLOG_WARN, COMP, "Node %s was deleted: its reports are not written again "
+				      "(the garbage collector deletes them); looking again every %.0f s", r->node,
+				      NODE_RECHECK_S);
+			r->node_seen = NODE_GONE;
+		} else {
+			if (r->node_seen == NODE_UNKNOWN)
+				glogf(GLOG_INFO, COMP, "no Node named %s: reports carry no owner", r->node);
+			r->node_seen = NODE_ABSENT;
+		}
+		r->node_uid[0] = 0;
+	} else if (e.code == KUBE_ERR_FORBIDDEN) {
+		if (r->node_seen == NODE_UNKNOWN)
+			glogf(GLOG_WARN, COMP, "may not read Node %s (%s): reports carry no owner", r->node, e.message);
+		r->node_seen = NODE_ABSENT;
+		r->node_uid[0] = 0;
+	} else {
+		glogf(GLOG_WARN, COMP, "get Node %s: %s", r->node, e.message);
+		json_decref(o);
+		if (r->node_seen == NODE_UNKNOWN)
+			return -1;
+		return r->node_seen == NODE_GONE;
+	}
+	json_decref(o);
+	return r->node_seen == NODE_GONE;
 }
 
 static int apply_status(struct rpt *r, const char *name, json_t *status, struct kube_error *e)
@@ -261,10 +350,18 @@ static int publish_one(struct rpt *r, const char *name)
 		json_decref(cur);
 		return rc;
 	}
+	switch (node_owner(r)) {
+	case 1: /* the Node was deleted: nothing is written; looked at again later */
+		wq_add_after(r->pq, name, NODE_RECHECK_S);
+		goto out;
+	case -1:
+		rc = -1;
+		goto out;
+	}
 	lbl = json_string_value(json_object_get(gj_get(cur, "metadata.labels"), RPT_NODE_LABEL));
 	obj = cur;
 	if (!cur || !json_equal(json_object_get(cur, "spec"), json_object_get(d, "spec")) ||
-	    !lbl || strcmp(lbl, r->node)) {
+	    !lbl || strcmp(lbl, r->node) || (r->node_uid[0] && !rpt_owner_is(cur, r->node, r->node_uid))) {
 		if (apply_spec(r, name, json_object_get(d, "spec"), &written, &e)) {
 			rc = retry_or_drop("apply", r->ns, name, &e);
 			goto out;
@@ -319,6 +416,17 @@ static void own_add(json_t *o, void *ud)
 		wq_add(r->pq, n);
 }
 static void own_update(json_t *old, json_t *o, void *ud) { own_add(o, ud); }
+
+/* One of our reports deleted: by us, or by someone else (the garbage
+ * collector after the Node went): the Node is looked up again before the
+ * report is written back. */
+static void own_delete(json_t *o, void *ud)
+{
+	struct rpt *r = ud;
+
+	atomic_store(&r->node_recheck, true);
+	own_add(o, ud);
+}
 
 /* ---- route learner ----------------------------------------------------- */
 
@@ -490,6 +598,8 @@ int rpt_start(struct rpt **out, const struct rpt_opts *o, char *err, size_t errl
 	r->kc = kube_client_new(r->cfg, err, errlen);
 	if (!r->kc)
 		goto fail;
+	if (o->metrics && kube_client_set_metrics(r->kc, o->metrics))
+		goto nomem;
 	/* A black-holed server must not hold a write for a minute. */
 	kube_client_set_timeout(r->kc, 5);
 	r->pq = wq_new(&qo);
@@ -502,7 +612,7 @@ int rpt_start(struct rpt **out, const struct rpt_opts *o, char *err, size_t errl
 	io.label_selector = r->selector;
 	io.name = "own-nodeattachments";
 	if (!r->pq || !r->lq || !(r->own = informer_new(r->kc, &io)) ||
-	    informer_add_handlers(r->own, &(struct informer_handlers){ own_add, own_update, own_add, r }))
+	    informer_add_handlers(r->own, &(struct informer_handlers){ own_add, own_update, own_delete, r }))
 		goto nomem;
 	io.label_selector = NULL;
 	io.name = "nodeattachments";

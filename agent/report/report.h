@@ -105,11 +105,23 @@ bool rpt_status_equal(const json_t *cur, const json_t *intent);
 int rpt_routes_from_report(const json_t *obj, const char *my_node, const struct gdp_state *local,
 			   struct gdp_state *out, char *why, size_t whylen);
 
+/*
+ * The reports' owner: the node's Node object (apiVersion v1, kind Node, its
+ * name and uid; not controller, no blockOwnerDeletion), so the garbage
+ * collector deletes a node's reports when the Node is deleted.
+ * rpt_owner_refs: metadata.ownerReferences with that one entry (new
+ * reference). rpt_owner_is: true when obj's ownerReferences hold exactly
+ * that entry (uid NULL or "": true when obj has no Node owner).
+ */
+json_t *rpt_owner_refs(const char *node, const char *uid);
+bool rpt_owner_is(const json_t *obj, const char *node, const char *uid);
+
 /* Copy of results (counters included) without the per-remote ones; 0 or -ENOMEM. */
 int rpt_results_copy(struct gdp_results *dst, const struct gdp_results *src);
 
 /* ---- the daemon side ---------------------------------------------------- */
 
+struct metrics;
 struct rpt_opts {
 	const char *kubeconfig;   /* NULL: in-cluster / $KUBECONFIG (kube_config_load) */
 	const char *node;         /* required: enables reports */
@@ -122,6 +134,7 @@ struct rpt_opts {
 	int (*set_remotes)(void *ctx, const struct gdp_remote *v, size_t n);
 	void *ctx;
 	double max_backoff_s;     /* per-key retry cap; 0: 5 s */
+	struct metrics *metrics;  /* the API client's galactic_kube_* counters go here; NULL: none */
 };
 
 struct rpt;

@@ -921,7 +921,9 @@ static const struct can {
 	{ AGENT_SA, NS, "get,list,create", "leases.coordination.k8s.io", false },
 	{ AGENT_SA, NS, "get,list,create", "secrets", false },
 	{ AGENT_SA, NS, "get,list,create,delete", "pods", false },
-	{ AGENT_SA, NULL, "get,list,patch", "nodes", false },
+	{ AGENT_SA, NULL, "get", "nodes", true }, /* its Node: the reports' owner */
+	{ AGENT_SA, NULL, "list,watch,create,update,patch,delete", "nodes", false },
+	{ AGENT_SA, NULL, "patch", "nodes/status", false },
 	{ AGENT_SA, NS, "create", "events", false },
 	{ AGENT_SA, NULL, "get,create", "customresourcedefinitions.apiextensions.k8s.io", false },
 	{ AGENT_SA, NULL, "create,delete", "validatingadmissionpolicies.admissionregistration.k8s.io", false },
@@ -1139,11 +1141,13 @@ START_TEST(test_rules_are_exactly_these)
 		  "nodeattachments.network.datumapis.com/status [] [patch]\n"
 		  "nodedataplanes.network.datumapis.com [] [get list watch]\n"
 		  "nodedataplanes.network.datumapis.com/status [] [patch]\n"
-		  "nodeids.network.datumapis.com [] [get list watch create delete]\n" },
+		  "nodeids.network.datumapis.com [] [get list watch create delete]\n"
+		  "nodes [] [get]\n" },
 		{ AGENT_SA, "default",
 		  "nodedataplanes.network.datumapis.com [] [get list watch]\n"
 		  "nodedataplanes.network.datumapis.com/status [] [patch]\n"
-		  "nodeids.network.datumapis.com [] [get list watch create delete]\n" },
+		  "nodeids.network.datumapis.com [] [get list watch create delete]\n"
+		  "nodes [] [get]\n" },
 		{ XLATE_SA, NS,
 		  "customresourcedefinitions.apiextensions.k8s.io [] [get list watch]\n"
 		  "egressshardclaims.network.datumapis.com [] [get list watch create patch delete]\n"

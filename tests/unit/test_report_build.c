@@ -226,6 +226,49 @@ START_TEST(status_transition_time_moves_only_on_change)
 }
 END_TEST
 
+/* The reports' owner is the Node: one entry, compared by kind, name and uid. */
+START_TEST(owner_is_the_node)
+{
+	json_t *refs = rpt_owner_refs("n1", "u-1"), *o, *e;
+
+	ck_assert_int_eq(json_array_size(refs), 1);
+	e = json_array_get(refs, 0);
+	ck_assert_str_eq(gj_str(e, "apiVersion"), "v1");
+	ck_assert_str_eq(gj_str(e, "kind"), "Node");
+	ck_assert_str_eq(gj_str(e, "name"), "n1");
+	ck_assert_str_eq(gj_str(e, "uid"), "u-1");
+	/* neither controller nor blockOwnerDeletion: no extra permission, no foreground wait */
+	ck_assert_ptr_null(json_object_get(e, "controller"));
+	ck_assert_ptr_null(json_object_get(e, "blockOwnerDeletion"));
+
+	o = json_pack("{s:{s:s}}", "metadata", "name", "r");
+	ck_assert(!rpt_owner_is(o, "n1", "u-1")); /* no owner yet: write it */
+	ck_assert(rpt_owner_is(o, "n1", NULL));   /* no Node known, none on the object */
+	ck_assert(rpt_owner_is(o, "n1", ""));
+	json_object_set(json_object_get(o, "metadata"), "ownerReferences", refs);
+	ck_assert(rpt_owner_is(o, "n1", "u-1"));
+	ck_assert(!rpt_owner_is(o, "n1", "u-2")); /* the Node came back with a new uid */
+	ck_assert(!rpt_owner_is(o, "n2", "u-1")); /* another node's */
+	ck_assert(!rpt_owner_is(o, "n1", NULL));  /* an owner the agent did not ask for */
+	/* someone else's owner beside ours is not ours to judge; two Node owners are */
+	json_array_append_new(refs, json_pack("{s:s, s:s, s:s, s:s}", "apiVersion", "apps/v1", "kind", "Deployment",
+					      "name", "x", "uid", "u-9"));
+	ck_assert(rpt_owner_is(o, "n1", "u-1"));
+	json_array_append_new(refs, json_pack("{s:s, s:s, s:s, s:s}", "apiVersion", "v1", "kind", "Node", "name", "n1",
+					      "uid", "u-0"));
+	ck_assert(!rpt_owner_is(o, "n1", "u-1"));
+	/* garbage never matches */
+	json_object_set_new(json_object_get(o, "metadata"), "ownerReferences", json_string("x"));
+	ck_assert(!rpt_owner_is(o, "n1", "u-1"));
+	json_object_set_new(json_object_get(o, "metadata"), "ownerReferences",
+			    json_pack("[i, {s:i, s:s}]", 7, "kind", 3, "apiVersion", "v1"));
+	ck_assert(!rpt_owner_is(o, "n1", "u-1"));
+	ck_assert(rpt_owner_is(o, "n1", NULL));
+	json_decref(refs);
+	json_decref(o);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("report_build");
@@ -236,6 +279,7 @@ int main(void)
 	tcase_add_test(tc, spec_carries_a_delegated_block_and_no_address_attachments);
 	tcase_add_test(tc, programmed_only_when_verified);
 	tcase_add_test(tc, status_transition_time_moves_only_on_change);
+	tcase_add_test(tc, owner_is_the_node);
 	suite_add_tcase(s, tc);
 	return gt_run(s);
 }
