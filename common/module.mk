@@ -3,7 +3,7 @@
 COMMON_SRCS := common/log.c common/fileio.c common/gmap.c common/json.c common/yaml.c \
 	common/kube_config.c common/kube_client.c common/kube_watch.c \
 	common/kube_store.c common/backoff.c common/informer.c common/workqueue.c \
-	common/leader.c common/metrics.c
+	common/leader.c common/metrics.c common/kube_core_event.c
 COMMON_LDLIBS := curl jansson mhd yaml pthread m
 LIBDEPS_gcommon := yaml z
 
@@ -14,6 +14,7 @@ $(eval $(call unit_test,test_common_config,tests/unit/test_common_config.c,gcomm
 $(eval $(call unit_test,test_common_workqueue,tests/unit/test_common_workqueue.c,gcommon,$(COMMON_LDLIBS)))
 $(eval $(call unit_test,test_common_store,tests/unit/test_common_store.c,gcommon,$(COMMON_LDLIBS)))
 $(eval $(call unit_test,test_common_http,tests/unit/test_common_http.c,gcommon,$(COMMON_LDLIBS)))
+$(eval $(call unit_test,test_common_core_event,tests/unit/test_common_core_event.c,gcommon,$(COMMON_LDLIBS)))
 $(eval $(call unit_test,test_common_metrics,tests/unit/test_common_metrics.c,gcommon,$(COMMON_LDLIBS)))
 
 COMMON_E2E_LIB := tests/lib/cp.c tests/lib/common_e2e.c tests/lib/common_proxy.c

@@ -2,6 +2,7 @@
 #include "translator/rec_egress.h"
 
 #include "common/json.h"
+#include "common/kube_core_event.h"
 #include "common/log.h"
 #include "translator/egress.h"
 #include "translator/intent.h"
@@ -12,8 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static const struct kube_resource EVENTS = { "", "v1", "events", true };
 
 struct egress_ctx {
 	struct kube_client *kc;
@@ -115,29 +114,13 @@ static bool may_write(const struct egress_ctx *e) { return !e->o.may_write || e-
 static void event(struct egress_ctx *e, const json_t *obj, const char *type, const char *reason,
 		  const char *msg)
 {
+	const struct kube_core_event ev = { "network.datumapis.com/v1alpha1", "EgressShardClaim", type, reason,
+				       msg, TRANSLATOR_MANAGER, e->instance };
 	struct kube_error err;
-	char now[32], gen[300];
-	const char *ns = gj_str(obj, "metadata.namespace"), *name = gj_str(obj, "metadata.name");
-	json_t *ev, *out = NULL;
 
-	if (!ns || !name)
-		return;
-	gj_time_now(now, sizeof(now));
-	snprintf(gen, sizeof(gen), "%.200s.", name);
-	ev = json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:s, s:s, s:s, s:s, s:s}, s:s, s:s, s:s,"
-		       " s:{s:s}, s:s, s:s, s:i, s:s, s:s}",
-		       "apiVersion", "v1", "kind", "Event", "metadata", "generateName", gen,
-		       "namespace", ns, "involvedObject", "apiVersion", "network.datumapis.com/v1alpha1",
-		       "kind", "EgressShardClaim", "name", name, "namespace", ns, "uid",
-		       gj_str(obj, "metadata.uid") ?: "", "reason", reason, "message", msg, "type", type,
-		       "source", "component", TRANSLATOR_MANAGER, "firstTimestamp", now,
-		       "lastTimestamp", now, "count", 1, "reportingComponent", TRANSLATOR_MANAGER,
-		       "reportingInstance", e->instance);
-	if (ev && kube_create(e->kc, &EVENTS, ns, ev, &out, &err))
-		glog_kv(GLOG_WARN, "translator", "cannot record event", "object", name, "error",
-			err.message, NULL);
-	json_decref(out);
-	json_decref(ev);
+	if (kube_core_event_post(e->kc, obj, &ev, &err) < 0)
+		glog_kv(GLOG_WARN, "translator", "cannot record event", "object",
+			gj_str(obj, "metadata.name"), "error", err.message, NULL);
 }
 
 /* 0 done, 1 retry. */

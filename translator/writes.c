@@ -2,6 +2,7 @@
 
 #include "common/gmap.h"
 #include "common/json.h"
+#include "common/kube_core_event.h"
 #include "common/log.h"
 
 #include <errno.h>
@@ -12,8 +13,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-static const struct kube_resource EVENTS = { "", "v1", "events", true };
 
 /* A fingerprint's hash: two FNV-1a 64 with different offsets (a collision
  * would skip one write; at 2^-128 per pair it is not a concern). */
@@ -294,31 +293,13 @@ void writes_note_takeovers(struct writes *w, const char *key, const json_t *obj,
 /* A core v1 Event on obj; best effort (a failure is logged, never retried). */
 static void post_event(struct writes *w, enum tkind k, const json_t *obj, const char *msg)
 {
+	const struct kube_core_event ev = { TKINDS[k].api_version, TKINDS[k].kind, "Warning", "FieldWithheld",
+				       msg, w->manager, w->instance };
 	struct kube_error err;
-	char now[32], gen[300];
-	const char *ns = gj_str(obj, "metadata.namespace"), *name = gj_str(obj, "metadata.name");
-	json_t *ev, *out = NULL;
 
-	if (!ns || !name)
-		return;
-	gj_time_now(now, sizeof(now));
-	snprintf(gen, sizeof(gen), "%.200s.", name);
-	ev = json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:s, s:s, s:s, s:s, s:s}, s:s, s:s, s:s,"
-		       " s:{s:s}, s:s, s:s, s:i, s:s, s:s}",
-		       "apiVersion", "v1", "kind", "Event", "metadata", "generateName", gen,
-		       "namespace", ns, "involvedObject", "apiVersion", TKINDS[k].api_version, "kind",
-		       TKINDS[k].kind, "name", name, "namespace", ns, "uid",
-		       gj_str(obj, "metadata.uid") ?: "", "reason", "FieldWithheld", "message", msg,
-		       "type", "Warning", "source", "component", w->manager, "firstTimestamp", now,
-		       "lastTimestamp", now, "count", 1, "reportingComponent", w->manager,
-		       "reportingInstance", w->instance);
-	if (!ev)
-		return;
-	if (kube_create(w->kc, &EVENTS, ns, ev, &out, &err))
-		glog_kv(GLOG_WARN, "translator", "cannot record event", "object", name, "error",
-			err.message, NULL);
-	json_decref(out);
-	json_decref(ev);
+	if (kube_core_event_post(w->kc, obj, &ev, &err) < 0)
+		glog_kv(GLOG_WARN, "translator", "cannot record event", "object",
+			gj_str(obj, "metadata.name"), "error", err.message, NULL);
 }
 
 void writes_withheld(struct writes *w, enum tkind k, const char *key, const json_t *obj,
