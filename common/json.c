@@ -214,3 +214,55 @@ out:
 	json_decref(seen);
 	return rc;
 }
+
+/* The first element of have whose "type" is t (borrowed), or NULL. */
+static const json_t *by_type(const json_t *have, const char *t)
+{
+	const json_t *hc;
+	size_t j;
+
+	json_array_foreach(have, j, hc) {
+		const char *ht = gj_str(hc, "type");
+
+		if (ht && !strcmp(ht, t))
+			return hc;
+	}
+	return NULL;
+}
+
+bool gj_subset(const json_t *want, const json_t *have, enum gj_array_rule rule)
+{
+	const char *k;
+	json_t *v;
+	size_t i;
+
+	if (json_is_object(want)) {
+		if (!json_is_object(have))
+			return false;
+		json_object_foreach((json_t *)want, k, v)
+			if (!gj_subset(v, json_object_get(have, k), rule))
+				return false;
+		return true;
+	}
+	if (!json_is_array(want))
+		return json_equal(want, have);
+	if (!json_is_array(have) ||
+	    (rule == GJ_ARRAYS_SAME_LENGTH ? json_array_size(have) != json_array_size(want)
+					   : json_array_size(have) < json_array_size(want)))
+		return false;
+	json_array_foreach(want, i, v) {
+		const char *t = gj_str(v, "type");
+		const json_t *hc;
+
+		if (!t) {
+			if (rule == GJ_ARRAYS_CONTAIN)
+				return json_equal(want, have);
+			if (!json_equal(v, json_array_get(have, i)))
+				return false;
+			continue;
+		}
+		if (!(hc = by_type(have, t)) || !gj_subset(v, hc, rule))
+			return false;
+	}
+	return true;
+}

@@ -37,6 +37,27 @@ int gj_stream_array(const char *text, size_t len, const char *array,
 		    int (*member)(const char *name, json_t *value, void *ctx),
 		    int (*each)(json_t *elem, size_t i, void *ctx), void *ctx, bool *found, char *err,
 		    size_t errlen);
+/*
+ * How gj_subset compares arrays. In both, an element of want with a string
+ * member "type" (a condition) is looked up in have by that type, order
+ * free, and compared with gj_subset itself (first element of have with the
+ * type; none: not a subset).
+ */
+enum gj_array_rule {
+	/* have holds at least as many elements as want; once want has an element
+	 * without a type, the whole arrays must be json_equal. */
+	GJ_ARRAYS_CONTAIN,
+	/* have holds exactly as many elements as want; an element of want without
+	 * a type must be json_equal to have's element at the same index. */
+	GJ_ARRAYS_SAME_LENGTH,
+};
+/*
+ * Whether every member of want is in have: objects member by member
+ * (recursively; have may hold more), arrays by rule, anything else
+ * json_equal. Used to skip a server-side apply whose intent the server's
+ * object already holds.
+ */
+bool gj_subset(const json_t *want, const json_t *have, enum gj_array_rule rule);
 /* "namespace/name" or "name" for cluster-scoped objects, into buf. */
 int gj_object_key(const json_t *obj, char *buf, size_t n);
 

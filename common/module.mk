@@ -15,6 +15,7 @@ $(eval $(call unit_test,test_common_workqueue,tests/unit/test_common_workqueue.c
 $(eval $(call unit_test,test_common_store,tests/unit/test_common_store.c,gcommon,$(COMMON_LDLIBS)))
 $(eval $(call unit_test,test_common_http,tests/unit/test_common_http.c,gcommon,$(COMMON_LDLIBS)))
 $(eval $(call unit_test,test_common_core_event,tests/unit/test_common_core_event.c,gcommon,$(COMMON_LDLIBS)))
+$(eval $(call unit_test,test_common_json,tests/unit/test_common_json.c,gcommon,$(COMMON_LDLIBS)))
 $(eval $(call unit_test,test_common_metrics,tests/unit/test_common_metrics.c,gcommon,$(COMMON_LDLIBS)))
 
 COMMON_E2E_LIB := tests/lib/cp.c tests/lib/common_e2e.c tests/lib/common_proxy.c

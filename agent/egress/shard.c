@@ -186,54 +186,12 @@ json_t *ges_status_intent(const struct ges_spec *s, const char *bad_err, const s
 			 "metadata", "name", s->name, "namespace", s->ns, "status", st);
 }
 
-/* Every member of want is in have (conditions matched by type). */
-static bool subset(const json_t *want, const json_t *have)
-{
-	const char *k;
-	json_t *v;
-	size_t i;
-
-	if (json_is_object(want)) {
-		if (!json_is_object(have))
-			return false;
-		json_object_foreach((json_t *)want, k, v)
-			if (!subset(v, json_object_get(have, k)))
-				return false;
-		return true;
-	}
-	if (json_is_array(want)) {
-		if (!json_is_array(have) || json_array_size(have) < json_array_size(want))
-			return false;
-		json_array_foreach(want, i, v) {
-			const char *t = gj_str(v, "type");
-			bool found = false;
-			json_t *hc;
-			size_t j;
-
-			if (!t)
-				return json_equal(want, have);
-			json_array_foreach(have, j, hc) {
-				const char *ht = gj_str(hc, "type");
-
-				if (ht && !strcmp(ht, t)) {
-					found = subset(v, hc);
-					break;
-				}
-			}
-			if (!found)
-				return false;
-		}
-		return true;
-	}
-	return json_equal(want, have);
-}
-
 bool ges_status_equal(const json_t *cur, const json_t *intent)
 {
 	static const char *const own[] = { "shardSID", "shardAddressIPv6", "shardAddressIPv4" };
 	const json_t *cs = json_object_get(cur, "status"), *is = json_object_get(intent, "status");
 
-	if (!cur || !subset(is, cs))
+	if (!cur || !gj_subset(is, cs, GJ_ARRAYS_CONTAIN))
 		return false;
 	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
 		if (!json_object_get(is, own[i]) != !json_object_get(cs, own[i]))

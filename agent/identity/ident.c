@@ -367,52 +367,8 @@ json_t *gid_status_intent(const struct gid_status_in *in, const json_t *cur, con
 			 "metadata", "name", in->node, "status", st);
 }
 
-/* Every member of want is in have (objects recursively; arrays element by element). */
-static bool subset(const json_t *want, const json_t *have)
-{
-	const char *k;
-	json_t *v;
-	size_t i;
-
-	if (json_is_object(want)) {
-		if (!json_is_object(have))
-			return false;
-		json_object_foreach((json_t *)want, k, v)
-			if (!subset(v, json_object_get(have, k)))
-				return false;
-		return true;
-	}
-	if (json_is_array(want)) {
-		if (!json_is_array(have) || json_array_size(have) != json_array_size(want))
-			return false;
-		json_array_foreach(want, i, v) {
-			const char *t = gj_str(v, "type");
-
-			if (t) { /* conditions: match by type, order-free */
-				json_t *hc;
-				size_t j;
-				bool found = false;
-
-				json_array_foreach(have, j, hc) {
-					const char *ht = gj_str(hc, "type");
-
-					if (ht && !strcmp(ht, t)) {
-						found = subset(v, hc);
-						break;
-					}
-				}
-				if (!found)
-					return false;
-			} else if (!json_equal(v, json_array_get(have, i))) {
-				return false;
-			}
-		}
-		return true;
-	}
-	return json_equal(want, have);
-}
-
 bool gid_status_equal(const json_t *cur, const json_t *intent)
 {
-	return cur && subset(json_object_get(intent, "status"), json_object_get(cur, "status"));
+	return cur && gj_subset(json_object_get(intent, "status"), json_object_get(cur, "status"),
+				 GJ_ARRAYS_SAME_LENGTH);
 }
