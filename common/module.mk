@@ -3,7 +3,7 @@
 COMMON_SRCS := common/log.c common/fileio.c common/gmap.c common/json.c common/yaml.c \
 	common/kube_config.c common/kube_client.c common/kube_watch.c \
 	common/kube_store.c common/backoff.c common/informer.c common/workqueue.c \
-	common/leader.c common/metrics.c common/kube_core_event.c
+	common/leader.c common/metrics.c common/kube_core_event.c common/status_writer.c
 COMMON_LDLIBS := curl jansson mhd yaml pthread m
 LIBDEPS_gcommon := yaml z
 

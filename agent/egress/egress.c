@@ -14,54 +14,24 @@
 #include "common/kube_client.h"
 #include "common/kube_store.h"
 #include "common/log.h"
-#include "common/workqueue.h"
+#include "common/status_writer.h"
 
 #define COMP "egress"
 #define KEY_SYNC "~sync"
 
 struct ges_daemon {
 	char node[254], ns[64], oif[GDP_IFNAME_MAX + 1], manager[300];
-	double resync_s;
 	void (*on_shard)(void *ud, const struct gdp_egress *e);
 	void *ud;
-	struct kube_config *cfg;
-	struct kube_client *kc;
+	struct sw w;                   /* config, client, queue, worker, log_once */
 	struct informer *inf;
-	struct wq *q;
-	pthread_t th;
-	bool th_on;
 
 	pthread_mutex_t mu;            /* guards the fields below */
 	bool handed_once;
 	struct gdp_egress handed;      /* last identity handed over */
 	struct ges_observed obs;
 	struct ges_daemon_stats st;
-	char last_logged[400];
 };
-
-static void on_any(json_t *o, void *ud)
-{
-	(void)o;
-	wq_add(((struct ges_daemon *)ud)->q, KEY_SYNC);
-}
-static void on_upd(json_t *old, json_t *o, void *ud)
-{
-	(void)old;
-	on_any(o, ud);
-}
-
-static void log_once(struct ges_daemon *d, enum glog_level lvl, const char *line)
-{
-	bool news;
-
-	pthread_mutex_lock(&d->mu);
-	news = strcmp(line, d->last_logged) != 0;
-	if (news)
-		snprintf(d->last_logged, sizeof(d->last_logged), "%s", line);
-	pthread_mutex_unlock(&d->mu);
-	if (news)
-		glogf(lvl, COMP, "node %s: %s", d->node, line);
-}
 
 static void hand(struct ges_daemon *d, const struct gdp_egress *e)
 {
@@ -78,16 +48,18 @@ static void hand(struct ges_daemon *d, const struct gdp_egress *e)
 		d->on_shard(d->ud, e);
 }
 
-static int sync_once(struct ges_daemon *d)
+static int sync_once(const char *key, void *ud)
 {
+	struct ges_daemon *d = ud;
 	struct ges_spec s;
 	struct gdp_egress e;
 	struct ges_observed obs;
 	struct kube_error ke;
 	json_t *all, *cur, *intent;
 	char err[256] = "", now[32], line[400];
-	int bad = 0, found, rc = 0;
+	int bad = 0, found, rc = 0, wrote;
 
+	(void)key; /* one key: the whole pass */
 	if (!informer_synced(d->inf))
 		return -1;
 	all = kube_store_list(informer_store(d->inf));
@@ -98,7 +70,7 @@ static int sync_once(struct ges_daemon *d)
 	snprintf(d->st.shard, sizeof(d->st.shard), "%s", found ? s.name : "");
 	pthread_mutex_unlock(&d->mu);
 	if (!found) {
-		log_once(d, GLOG_INFO, "no EgressShard targets this node: no egress shard runs here");
+		sw_log_once(&d->w, GLOG_INFO, "no EgressShard targets this node: no egress shard runs here");
 		memset(&e, 0, sizeof(e));
 		hand(d, &e);
 		return 0;
@@ -106,12 +78,12 @@ static int sync_once(struct ges_daemon *d)
 	if (bad) {
 		/* nothing that runs changes on a malformed spec; the status says why */
 		snprintf(line, sizeof(line), "EgressShard %s/%s: %s (the running shard, if any, is kept)", s.ns, s.name, err);
-		log_once(d, GLOG_WARN, line);
+		sw_log_once(&d->w, GLOG_WARN, line);
 	} else {
 		ges_spec_egress(&s, d->oif[0] ? d->oif : NULL, &e);
 		snprintf(line, sizeof(line), "EgressShard %s/%s: %s", s.ns, s.name,
 			 e.have ? "shard identity handed to the datapath" : "SID or IPv6 address not assigned yet");
-		log_once(d, GLOG_INFO, line);
+		sw_log_once(&d->w, GLOG_INFO, line);
 		hand(d, &e);
 	}
 	pthread_mutex_lock(&d->mu);
@@ -120,41 +92,22 @@ static int sync_once(struct ges_daemon *d)
 	cur = kube_store_get_nn(informer_store(d->inf), s.ns, s.name);
 	gj_time_now(now, sizeof(now));
 	intent = ges_status_intent(&s, bad ? err : NULL, &obs, cur, now);
-	if (intent && !ges_status_equal(cur, intent)) {
-		if (kube_apply(d->kc, &GES_EGRESSSHARDS, s.ns, s.name, "status", intent, d->manager, false, NULL, &ke)) {
-			glogf(GLOG_WARN, COMP, "node %s: EgressShard %s/%s status not written: %s", d->node, s.ns, s.name,
-			      ke.message);
-			pthread_mutex_lock(&d->mu);
-			d->st.api_errors++;
-			pthread_mutex_unlock(&d->mu);
-			rc = -1;
-		} else {
-			pthread_mutex_lock(&d->mu);
-			d->st.status_writes++;
-			pthread_mutex_unlock(&d->mu);
-		}
+	wrote = sw_apply_status(&d->w, &GES_EGRESSSHARDS, s.ns, s.name, cur, intent, ges_status_equal, d->manager, &ke);
+	if (wrote < 0) {
+		glogf(GLOG_WARN, COMP, "node %s: EgressShard %s/%s status not written: %s", d->node, s.ns, s.name,
+		      ke.message);
+		pthread_mutex_lock(&d->mu);
+		d->st.api_errors++;
+		pthread_mutex_unlock(&d->mu);
+		rc = -1;
+	} else if (wrote) {
+		pthread_mutex_lock(&d->mu);
+		d->st.status_writes++;
+		pthread_mutex_unlock(&d->mu);
 	}
 	json_decref(intent);
 	json_decref(cur);
 	return rc;
-}
-
-static void *worker(void *arg)
-{
-	struct ges_daemon *d = arg;
-	char *key;
-
-	while ((key = wq_get(d->q, -1))) {
-		if (sync_once(d) == 0) {
-			wq_forget(d->q, key);
-			wq_add_after(d->q, KEY_SYNC, d->resync_s);
-		} else {
-			wq_add_rate_limited(d->q, key);
-		}
-		wq_done(d->q, key);
-		free(key);
-	}
-	return NULL;
 }
 
 void ges_daemon_datapath(struct ges_daemon *d, const struct gdp_egress *running, bool programmed,
@@ -173,7 +126,7 @@ void ges_daemon_datapath(struct ges_daemon *d, const struct gdp_egress *running,
 	d->obs = o;
 	pthread_mutex_unlock(&d->mu);
 	if (changed)
-		wq_add(d->q, KEY_SYNC);
+		wq_add(d->w.q, KEY_SYNC);
 }
 
 void ges_daemon_stats(struct ges_daemon *d, struct ges_daemon_stats *out)
@@ -185,8 +138,11 @@ void ges_daemon_stats(struct ges_daemon *d, struct ges_daemon_stats *out)
 
 int ges_daemon_start(struct ges_daemon **out, const struct ges_daemon_opts *o, char *err, size_t errlen)
 {
-	struct wq_opts qo = { .base_delay_s = 0.5, .max_delay_s = 10, .qps = 10, .burst = 20 };
 	struct informer_opts io = { 0 };
+	struct sw_opts so = { .comp = COMP, .node = o->node, .kubeconfig = o->kubeconfig, .metrics = o->metrics,
+			      .timeout_s = 5,
+			      .q = { .base_delay_s = 0.5, .max_delay_s = 10, .qps = 10, .burst = 20 },
+			      .sync = sync_once, .resync_key = KEY_SYNC };
 	struct ges_daemon *d;
 
 	*out = NULL;
@@ -211,35 +167,28 @@ int ges_daemon_start(struct ges_daemon **out, const struct ges_daemon_opts *o, c
 	snprintf(d->ns, sizeof(d->ns), "%s", o->ns ? o->ns : GES_NS_DEFAULT);
 	snprintf(d->oif, sizeof(d->oif), "%s", o->oif ? o->oif : "");
 	snprintf(d->manager, sizeof(d->manager), "galactic-agent/%s", o->node);
-	d->resync_s = o->resync_s > 0 ? o->resync_s : 60;
+	so.resync_s = o->resync_s > 0 ? o->resync_s : 60;
+	so.ud = d;
 	d->on_shard = o->on_shard;
 	d->ud = o->ud;
-	d->cfg = o->kubeconfig ? kube_config_from_kubeconfig(o->kubeconfig, NULL, err, errlen)
-			       : kube_config_load(err, errlen);
-	if (!d->cfg || !(d->kc = kube_client_new(d->cfg, err, errlen)))
+	if (sw_init(&d->w, &so, err, errlen))
 		goto fail;
-	if (o->metrics && kube_client_set_metrics(d->kc, o->metrics))
-		goto nomem;
-	kube_client_set_timeout(d->kc, 5);
-	if (!(d->q = wq_new(&qo)))
-		goto nomem;
 	io.res = GES_EGRESSSHARDS;
 	io.ns = d->ns;
 	io.backoff_initial_s = 0.5;
 	io.backoff_max_s = 5;
 	io.drop_managed_fields = true;
 	io.name = "egressshards";
-	if (!(d->inf = informer_new(d->kc, &io)) ||
-	    informer_add_handlers(d->inf, &(struct informer_handlers){ on_any, on_upd, on_any, d }))
+	if (!(d->inf = informer_new(d->w.kc, &io)) ||
+	    informer_add_handlers(d->inf, &(struct informer_handlers){ sw_on_any, sw_on_update, sw_on_any, &d->w }))
 		goto nomem;
-	if (pthread_create(&d->th, NULL, worker, d))
-		goto nomem;
-	d->th_on = true;
+	if (sw_start(&d->w, err, errlen))
+		goto fail;
 	if (informer_start(d->inf)) {
 		snprintf(err, errlen, "egress: cannot start the EgressShard informer");
 		goto fail;
 	}
-	wq_add(d->q, KEY_SYNC);
+	wq_add(d->w.q, KEY_SYNC);
 	glogf(GLOG_INFO, COMP, "node %s: egress shard from the EgressShards of namespace %s", d->node, d->ns);
 	*out = d;
 	return 0;
@@ -254,17 +203,13 @@ void ges_daemon_stop(struct ges_daemon *d)
 {
 	if (!d)
 		return;
-	if (d->q)
-		wq_shutdown(d->q);
+	sw_shutdown(&d->w);
 	informer_request_stop(d->inf);
 	if (d->inf)
 		informer_stop(d->inf);
-	if (d->th_on)
-		pthread_join(d->th, NULL);
+	sw_join(&d->w);
 	informer_free(d->inf);
-	wq_free(d->q);
-	kube_client_free(d->kc);
-	kube_config_free(d->cfg);
+	sw_free(&d->w);
 	pthread_mutex_destroy(&d->mu);
 	free(d);
 }

@@ -2,6 +2,7 @@
 #include "agent/identity/identity.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +14,7 @@
 #include "common/json.h"
 #include "common/kube_client.h"
 #include "common/log.h"
-#include "common/workqueue.h"
+#include "common/status_writer.h"
 
 #define COMP "identity"
 #define KEY_SYNC "~sync"       /* acquire + status */
@@ -25,16 +26,11 @@ struct gid_daemon {
 	char caps[CAPS_MAX][65];
 	const char *capp[CAPS_MAX];
 	size_t n_caps;
-	double resync_s;
 	void (*on_identity)(void *ud, const struct gid_result *r);
 	void *ud;
 
-	struct kube_config *cfg;
-	struct kube_client *kc;
+	struct sw w;                   /* config, client, queue, worker, log_once */
 	struct informer *ndp, *ids;
-	struct wq *q;
-	pthread_t th;
-	bool th_on;
 
 	pthread_mutex_t mu;            /* guards the fields below */
 	struct gid_result last;        /* last decided answer of the API */
@@ -50,24 +46,13 @@ struct gid_daemon {
 	size_t n_drift;
 	char dp_reason[64], dp_msg[256];
 	struct gid_daemon_stats st;
-	char last_logged[600];
 };
-
-static void on_any(json_t *o, void *ud)
-{
-	(void)o;
-	wq_add(((struct gid_daemon *)ud)->q, KEY_SYNC);
-}
-static void on_upd(json_t *old, json_t *o, void *ud)
-{
-	(void)old;
-	on_any(o, ud);
-}
 
 /* The operator removed this node's NodeDataplane: its hold goes with it (GC). */
 static void on_ndp_delete(json_t *o, void *ud)
 {
-	struct gid_daemon *d = ud;
+	/* ud: the daemon's writer (its other handlers are the writer's own) */
+	struct gid_daemon *d = (struct gid_daemon *)((char *)ud - offsetof(struct gid_daemon, w));
 	uint16_t id;
 
 	(void)o;
@@ -77,23 +62,16 @@ static void on_ndp_delete(json_t *o, void *ud)
 	glogf(GLOG_WARN, COMP, "node %s: NodeDataplane deleted: its NodeID is released; the data plane keeps node ID %u "
 	      "from the record, which the API may now give another node: recreate the NodeDataplane or drain this node",
 	      d->node, id);
-	wq_add(d->q, KEY_SYNC);
+	wq_add(d->w.q, KEY_SYNC);
 }
 
 /* Logs a decision once (the same answer every resync is not news). */
 static void log_once(struct gid_daemon *d, enum glog_level lvl, const char *reason, const char *msg)
 {
 	char line[600];
-	bool news;
 
 	snprintf(line, sizeof(line), "%s: %s", reason, msg);
-	pthread_mutex_lock(&d->mu);
-	news = strcmp(line, d->last_logged) != 0;
-	if (news)
-		snprintf(d->last_logged, sizeof(d->last_logged), "%s", line);
-	pthread_mutex_unlock(&d->mu);
-	if (news)
-		glogf(lvl, COMP, "node %s: %s", d->node, line);
+	sw_log_once(&d->w, lvl, line);
 }
 
 /* Status intent from what we know; applied when the server's differs. */
@@ -105,7 +83,7 @@ static int write_status(struct gid_daemon *d, const json_t *ndp)
 	json_t *intent;
 	struct kube_error e;
 	uint8_t blk[6];
-	int rc = 0;
+	int rc = 0, wrote;
 
 	pthread_mutex_lock(&d->mu);
 	in.generation = gj_int(ndp, "metadata.generation", 0);
@@ -133,22 +111,24 @@ static int write_status(struct gid_daemon *d, const json_t *ndp)
 	pthread_mutex_unlock(&d->mu);
 	if (!intent)
 		return -1;
-	if (!gid_status_equal(ndp, intent)) {
-		if (kube_apply(d->kc, &GID_NODEDATAPLANES, NULL, d->node, "status", intent, d->manager, false, NULL, &e)) {
-			glogf(GLOG_WARN, COMP, "node %s: status not written: %s", d->node, e.message);
-			rc = -1;
-		} else {
-			pthread_mutex_lock(&d->mu);
-			d->st.status_writes++;
-			pthread_mutex_unlock(&d->mu);
-		}
+	wrote = sw_apply_status(&d->w, &GID_NODEDATAPLANES, NULL, d->node, ndp, intent, gid_status_equal, d->manager,
+				&e);
+	if (wrote < 0) {
+		glogf(GLOG_WARN, COMP, "node %s: status not written: %s", d->node, e.message);
+		rc = -1;
+	} else if (wrote) {
+		pthread_mutex_lock(&d->mu);
+		d->st.status_writes++;
+		pthread_mutex_unlock(&d->mu);
 	}
 	json_decref(intent);
 	return rc;
 }
 
-static int sync_once(struct gid_daemon *d, bool acquire)
+static int sync_once(const char *key, void *ud)
 {
+	struct gid_daemon *d = ud;
+	bool acquire = !strcmp(key, KEY_SYNC); /* KEY_STATUS: the status only */
 	json_t *ndp;
 	struct gid_result r;
 	uint16_t prefer;
@@ -172,7 +152,7 @@ static int sync_once(struct gid_daemon *d, bool acquire)
 		memcpy(pb, d->use_id ? d->use_block : d->handed_block, 6);
 		d->st.acquires++;
 		pthread_mutex_unlock(&d->mu);
-		rc = gid_acquire(d->kc, d->node, ndp, prefer, prefer ? pb : NULL, &r);
+		rc = gid_acquire(d->w.kc, d->node, ndp, prefer, prefer ? pb : NULL, &r);
 		if (rc) {
 			pthread_mutex_lock(&d->mu);
 			d->st.api_errors++;
@@ -209,27 +189,6 @@ static int sync_once(struct gid_daemon *d, bool acquire)
 	return rc;
 }
 
-static void *worker(void *arg)
-{
-	struct gid_daemon *d = arg;
-	char *key;
-
-	while ((key = wq_get(d->q, -1))) {
-		bool full = !strcmp(key, KEY_SYNC);
-
-		if (sync_once(d, full) == 0) {
-			wq_forget(d->q, key);
-			if (full)
-				wq_add_after(d->q, KEY_SYNC, d->resync_s);
-		} else {
-			wq_add_rate_limited(d->q, key);
-		}
-		wq_done(d->q, key);
-		free(key);
-	}
-	return NULL;
-}
-
 void gid_daemon_datapath(struct gid_daemon *d, uint16_t node_id, const uint8_t block[6], bool verified,
 			 const char *reason, const char *message)
 {
@@ -249,7 +208,7 @@ void gid_daemon_datapath(struct gid_daemon *d, uint16_t node_id, const uint8_t b
 	snprintf(d->dp_msg, sizeof(d->dp_msg), "%s", message ? message : "");
 	pthread_mutex_unlock(&d->mu);
 	if (changed)
-		wq_add(d->q, KEY_STATUS);
+		wq_add(d->w.q, KEY_STATUS);
 }
 
 void gid_daemon_drift(struct gid_daemon *d, const char *const *kinds, const unsigned long *counts, size_t n)
@@ -270,7 +229,7 @@ void gid_daemon_drift(struct gid_daemon *d, const char *const *kinds, const unsi
 	d->n_drift = n;
 	pthread_mutex_unlock(&d->mu);
 	if (changed)
-		wq_add(d->q, KEY_STATUS);
+		wq_add(d->w.q, KEY_STATUS);
 }
 
 void gid_daemon_stats(struct gid_daemon *d, struct gid_daemon_stats *out)
@@ -282,9 +241,12 @@ void gid_daemon_stats(struct gid_daemon *d, struct gid_daemon_stats *out)
 
 int gid_daemon_start(struct gid_daemon **out, const struct gid_daemon_opts *o, char *err, size_t errlen)
 {
-	struct wq_opts qo = { .base_delay_s = 0.5, .max_delay_s = o->max_backoff_s > 0 ? o->max_backoff_s : 10,
-			      .qps = 10, .burst = 20 };
 	struct informer_opts io = { 0 };
+	struct sw_opts so = { .comp = COMP, .node = o->node, .kubeconfig = o->kubeconfig, .metrics = o->metrics,
+			      .timeout_s = 5,
+			      .q = { .base_delay_s = 0.5, .max_delay_s = o->max_backoff_s > 0 ? o->max_backoff_s : 10,
+				     .qps = 10, .burst = 20 },
+			      .sync = sync_once, .resync_key = KEY_SYNC };
 	struct gid_daemon *d;
 	char host[200] = "", fs[GID_NODE_MAX + 64];
 	size_t i;
@@ -310,21 +272,15 @@ int gid_daemon_start(struct gid_daemon **out, const struct gid_daemon_opts *o, c
 		d->capp[i] = d->caps[i];
 	}
 	d->n_caps = i;
-	d->resync_s = o->resync_s > 0 ? o->resync_s : 60;
+	so.resync_s = o->resync_s > 0 ? o->resync_s : 60;
+	so.ud = d;
 	d->on_identity = o->on_identity;
 	d->ud = o->ud;
 	d->handed_id = d->use_id = o->record_id;
 	memcpy(d->handed_block, o->record_block, 6);
 	memcpy(d->use_block, o->record_block, 6);
-	d->cfg = o->kubeconfig ? kube_config_from_kubeconfig(o->kubeconfig, NULL, err, errlen)
-			       : kube_config_load(err, errlen);
-	if (!d->cfg || !(d->kc = kube_client_new(d->cfg, err, errlen)))
+	if (sw_init(&d->w, &so, err, errlen))
 		goto fail;
-	if (o->metrics && kube_client_set_metrics(d->kc, o->metrics))
-		goto nomem;
-	kube_client_set_timeout(d->kc, 5);
-	if (!(d->q = wq_new(&qo)))
-		goto nomem;
 	io.res = GID_NODEDATAPLANES;
 	io.backoff_initial_s = 0.5;
 	io.backoff_max_s = 5;
@@ -332,25 +288,24 @@ int gid_daemon_start(struct gid_daemon **out, const struct gid_daemon_opts *o, c
 	snprintf(fs, sizeof(fs), "metadata.name=%s", d->node);
 	io.field_selector = fs;
 	io.name = "own-nodedataplane";
-	if (!(d->ndp = informer_new(d->kc, &io)) ||
-	    informer_add_handlers(d->ndp, &(struct informer_handlers){ on_any, on_upd, on_ndp_delete, d }))
+	if (!(d->ndp = informer_new(d->w.kc, &io)) ||
+	    informer_add_handlers(d->ndp, &(struct informer_handlers){ sw_on_any, sw_on_update, on_ndp_delete, &d->w }))
 		goto nomem;
 	snprintf(fs, sizeof(fs), "spec.node=%s", d->node);
 	io.res = GID_NODEIDS;
 	io.name = "own-nodeids";
-	if (!(d->ids = informer_new(d->kc, &io)) ||
-	    informer_add_handlers(d->ids, &(struct informer_handlers){ on_any, on_upd, on_any, d }))
+	if (!(d->ids = informer_new(d->w.kc, &io)) ||
+	    informer_add_handlers(d->ids, &(struct informer_handlers){ sw_on_any, sw_on_update, sw_on_any, &d->w }))
 		goto nomem;
-	if (pthread_create(&d->th, NULL, worker, d))
-		goto nomem;
-	d->th_on = true;
+	if (sw_start(&d->w, err, errlen))
+		goto fail;
 	if (informer_start(d->ndp) || informer_start(d->ids)) {
 		snprintf(err, errlen, "identity: cannot start informers");
 		goto fail;
 	}
-	wq_add(d->q, KEY_SYNC);
+	wq_add(d->w.q, KEY_SYNC);
 	glogf(GLOG_INFO, COMP, "node %s: identity from NodeDataplane %s (%s), record has node ID %u", d->node,
-	      d->node, d->cfg->server, o->record_id);
+	      d->node, d->w.cfg->server, o->record_id);
 	*out = d;
 	return 0;
 nomem:
@@ -364,21 +319,17 @@ void gid_daemon_stop(struct gid_daemon *d)
 {
 	if (!d)
 		return;
-	if (d->q)
-		wq_shutdown(d->q);
+	sw_shutdown(&d->w);
 	informer_request_stop(d->ndp);
 	informer_request_stop(d->ids);
 	if (d->ndp)
 		informer_stop(d->ndp);
 	if (d->ids)
 		informer_stop(d->ids);
-	if (d->th_on)
-		pthread_join(d->th, NULL);
+	sw_join(&d->w);
 	informer_free(d->ndp);
 	informer_free(d->ids);
-	wq_free(d->q);
-	kube_client_free(d->kc);
-	kube_config_free(d->cfg);
+	sw_free(&d->w);
 	pthread_mutex_destroy(&d->mu);
 	free(d);
 }
