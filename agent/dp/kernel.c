@@ -637,6 +637,7 @@ struct pass {
 	busy_vec *busy;                           /* VPC tables used by something else (kept across plans) */
 	bool busy_new;                            /* the dump found a table not in busy before */
 	int err;                                  /* allocation failure inside the dump callback */
+	struct gdp_locals locals;                 /* the attachments' addresses, for the remotes' checks */
 };
 
 static uint64_t name_hash(const char *name)
@@ -1403,7 +1404,7 @@ static int plan(struct pass *ps)
 		const struct gdp_remote *rm = &d->remotes[i];
 		const struct gdp_vpc *v = i && ps->rvpc[i - 1] && !strcmp(rm->vpc, d->remotes[i - 1].vpc)
 						  ? &d->vpcs[ps->rvpc[i - 1] - 1] : gdp_state_find_vpc(d, rm->vpc);
-		int e = gdp_validate_remote(d, i, err, sizeof(err));
+		int e = gdp_validate_remote_in(d, &ps->locals, i, err, sizeof(err));
 
 		if (v)
 			ps->rvpc[i] = (uint32_t)(v - d->vpcs) + 1;
@@ -1824,6 +1825,7 @@ static void pass_free(struct pass *ps)
 			free(ps->rres[i]);
 	free(ps->rres);
 	kh_free(&ps->names);
+	gdp_locals_free(&ps->locals);
 	plan_free(&ps->p);
 	snap_free(&ps->s);
 }
@@ -2243,6 +2245,7 @@ static int kb_apply_delta(struct gdp_backend *b, const struct gdp_state *d, cons
 {
 	struct kb *k = (struct kb *)b;
 	struct plan padd = { 0 }, pdel = { 0 }, ops = { 0 };
+	struct gdp_locals locals = { 0 };
 	struct gdp_result *node_res;
 	char err[320], pb[64];
 	size_t i, j;
@@ -2325,7 +2328,7 @@ static int kb_apply_delta(struct gdp_backend *b, const struct gdp_state *d, cons
 
 		if (!rr)
 			goto nomem;
-		e = gdp_validate_remote(d, dl->remotes[i], err, sizeof(err));
+		e = gdp_validate_remote_in(d, &locals, dl->remotes[i], err, sizeof(err));
 		if (!e && (!v || !table_ok(k, v->table))) {
 			snprintf(err, sizeof(err), "remote %s in vpc %s: vpc is not programmed", pb, rm->vpc);
 			e = -EAGAIN;
@@ -2426,6 +2429,7 @@ nomem:
 	if (node_res)
 		gdp_result_fail(node_res, rc, "delta apply: out of memory");
 out:
+	gdp_locals_free(&locals);
 	plan_free(&padd);
 	plan_free(&pdel);
 	plan_free(&ops);

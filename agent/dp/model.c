@@ -398,13 +398,100 @@ int gdp_validate_attachment(const struct gdp_state *s, size_t idx, char *err, si
 	return 0;
 }
 
+struct gdp_local_addr {
+	const char *vpc;
+	const struct gdp_prefix *p;
+	size_t att; /* index in s->atts */
+};
+
+static size_t prefix_bytes(const struct gdp_prefix *p) { return p->family == AF_INET ? 4 : 16; }
+
+/* (vpc, family, len, address): gdp_prefix_equal's notion of equal within a VPC. */
+static int local_key_cmp(const char *vpc, const struct gdp_prefix *p, const struct gdp_local_addr *b)
+{
+	int c = strcmp(vpc, b->vpc);
+
+	if (c)
+		return c;
+	if (p->family != b->p->family)
+		return p->family < b->p->family ? -1 : 1;
+	if (p->len != b->p->len)
+		return p->len < b->p->len ? -1 : 1;
+	return memcmp(p->addr.raw, b->p->addr.raw, prefix_bytes(p));
+}
+
+static int local_cmp(const void *x, const void *y)
+{
+	const struct gdp_local_addr *a = x, *b = y;
+	int c = local_key_cmp(a->vpc, a->p, b);
+
+	return c ? c : a->att < b->att ? -1 : a->att > b->att;
+}
+
+static int locals_build(const struct gdp_state *s, struct gdp_locals *lx)
+{
+	size_t n = 0, i, j;
+
+	for (i = 0; i < s->n_atts; i++)
+		n += s->atts[i].n_addrs;
+	if (n && !(lx->v = malloc(n * sizeof(*lx->v))))
+		return -ENOMEM;
+	for (i = 0; i < s->n_atts; i++)
+		for (j = 0; j < s->atts[i].n_addrs; j++)
+			lx->v[lx->n++] = (struct gdp_local_addr){ s->atts[i].vpc, &s->atts[i].addrs[j], i };
+	if (lx->n > 1)
+		qsort(lx->v, lx->n, sizeof(*lx->v), local_cmp);
+	return 0;
+}
+
+/* The first attachment (in s->atts) of vpc with address p, or NULL. */
+static const struct gdp_attachment *local_owner(const struct gdp_state *s, struct gdp_locals *lx,
+						const char *vpc, const struct gdp_prefix *p)
+{
+	size_t i, j, lo = 0, hi;
+
+	if (lx && !lx->built)
+		lx->built = locals_build(s, lx) ? -1 : 1;
+	if (!lx || lx->built < 0) {
+		for (i = 0; i < s->n_atts; i++) {
+			if (strcmp(s->atts[i].vpc, vpc))
+				continue;
+			for (j = 0; j < s->atts[i].n_addrs; j++)
+				if (gdp_prefix_equal(&s->atts[i].addrs[j], p))
+					return &s->atts[i];
+		}
+		return NULL;
+	}
+	for (hi = lx->n; lo < hi;) { /* the first element >= the key: the lowest attachment index */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (local_key_cmp(vpc, p, &lx->v[mid]) > 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < lx->n && !local_key_cmp(vpc, p, &lx->v[lo]) ? &s->atts[lx->v[lo].att] : NULL;
+}
+
+void gdp_locals_free(struct gdp_locals *lx)
+{
+	free(lx->v);
+	*lx = (struct gdp_locals){ 0 };
+}
+
 int gdp_validate_remote(const struct gdp_state *s, size_t idx, char *err, size_t errlen)
+{
+	return gdp_validate_remote_in(s, NULL, idx, err, errlen);
+}
+
+int gdp_validate_remote_in(const struct gdp_state *s, struct gdp_locals *lx, size_t idx, char *err,
+			   size_t errlen)
 {
 	const struct gdp_remote *r = &s->remotes[idx];
 	const struct gdp_vpc *v = gdp_state_find_vpc(s, r->vpc);
+	const struct gdp_attachment *at;
 	char pb[64], sb[INET6_ADDRSTRLEN];
 	const struct in6_addr *a = &r->sid;
-	size_t i;
 
 	gdp_prefix_str(&r->prefix, pb, sizeof(pb));
 	if (!v) {
@@ -428,18 +515,10 @@ int gdp_validate_remote(const struct gdp_state *s, size_t idx, char *err, size_t
 		return -EINVAL;
 	}
 	/* A prefix served by a local attachment must not be sent away. */
-	for (i = 0; i < s->n_atts; i++) {
-		const struct gdp_attachment *at = &s->atts[i];
-		size_t j;
-
-		if (strcmp(at->vpc, r->vpc))
-			continue;
-		for (j = 0; j < at->n_addrs; j++)
-			if (gdp_prefix_equal(&at->addrs[j], &r->prefix)) {
-				snprintf(err, errlen, "remote %s in vpc %s: address is local (attachment %s)",
-					 pb, r->vpc, at->id);
-				return -EEXIST;
-			}
+	if ((at = local_owner(s, lx, r->vpc, &r->prefix))) {
+		snprintf(err, errlen, "remote %s in vpc %s: address is local (attachment %s)", pb, r->vpc,
+			 at->id);
+		return -EEXIST;
 	}
 	/* Duplicates among remotes are found by the backend with a hash (n can be 100k). */
 	return 0;

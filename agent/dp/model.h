@@ -162,4 +162,24 @@ int gdp_validate_vpc(const struct gdp_state *s, size_t idx, char *err, size_t er
 int gdp_validate_attachment(const struct gdp_state *s, size_t idx, char *err, size_t errlen);
 int gdp_validate_remote(const struct gdp_state *s, size_t idx, char *err, size_t errlen);
 
+/*
+ * The attachments' addresses of one state, sorted by (vpc, prefix), for
+ * validating many remotes: gdp_validate_remote_in gives gdp_validate_remote's
+ * verdict and message (the attachment named is the first in s->atts, as
+ * there) in O(log addresses) instead of a scan of every attachment. Starts
+ * zeroed ({ 0 }), is built by the first gdp_validate_remote_in call (out of
+ * memory: that call and the next scan, as gdp_validate_remote does), is
+ * valid while s's attachments are not changed, and is freed by
+ * gdp_locals_free.
+ */
+struct gdp_local_addr;
+struct gdp_locals {
+	struct gdp_local_addr *v;
+	size_t n;
+	int built; /* 0 not yet, 1 built, -1 could not be (scan) */
+};
+int gdp_validate_remote_in(const struct gdp_state *s, struct gdp_locals *lx, size_t idx, char *err,
+			   size_t errlen);
+void gdp_locals_free(struct gdp_locals *lx);
+
 #endif

@@ -222,6 +222,89 @@ START_TEST(t_validate_remotes)
 }
 END_TEST
 
+/*
+ * The indexed check (gdp_validate_remote_in) rejects what the scan rejects,
+ * with the same message: local addresses by VPC, family and length, the
+ * first attachment in the state's order named, every other check first.
+ */
+START_TEST(t_validate_remotes_indexed)
+{
+	static const char *const pfx[] = { "fd00:a::1/128", "fd00:a::2/128", "fd00:a::3/128", "fd00:a::1/127",
+					   "10.1.0.1/32",   "10.1.0.2/32",   "10.1.0.3/32",   "10.1.0.0/31",
+					   "fd00:a::/64",   "10.1.0.1/24",   "fd00:b::1/128", "10.2.0.1/32" };
+	static const char *const vpcs[] = { "vpcA", "vpcB", "vpcZ" };
+	struct gdp_state s;
+	struct gdp_locals lx = { 0 };
+	char e1[256], e2[256];
+	size_t i, n_eexist = 0, n_ok = 0;
+
+	base_state(&s);
+	/* att2 (vpcA) holds att1's fd00:a::1 again and fd00:a::2; att3 (vpcB) holds fd00:a::3, 10.1.0.2 */
+	{
+		struct gdp_attachment a2 = { .vpc = "vpcA", .id = "att2", .host_ifname = "h2", .arg = 2, .n_addrs = 2 };
+		struct gdp_attachment a3 = { .vpc = "vpcB", .id = "att3", .host_ifname = "h3", .arg = 3, .n_addrs = 2 };
+
+		gdp_prefix_parse("fd00:a::2", &a2.addrs[0]);
+		gdp_prefix_parse("fd00:a::1", &a2.addrs[1]);
+		gdp_prefix_parse("fd00:a::3", &a3.addrs[0]);
+		gdp_prefix_parse("10.1.0.2", &a3.addrs[1]);
+		ck_assert_int_eq(gdp_state_add_attachment(&s, &a2), 0);
+		ck_assert_int_eq(gdp_state_add_attachment(&s, &a3), 0);
+	}
+	for (size_t v = 0; v < 3; v++)
+		for (i = 0; i < sizeof(pfx) / sizeof(pfx[0]); i++) {
+			struct gdp_remote r = { 0 };
+
+			snprintf(r.vpc, sizeof(r.vpc), "%s", vpcs[v]);
+			ck_assert_int_eq(gdp_prefix_parse(pfx[i], &r.prefix), 0);
+			inet_pton(AF_INET6, i % 5 == 3 ? "fe80::1" : "fcbb:bb00:1:2:e001::", &r.sid);
+			ck_assert_int_eq(gdp_state_add_remote(&s, &r), 0);
+		}
+	for (i = 0; i < s.n_remotes; i++) {
+		int a = gdp_validate_remote(&s, i, e1, sizeof(e1)), b;
+
+		e2[0] = 0;
+		b = gdp_validate_remote_in(&s, &lx, i, e2, sizeof(e2));
+		ck_assert_int_eq(a, b);
+		if (a)
+			ck_assert_str_eq(e1, e2);
+		n_eexist += a == -EEXIST;
+		n_ok += !a;
+	}
+	ck_assert_int_eq(lx.built, 1);
+	ck_assert_uint_eq(lx.n, 6);
+	/* vpcA: fd00:a::1 (att1, first of two), fd00:a::2 (att2), 10.1.0.1 (att1); vpcB: fd00:a::3 (att3) */
+	ck_assert_uint_eq(n_eexist, 4);
+	ck_assert_uint_gt(n_ok, 0);
+	ck_assert_int_eq(gdp_validate_remote_in(&s, &lx, 0, e2, sizeof(e2)), -EEXIST);
+	ck_assert_str_eq(e2, "remote fd00:a::1/128 in vpc vpcA: address is local (attachment att1)");
+	ck_assert_int_eq(gdp_validate_remote_in(&s, &lx, 1, e2, sizeof(e2)), -EEXIST);
+	ck_assert_str_eq(e2, "remote fd00:a::2/128 in vpc vpcA: address is local (attachment att2)");
+	ck_assert_int_eq(gdp_validate_remote_in(&s, &lx, 12 + 2, e2, sizeof(e2)), -EEXIST);
+	ck_assert_str_eq(e2, "remote fd00:a::3/128 in vpc vpcB: address is local (attachment att3)");
+	ck_assert_int_eq(gdp_validate_remote_in(&s, &lx, 5, e2, sizeof(e2)), 0); /* vpcA 10.1.0.2: att3 holds it in vpcB */
+	gdp_locals_free(&lx);
+	ck_assert_ptr_null(lx.v);
+	ck_assert_int_eq(lx.built, 0);
+	/* a state without attachments: nothing is local */
+	{
+		struct gdp_state e;
+		struct gdp_remote r = { .vpc = "vpcA" };
+
+		base_state(&e);
+		e.n_atts = 0;
+		gdp_prefix_parse("fd00:a::1/128", &r.prefix);
+		inet_pton(AF_INET6, "fcbb:bb00:1:2:e001::", &r.sid);
+		gdp_state_add_remote(&e, &r);
+		ck_assert_int_eq(gdp_validate_remote_in(&e, &lx, 0, e2, sizeof(e2)), 0);
+		ck_assert_uint_eq(lx.n, 0);
+		gdp_locals_free(&lx);
+		gdp_state_free(&e);
+	}
+	gdp_state_free(&s);
+}
+END_TEST
+
 START_TEST(t_results)
 {
 	struct gdp_results r;
@@ -535,6 +618,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, t_validate_vpcs);
 	tcase_add_test(tc, t_validate_attachments);
 	tcase_add_test(tc, t_validate_remotes);
+	tcase_add_test(tc, t_validate_remotes_indexed);
 	tcase_add_test(tc, t_results);
 	tcase_add_test(tc, t_state_roundtrip);
 	tcase_add_test(tc, t_atomic_write);

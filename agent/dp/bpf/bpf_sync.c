@@ -570,6 +570,7 @@ int gbpf_sync_routes_delta(struct gbpf *g, const struct gdp_state *d, const stru
 	struct gbpf_route_key *k, gk;
 	struct gbpf_route *v;
 	struct gdp_result **who;
+	struct gdp_locals locals = { 0 };
 	char err[512], pb[64];
 	int first = 0, e;
 
@@ -607,7 +608,7 @@ int gbpf_sync_routes_delta(struct gbpf *g, const struct gdp_state *d, const stru
 			goto out;
 		}
 		/* the full check: a local pod address with this key fails it */
-		if ((e = gdp_validate_remote(d, dl->remotes[i], err, sizeof(err)))) {
+		if ((e = gdp_validate_remote_in(d, &locals, dl->remotes[i], err, sizeof(err)))) {
 			gdp_result_fail(r, e, "%s", err);
 			st->failed++;
 			first = first ? first : e;
@@ -662,6 +663,7 @@ int gbpf_sync_routes_delta(struct gbpf *g, const struct gdp_state *d, const stru
 			st->removed++;
 	}
 out:
+	gdp_locals_free(&locals);
 	free(k);
 	free(v);
 	free(who);
