@@ -85,6 +85,7 @@ static const struct kube_resource RTR = { "network.datumapis.com", "v1alpha1", "
 static const struct kube_resource VRFR = { "network.datumapis.com", "v1alpha1", "bgpvrfinstances", true };
 static const struct kube_resource POD = { "", "v1", "pods", true };
 static const struct kube_resource SA = { "", "v1", "serviceaccounts", true };
+static const struct kube_resource NODE = { "", "v1", "nodes", false };
 static const struct kube_resource NSS = { "", "v1", "namespaces", false };
 
 /* Two VPCs (base62 ids in lower case, so the advertisement names built
@@ -854,6 +855,14 @@ static int run_pattern(enum pattern pat, int n, struct result *r)
 		char rn[16], nn[8];
 		snprintf(rn, sizeof(rn), "router-n%d", k);
 		snprintf(nn, sizeof(nn), "n%d", k);
+		/* the Node object, as the kubelet registers it (our agent owns its reports by it) */
+		json_t *no = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind", "Node", "metadata", "name", nn);
+		if (kube_create(KC, &NODE, NULL, no, NULL, &e)) {
+			bench_error(B, "Node: %s", e.message);
+			json_decref(no);
+			goto out;
+		}
+		json_decref(no);
 		json_t *o = json_pack("{s:s, s:s, s:{s:s}, s:{s:{s:s}, s:i}}", "apiVersion", "network.datumapis.com/v1alpha1",
 				      "kind", "BGPRouter", "metadata", "name", rn, "spec", "targetRef", "name", nn, "localASN",
 				      65000 + k);
