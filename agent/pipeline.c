@@ -166,7 +166,7 @@ static int run_pass(struct pipeline *p, bool full)
 	struct rec_snap snap;
 	char err[512], held[512];
 	double t0 = now_ms();
-	bool applied = false, delta = false, noop = false;
+	bool applied = false, delta = false, noop = false, unread = false;
 	double t_apply = 0, t_applied = 0;
 	int rc;
 
@@ -223,6 +223,9 @@ static int run_pass(struct pipeline *p, bool full)
 		if (!delta && !noop) {
 			gdp_results_reset(&res);
 			rc = p->o.be->ops->apply(p->o.be, &snap.st, &res);
+			/* the datapath could not be read: nothing changed, what the last pass
+			 * verified stands (a failed dump never withdraws what is programmed) */
+			unread = rc && res.unread && p->have_prev;
 		}
 	}
 	t_applied = now_ms();
@@ -269,6 +272,9 @@ static int run_pass(struct pipeline *p, bool full)
 		left = remote_entries(&p->last);
 		if (p->remotes_whole)
 			p->last.remotes_ok = snap.st.n_remotes > left ? snap.st.n_remotes - left : 0;
+	} else if (unread) {
+		p->want_full = true; /* read again soon; until then the last results stand */
+		gdp_results_free(&res);
 	} else {
 		/* Programmed remotes become a count (100,000 entries are 40 MB). */
 		size_t nrem = remote_entries(&res);
@@ -296,7 +302,11 @@ static int run_pass(struct pipeline *p, bool full)
 	if (applied && !delta)
 		malloc_trim(0);
 #endif
-	if (applied) {
+	if (unread) {
+		glogf(GLOG_WARN, COMP, "reconcile #%lu: the datapath could not be read: nothing was changed, the last "
+		      "pass's results stand; a full pass follows", p->passes);
+		record_snap_free(&snap); /* the next delta is taken from what was last applied */
+	} else if (applied) {
 		/* the next pass's delta is taken from what this one applied */
 		record_snap_free(&p->prev);
 		p->prev = snap;

@@ -17,6 +17,7 @@ void gdp_results_reset(struct gdp_results *r)
 	r->n = 0;
 	r->added = r->removed = r->unchanged = r->retries = r->failed = 0;
 	r->remotes_ok = 0;
+	r->unread = false;
 	r->idx_done = 0;
 	if (r->idx)
 		memset(r->idx, 0, r->idx_cap * sizeof(*r->idx));

@@ -75,6 +75,11 @@ struct gdp_results {
 	/* Remotes verified programmed whose entries were folded into this
 	 * count (gdp_results_fold_remotes): they count as programmed objects. */
 	size_t remotes_ok;
+	/* The backend could not read the datapath (a dump failed even after its
+	 * retries), so it changed nothing and these results say nothing of the
+	 * objects: the caller keeps the last results it had (never withdraws
+	 * what is programmed on a failed read). */
+	bool unread;
 };
 
 void gdp_results_init(struct gdp_results *r);
@@ -197,6 +202,7 @@ struct gdp_kernel_counters {
 	unsigned long full_passes;   /* apply calls (each a full reconcile) */
 	unsigned long delta_passes;  /* apply_delta calls that ran */
 	unsigned long dumps;         /* netlink dumps sent (full passes, read-backs, observe) */
+	unsigned long dumps_interrupted; /* dump tries the kernel interrupted (NLM_F_DUMP_INTR), read again */
 	unsigned long delta_ops;     /* writes a delta planned */
 };
 void gdp_kernel_counters(const struct gdp_backend *b, struct gdp_kernel_counters *c);

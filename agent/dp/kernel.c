@@ -65,6 +65,8 @@ struct kb {
 	size_t n_ok_tables;
 	/* Counters (tests, docs): what each kind of pass cost. */
 	unsigned long n_full, n_delta, n_dumps, n_delta_ops;
+	unsigned long n_dump_intr; /* dump tries the kernel interrupted (NLM_F_DUMP_INTR), all passes */
+	unsigned last_intr;        /* of the last dump that failed: how many tries were interrupted */
 };
 
 #define VEC(T) struct { T *v; size_t n, cap; }
@@ -136,20 +138,45 @@ static int addr_cb(const struct nlmsghdr *h, void *arg)
 	return gnl_ifaddr_parse(h, &a) ? 0 : VEC_PUSH(s->addrs, a);
 }
 
+struct count_reset {
+	size_t *count, base;
+};
+
+static void count_reset(void *arg)
+{
+	struct count_reset *r = arg;
+
+	*r->count = r->base; /* an interrupted dump is re-read from scratch */
+}
+
+/* One dump into s, read again (with gnl_dump_restarting's backoff) while the kernel interrupts it. */
 static int dump_one(struct kb *k, struct nl_msg *m, gnl_dump_cb cb, struct snap *s, size_t *count)
 {
-	size_t base = *count;
-	int rc, tries = 0;
+	struct count_reset r = { count, *count };
+	unsigned intr = 0;
+	int rc;
 
 	if (!m)
 		return -ENOMEM;
 	k->n_dumps++;
-	do {
-		*count = base; /* an interrupted dump is re-read from scratch */
-		rc = gnl_dump(k->nl, m, cb, s);
-	} while (rc == -EAGAIN && ++tries < 10);
+	rc = gnl_dump_restarting(k->nl, m, cb, s, count_reset, &r, &intr);
+	k->n_dump_intr += intr;
+	k->last_intr = intr;
 	nlmsg_free(m);
 	return rc;
+}
+
+/* A dump that failed: nothing was written, and the results say so (res->unread). */
+static void dump_failed(struct kb *k, struct gdp_results *res, struct gdp_result *node_res, const char *what,
+			int rc)
+{
+	res->unread = true;
+	if (rc == -EAGAIN)
+		gdp_result_fail(node_res, rc,
+				"%s: interrupted %u times in a row (the kernel's tables kept changing); nothing was changed",
+				what, k->last_intr);
+	else
+		gdp_result_fail(node_res, rc, "%s: %s", what, strerror(-rc));
 }
 
 /* Links, rules, neighbours, addresses (the routes come later, streamed). */
@@ -1553,33 +1580,49 @@ static int route_cb(const struct nlmsghdr *h, void *arg)
 	return 0;
 }
 
-/* The route dump (IPv6, IPv4), streamed into route_cb; an interrupted one is read again from scratch. */
-static int dump_routes(struct pass *ps)
+/* From scratch: what an earlier, interrupted read of the routes marked. */
+static void routes_reset(void *arg)
+{
+	struct pass *ps = arg;
+
+	for (size_t j = 0; j < ps->n_des; j++)
+		if (ps->wst[j] == W_EQUAL || ps->wst[j] == W_DIFF || ps->wst[j] == W_FOREIGN)
+			ps->wst[j] = W_NONE;
+	ps->left.n = 0;
+	ps->foreign.n = 0;
+}
+
+/* Both families' route dumps, streamed into route_cb: one try of dump_routes. */
+static int routes_once(void *arg)
 {
 	static const int fams[] = { AF_INET6, AF_INET };
-	int rc = 0, tries = 0;
+	struct pass *ps = arg;
+	int rc = 0;
 
-	do {
-		/* from scratch: what an earlier, interrupted read marked */
-		for (size_t j = 0; j < ps->n_des; j++)
-			if (ps->wst[j] == W_EQUAL || ps->wst[j] == W_DIFF || ps->wst[j] == W_FOREIGN)
-				ps->wst[j] = W_NONE;
-		ps->left.n = 0;
-		ps->foreign.n = 0;
-		for (size_t f = 0; f < 2; f++) {
-			struct nl_msg *m;
+	for (size_t f = 0; f < 2 && !rc; f++) {
+		struct nl_msg *m;
 
-			if (gnl_route_dump_msg(&m, fams[f], 0))
-				return -ENOMEM;
-			ps->k->n_dumps++;
-			rc = gnl_dump(ps->k->nl, m, route_cb, ps);
-			nlmsg_free(m);
-			if (!rc && ps->err)
-				rc = ps->err;
-			if (rc)
-				break;
-		}
-	} while (rc == -EAGAIN && ++tries < 10);
+		if (gnl_route_dump_msg(&m, fams[f], 0))
+			return -ENOMEM;
+		ps->k->n_dumps++;
+		rc = gnl_dump(ps->k->nl, m, route_cb, ps);
+		nlmsg_free(m);
+		if (!rc && ps->err)
+			rc = ps->err;
+	}
+	return rc;
+}
+
+/* The route dump (IPv6, IPv4); an interrupted one is read again from scratch, with gnl_dump_restarting's policy. */
+static int dump_routes(struct pass *ps)
+{
+	struct gnl_retry p = { GNL_DUMP_TRIES, GNL_DUMP_BACKOFF_US, GNL_DUMP_BACKOFF_MAX_US, 0, 0 };
+	int rc;
+
+	routes_reset(ps);
+	rc = gnl_retry_intr(&p, routes_once, ps, routes_reset, ps);
+	ps->k->n_dump_intr += p.interrupted;
+	ps->k->last_intr = p.interrupted;
 	return rc;
 }
 
@@ -1631,7 +1674,7 @@ static int diff(struct pass *ps)
 			ps->wst[i] = W_SKIP;
 	rc = dump_routes(ps);
 	if (rc) {
-		gdp_result_fail(ps->node_res, rc, "dump kernel routes: %s", strerror(-rc));
+		dump_failed(k, res, ps->node_res, "dump kernel routes", rc);
 		goto done;
 	}
 	if (ps->busy_new) {
@@ -1899,7 +1942,7 @@ static int reconcile_once(struct kb *k, const struct gdp_state *d, struct gdp_re
 
 	rc = snapshot(k, &ps.s);
 	if (rc) {
-		gdp_result_fail(node_res, rc, "dump kernel state: %s", strerror(-rc));
+		dump_failed(k, res, node_res, "dump kernel state", rc);
 		goto out;
 	}
 	if (kh_init(&ps.names, ps.s.links.n))
@@ -2443,6 +2486,7 @@ void gdp_kernel_counters(const struct gdp_backend *b, struct gdp_kernel_counters
 	c->full_passes = k->n_full;
 	c->delta_passes = k->n_delta;
 	c->dumps = k->n_dumps;
+	c->dumps_interrupted = k->n_dump_intr;
 	c->delta_ops = k->n_delta_ops;
 }
 

@@ -492,6 +492,60 @@ int gnl_dump(struct gnl_sock *s, struct nl_msg *req, gnl_dump_cb cb, void *arg)
 	}
 }
 
+int gnl_retry_intr(struct gnl_retry *p, int (*once)(void *ctx), void *ctx, void (*restart)(void *arg),
+		   void *arg)
+{
+	unsigned backoff = p->first_us;
+	int rc;
+
+	p->interrupted = 0;
+	p->slept_us = 0;
+	for (unsigned t = 0;; t++) {
+		if (t) {
+			struct timespec ts = { backoff / 1000000, (backoff % 1000000) * 1000L };
+
+			if (restart)
+				restart(arg);
+			while (nanosleep(&ts, &ts) && errno == EINTR)
+				;
+			p->slept_us += backoff;
+			backoff = backoff * 2 > p->max_us ? p->max_us : backoff * 2;
+		}
+		rc = once(ctx);
+		if (rc != -EAGAIN)
+			return rc;
+		p->interrupted++;
+		if (t + 1 >= p->tries)
+			return rc;
+	}
+}
+
+struct dump_call {
+	struct gnl_sock *s;
+	struct nl_msg *req;
+	gnl_dump_cb cb;
+	void *arg;
+};
+
+static int dump_once(void *ctx)
+{
+	struct dump_call *c = ctx;
+
+	return gnl_dump(c->s, c->req, c->cb, c->arg);
+}
+
+int gnl_dump_restarting(struct gnl_sock *s, struct nl_msg *req, gnl_dump_cb cb, void *arg,
+			void (*restart)(void *rarg), void *rarg, unsigned *interrupted)
+{
+	struct gnl_retry p = { GNL_DUMP_TRIES, GNL_DUMP_BACKOFF_US, GNL_DUMP_BACKOFF_MAX_US, 0, 0 };
+	struct dump_call c = { s, req, cb, arg };
+	int rc = gnl_retry_intr(&p, dump_once, &c, restart, rarg);
+
+	if (interrupted)
+		*interrupted = p.interrupted;
+	return rc;
+}
+
 int gnl_get(struct gnl_sock *s, struct nl_msg *req, gnl_dump_cb cb, void *arg)
 {
 	struct nlmsghdr *rh = nlmsg_hdr(req);

@@ -77,6 +77,33 @@ int gnl_talk(struct gnl_sock *s, struct nl_msg *msg, char *ext, size_t extlen);
 typedef int (*gnl_dump_cb)(const struct nlmsghdr *h, void *arg);
 int gnl_dump(struct gnl_sock *s, struct nl_msg *req, gnl_dump_cb cb, void *arg);
 /*
+ * A dump the kernel may interrupt (NLM_F_DUMP_INTR: the table changed while
+ * it was read, so what cb saw may be inconsistent): restart(rarg) forgets
+ * what cb gathered, and after a backoff the whole dump is sent again, by
+ * the policy of gnl_retry_intr below (GNL_DUMP_TRIES tries, 1 ms doubling
+ * to 128 ms: at most ~1.3 s asleep). Returns as gnl_dump: -EAGAIN only when
+ * every try was interrupted. *interrupted (may be NULL) gets how many were.
+ */
+#define GNL_DUMP_TRIES 16
+#define GNL_DUMP_BACKOFF_US 1000
+#define GNL_DUMP_BACKOFF_MAX_US 128000
+int gnl_dump_restarting(struct gnl_sock *s, struct nl_msg *req, gnl_dump_cb cb, void *arg,
+			void (*restart)(void *rarg), void *rarg, unsigned *interrupted);
+/*
+ * The retry policy (pure but for the sleeps; exposed for tests): once(ctx)
+ * until it returns other than -EAGAIN or p->tries calls were made; before
+ * each new call restart(arg) and a sleep of p->first_us, doubling up to
+ * p->max_us. Fills p->interrupted (calls that returned -EAGAIN) and
+ * p->slept_us. Returns once's last result.
+ */
+struct gnl_retry {
+	unsigned tries, first_us, max_us;
+	unsigned interrupted;
+	unsigned long slept_us;
+};
+int gnl_retry_intr(struct gnl_retry *p, int (*once)(void *ctx), void *ctx, void (*restart)(void *arg),
+		   void *arg);
+/*
  * One request that is not a dump (RTM_GET* of one object): its reply to cb,
  * then its ack. Returns the kernel's error (-ENODEV ...), cb's non-zero
  * return, or 0.

@@ -596,6 +596,103 @@ START_TEST(t_dump_and_get_scan)
 }
 END_TEST
 
+/*
+ * The dump retry (gnl_retry_intr, gnl_dump_restarting's policy): each try
+ * is one dump reply fed through gnl_dump_scan; the first `intr` replies
+ * carry NLM_F_DUMP_INTR. What an interrupted try gathered is forgotten
+ * (restart), the try is repeated after a doubling backoff, and the number
+ * of tries is bounded.
+ */
+struct fake_dump {
+	int intr;          /* replies still to come with NLM_F_DUMP_INTR */
+	int err;           /* a reply ending in this error instead (0: none) */
+	int calls, restarts;
+	int seen;          /* objects gathered (reset by restart) */
+};
+
+static int gather_cb(const struct nlmsghdr *h, void *arg)
+{
+	(void)h;
+	((struct fake_dump *)arg)->seen++;
+	return 0;
+}
+
+static int fake_dump_once(void *ctx)
+{
+	struct fake_dump *f = ctx;
+	uint8_t buf[1024] __attribute__((aligned(4)));
+	struct nlmsghdr *h;
+	size_t off = 0;
+	int stop = 0, rc = 99;
+	bool intr = false;
+
+	f->calls++;
+	for (int i = 0; i < 4; i++) { /* three objects and DONE */
+		h = (struct nlmsghdr *)(buf + off);
+		memset(h, 0, NLMSG_LENGTH(4));
+		h->nlmsg_len = NLMSG_LENGTH(4);
+		h->nlmsg_type = i == 3 ? NLMSG_DONE : RTM_NEWROUTE;
+		h->nlmsg_seq = 9;
+		h->nlmsg_flags = NLM_F_MULTI | (f->intr > 0 && i == 1 ? NLM_F_DUMP_INTR : 0);
+		off += NLMSG_ALIGN(h->nlmsg_len);
+	}
+	if (f->err) /* the error in DONE's place */
+		off = NLMSG_ALIGN(NLMSG_LENGTH(4)) * 3 + put_err(buf + NLMSG_ALIGN(NLMSG_LENGTH(4)) * 3, 9, f->err, 0, 16, 0, NULL);
+	if (f->intr > 0)
+		f->intr--;
+	ck_assert_int_eq(gnl_dump_scan(buf, off, 9, gather_cb, f, &stop, &intr, &rc), 1);
+	return rc;
+}
+
+static void fake_restart(void *arg)
+{
+	struct fake_dump *f = arg;
+
+	f->restarts++;
+	f->seen = 0;
+}
+
+START_TEST(t_dump_intr_retry)
+{
+	struct gnl_retry p = { 6, 100, 400, 0, 0 };
+	struct fake_dump f = { .intr = 3 };
+
+	/* three interrupted replies, then a whole one: its three objects, once */
+	ck_assert_int_eq(gnl_retry_intr(&p, fake_dump_once, &f, fake_restart, &f), 0);
+	ck_assert_int_eq(f.calls, 4);
+	ck_assert_int_eq(f.restarts, 3);
+	ck_assert_int_eq(f.seen, 3);
+	ck_assert_uint_eq(p.interrupted, 3);
+	ck_assert_uint_eq(p.slept_us, 100 + 200 + 400); /* doubling, capped at max_us */
+	/* interrupted every time: bounded, -EAGAIN to the caller */
+	f = (struct fake_dump){ .intr = 1000 };
+	ck_assert_int_eq(gnl_retry_intr(&p, fake_dump_once, &f, fake_restart, &f), -EAGAIN);
+	ck_assert_int_eq(f.calls, 6);
+	ck_assert_uint_eq(p.interrupted, 6);
+	ck_assert_uint_eq(p.slept_us, 100 + 200 + 400 + 400 + 400);
+	/* another error is not retried */
+	f = (struct fake_dump){ .err = -EBUSY };
+	ck_assert_int_eq(gnl_retry_intr(&p, fake_dump_once, &f, fake_restart, &f), -EBUSY);
+	ck_assert_int_eq(f.calls, 1);
+	ck_assert_int_eq(f.restarts, 0);
+	ck_assert_uint_eq(p.interrupted, 0);
+	/* a clean dump: one call, no sleep */
+	f = (struct fake_dump){ 0 };
+	ck_assert_int_eq(gnl_retry_intr(&p, fake_dump_once, &f, fake_restart, &f), 0);
+	ck_assert_int_eq(f.calls, 1);
+	ck_assert_uint_eq(p.slept_us, 0);
+	/* the shipped policy is bounded: at most ~1.3 s asleep over its tries */
+	{
+		unsigned long total = 0, b = GNL_DUMP_BACKOFF_US;
+
+		for (unsigned t = 1; t < GNL_DUMP_TRIES; t++, b = b * 2 > GNL_DUMP_BACKOFF_MAX_US ? GNL_DUMP_BACKOFF_MAX_US : b * 2)
+			total += b;
+		ck_assert_uint_le(total, 1400000);
+		ck_assert_uint_ge(GNL_DUMP_TRIES, 10); /* never fewer tries than before */
+	}
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("nl_codec");
@@ -616,6 +713,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, t_extack_bounds);
 	tcase_add_test(tc, t_acks_scan_truncated_and_stale);
 	tcase_add_test(tc, t_dump_and_get_scan);
+	tcase_add_test(tc, t_dump_intr_retry);
 	suite_add_tcase(s, tc);
 	return s;
 }

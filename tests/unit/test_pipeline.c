@@ -1,0 +1,150 @@
+/*
+ * The pipeline's answer to a backend that could not read the datapath
+ * (gdp_results.unread, a dump failed even after its retries): nothing was
+ * changed, so the last pass's results stand (a failed dump never withdraws
+ * what is programmed) and a full pass is asked for. Any other failure, and
+ * an unread first pass (nothing verified yet), are reported as they are.
+ */
+#include "tests/lib/gtest.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/pipeline.h"
+#include "agent/record.h"
+
+static char dir[64];
+
+enum mode { OK, UNREAD, FAIL };
+
+struct fake {
+	struct gdp_backend b;
+	enum mode mode;
+	int applies;
+};
+
+static int fake_apply(struct gdp_backend *b, const struct gdp_state *d, struct gdp_results *res)
+{
+	struct fake *f = (struct fake *)b;
+	struct gdp_result *n = gdp_results_get(res, GDP_OBJ_NODE, "", "");
+
+	f->applies++;
+	for (size_t i = 0; i < d->n_atts; i++) {
+		struct gdp_result *r = gdp_results_get(res, GDP_OBJ_ATTACHMENT, d->atts[i].vpc, d->atts[i].id);
+
+		ck_assert_ptr_nonnull(r);
+		r->programmed = f->mode == OK;
+	}
+	ck_assert_ptr_nonnull(n = gdp_results_find(res, GDP_OBJ_NODE, "", ""));
+	if (f->mode == OK) {
+		n->programmed = true;
+		return 0;
+	}
+	res->unread = f->mode == UNREAD;
+	gdp_result_fail(n, f->mode == UNREAD ? -EAGAIN : -EIO, "dump kernel state: %s",
+			f->mode == UNREAD ? "interrupted" : "broken");
+	return n->err;
+}
+
+static const struct gdp_backend_ops FAKE = { .name = "fake", .apply = fake_apply };
+
+static void reserve(struct record *r, const char *id)
+{
+	struct rec_att t = { .src = REC_SRC_CNI }, *a;
+	char err[256];
+
+	snprintf(t.m.vpc, sizeof(t.m.vpc), "vpcA");
+	snprintf(t.m.id, sizeof(t.m.id), "%s", id);
+	snprintf(t.m.host_ifname, sizeof(t.m.host_ifname), "gc%s", id);
+	snprintf(t.network, sizeof(t.network), "net");
+	snprintf(t.m.container_id, sizeof(t.m.container_id), "c-%s", id);
+	snprintf(t.ifname, sizeof(t.ifname), "eth0");
+	ck_assert_int_eq(gdp_prefix_parse("10.1.0.1", &t.m.addrs[0]), 0);
+	t.m.n_addrs = 1;
+	t.config = json_pack("{s:s, s:s}", "vpc", "vpcA", "vpcattachment", id);
+	t.netns = strdup("/var/run/netns/x");
+	record_lock(r);
+	ck_assert_msg((a = record_reserve(r, &t, err, sizeof(err))) != NULL, "%s", err);
+	record_activate(r, a); /* desired from the next pass on */
+	record_unlock(r);
+}
+
+static struct gdp_result node_of(struct pipeline *p)
+{
+	struct gdp_result r;
+
+	ck_assert_int_eq(pipeline_result(p, GDP_OBJ_NODE, "", "", &r), 0);
+	return r;
+}
+
+START_TEST(t_unread_keeps_last_results)
+{
+	struct gdp_node n = { .block = { 0xfc, 0xbb, 0xbb, 0, 0, 1 }, .node_id = 7 };
+	struct fake f = { .b = { &FAKE }, .mode = UNREAD };
+	struct record *rec;
+	struct pipeline *p;
+	struct gdp_result r;
+	char err[512], cmd[128];
+
+	snprintf(dir, sizeof(dir), "/tmp/gpipe.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	ck_assert_int_eq(record_open(&rec, &(struct record_opts){ .dir = dir }, err, sizeof(err)), 0);
+	record_set_node_identity(rec, &n, 1500);
+	reserve(rec, "a1");
+	ck_assert_int_eq(pipeline_new(&p, &(struct pipeline_opts){ .rec = rec, .be = &f.b }, err, sizeof(err)), 0);
+
+	/* an unread first pass: nothing was verified yet, the failure shows */
+	ck_assert_int_eq(pipeline_pass(p), -EAGAIN);
+	ck_assert_int_eq(node_of(p).err, -EAGAIN);
+	/* a good pass */
+	f.mode = OK;
+	ck_assert_int_eq(pipeline_pass(p), 0);
+	ck_assert_int_eq(node_of(p).err, 0);
+	ck_assert_int_eq(pipeline_result(p, GDP_OBJ_ATTACHMENT, "vpcA", "a1", &r), 0);
+	ck_assert(r.programmed);
+	/* unread: the pass fails, but what was programmed stays programmed */
+	f.mode = UNREAD;
+	ck_assert_int_eq(pipeline_pass(p), -EAGAIN);
+	r = node_of(p);
+	ck_assert_int_eq(r.err, 0);
+	ck_assert(r.programmed);
+	ck_assert_int_eq(pipeline_result(p, GDP_OBJ_ATTACHMENT, "vpcA", "a1", &r), 0);
+	ck_assert(r.programmed);
+	ck_assert_int_eq(r.err, 0);
+	/* the same with an attachment added meanwhile: it has no result yet (not "failed") */
+	reserve(rec, "a2");
+	ck_assert_int_eq(pipeline_pass(p), -EAGAIN);
+	ck_assert_int_eq(pipeline_result(p, GDP_OBJ_ATTACHMENT, "vpcA", "a2", &r), -ENOENT);
+	ck_assert_int_eq(pipeline_result(p, GDP_OBJ_ATTACHMENT, "vpcA", "a1", &r), 0);
+	ck_assert(r.programmed);
+	/* the next good pass covers both */
+	f.mode = OK;
+	ck_assert_int_eq(pipeline_pass(p), 0);
+	ck_assert_int_eq(pipeline_result(p, GDP_OBJ_ATTACHMENT, "vpcA", "a2", &r), 0);
+	ck_assert(r.programmed);
+	/* any other failure replaces the results, as before */
+	f.mode = FAIL;
+	ck_assert_int_eq(pipeline_pass(p), -EIO);
+	ck_assert_int_eq(node_of(p).err, -EIO);
+	ck_assert_int_eq(pipeline_result(p, GDP_OBJ_ATTACHMENT, "vpcA", "a1", &r), 0);
+	ck_assert(!r.programmed);
+	ck_assert_int_eq(f.applies, 6);
+
+	pipeline_free(p);
+	record_close(rec);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("pipeline");
+	TCase *tc = tcase_create("pipeline");
+
+	tcase_add_test(tc, t_unread_keeps_last_results);
+	suite_add_tcase(s, tc);
+	return gt_run(s);
+}
