@@ -23,6 +23,7 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <limits.h>
+#include <linux/netfilter/nfnetlink.h>
 #include <linux/rtnetlink.h>
 #include <malloc.h>
 #include <poll.h>
@@ -41,6 +42,7 @@
 #include "agent/cni/verbs.h"
 #include "agent/dp/backend.h"
 #include "agent/dp/bpf/bpf_backend.h"
+#include "agent/dp/steer.h"
 #include "agent/egress/egress.h"
 #include "agent/health/drift.h"
 #include "agent/health/health.h"
@@ -223,6 +225,9 @@ struct watch {
 	bool dirty;
 	bool learned;           /* a guest's address was recorded: a pass applies it */
 	bool tc;                 /* a TC filter, chain or qdisc was deleted: on tc_if[] */
+	bool steer_seen;         /* nftables: the transaction being read touched the steering table */
+	bool steer;              /* ... and it was someone else's: drift, read back at once */
+	char comm[16];           /* our task name (NFTA_GEN_PROC_NAME of our own transactions) */
 	int tc_if[16];           /* its links (ifindex); n_tc_if > 16: too many to say */
 	size_t n_tc_if;
 	struct gdp_backend *bpf; /* the bpf backend (next hops' neighbours), or NULL */
@@ -422,6 +427,31 @@ static int watch_cb(const struct nlmsghdr *h, void *arg)
 }
 
 /*
+ * nftables notifications: a transaction that changed the pod steering
+ * table (dp/steer.h) and was not ours (its NEWGEN, which ends it, names
+ * the committing task) is drift. Our own (every ADD and DEL) is not.
+ */
+static int nft_watch_cb(const struct nlmsghdr *h, void *arg)
+{
+	struct watch *w = arg;
+	char proc[32];
+
+	switch (gds_notification(h, proc, sizeof(proc))) {
+	case GDS_EV_OURS:
+		w->steer_seen = true;
+		break;
+	case GDS_EV_GEN:
+		if (w->steer_seen && strcmp(proc, w->comm))
+			w->steer = true;
+		w->steer_seen = false;
+		break;
+	case GDS_EV_OTHER:
+		break;
+	}
+	return 0;
+}
+
+/*
  * An object the last pass had programmed (drift is a change from there).
  * The read-back covers what the last pass applied (pipeline_verify), whose
  * programmed remotes the results keep only as a count (folded): a remote
@@ -573,7 +603,7 @@ int main(int argc, char **argv)
 	static const unsigned groups[] = { RTNLGRP_LINK, RTNLGRP_IPV4_ROUTE, RTNLGRP_IPV6_ROUTE,
 					   RTNLGRP_IPV4_RULE, RTNLGRP_IPV6_RULE, RTNLGRP_NEIGH,
 					   RTNLGRP_IPV4_IFADDR, RTNLGRP_IPV6_IFADDR, RTNLGRP_TC };
-	struct gnl_sock *mon = NULL;
+	struct gnl_sock *mon = NULL, *nftmon = NULL;
 	struct watch w = { 0 };
 	double dirty_at = 0;
 	int c, rc;
@@ -754,6 +784,19 @@ int main(int argc, char **argv)
 		glogf(GLOG_WARN, COMP, "netlink notifications unavailable (%s): periodic checks only", err);
 	else if (!once)
 		watch_seed(&w, bo.netns); /* after the monitor: a veth made in between is seen by both */
+	if (!once) {
+		static const unsigned nftgroups[] = { NFNLGRP_NFTABLES };
+		FILE *cf = fopen("/proc/thread-self/comm", "r");
+
+		if (!cf || !fgets(w.comm, sizeof(w.comm), cf))
+			snprintf(w.comm, sizeof(w.comm), "galactic-agent");
+		w.comm[strcspn(w.comm, "\n")] = 0;
+		if (cf)
+			fclose(cf);
+		if (gnl_open_monitor_proto(&nftmon, bo.netns, NETLINK_NETFILTER, nftgroups, 1, err, sizeof(err)))
+			glogf(GLOG_WARN, COMP, "nftables notifications unavailable (%s): steering drift found by read-backs only",
+			      err);
+	}
 	/* Guests that address themselves: their addresses from the neighbour
 	 * tables (the monitor's events, and what is there already). */
 	if (!once && cni_socket) {
@@ -773,11 +816,19 @@ int main(int argc, char **argv)
 		goto fail;
 	}
 	while (!once && !got_term) {
-		struct pollfd pfd = { .fd = mon ? gnl_fd(mon) : -1, .events = POLLIN };
+		struct pollfd pfds[2] = { { .fd = mon ? gnl_fd(mon) : -1, .events = POLLIN },
+					  { .fd = nftmon ? gnl_fd(nftmon) : -1, .events = POLLIN } }, pfd;
 
 		double wait = ag.recheck_at ? ag.recheck_at - now_ms() : 200;
 
-		poll(&pfd, 1, wait < 0 ? 0 : wait > 200 ? 200 : (int)wait);
+		poll(pfds, 2, wait < 0 ? 0 : wait > 200 ? 200 : (int)wait);
+		pfd = pfds[0];
+		if (nftmon && (pfds[1].revents & POLLIN) && gnl_read_notifications(nftmon, nft_watch_cb, &w) < 0)
+			w.steer = true; /* events were lost: read back */
+		if (w.steer) {
+			w.steer = false;
+			read_back(&ag, true, false, "pod steering table changed by someone else");
+		}
 		if (mon && (pfd.revents & POLLIN)) {
 			int n = gnl_read_notifications(mon, watch_cb, &w);
 
@@ -842,6 +893,7 @@ int main(int argc, char **argv)
 	status = once && rc ? 1 : 0;
 fail:
 	gnl_close(mon);
+	gnl_close(nftmon);
 	glearn_free(w.learn);
 	free(w.veths);
 	/* Requests in progress finish (their passes still run), then the rest. */

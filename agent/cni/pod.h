@@ -41,13 +41,6 @@ int pod_teardown(const char *host_netns, const char *host_ifname, char *err, siz
 int pod_check(const char *host_netns, int nsfd, const struct cni_conf *c,
 	      const struct pod_link *l, char *err, size_t errlen);
 /*
- * Read-only check of the node side the backend programs for an attachment:
- * `iif <host end> lookup <table>` rules and each pod address routed in the
- * table through the host end. Returns 0 or -1 with err.
- */
-int pod_check_node(const char *host_netns, const char *host_ifname, uint32_t table,
-		   const struct cni_conf *c, char *err, size_t errlen);
-/*
  * Deletes host ends galactic-cni made ("gc" + 13 hex digits, kind veth)
  * that are not in keep (n names): leftovers of ADDs that died before their
  * commit and were never retried. *removed gets how many went.

@@ -19,7 +19,7 @@
 #define GDP_RTPROT_DEFAULT     0x9a   /* route/rule protocol number (154) */
 #define GDP_TABLE_MIN_DEFAULT  0x4000 /* VPC tables: [min, max] */
 #define GDP_TABLE_MAX_DEFAULT  0x4fff
-#define GDP_RULE_PRIO_DEFAULT  1000   /* priority of `iif <host veth> lookup <table>` */
+#define GDP_RULE_PRIO_DEFAULT  1000   /* priority of `fwmark <VPC steering mark> lookup <table>` */
 
 struct gdp_backend_opts {
 	const char *netns;      /* NULL: the caller's namespace; else a name under /run/netns or a path */

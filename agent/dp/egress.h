@@ -13,9 +13,14 @@
  * conntrack mark, so a reply (one default zone: the shard address is unique)
  * is un-translated and routed back by `fwmark` into its own VPC's table.
  *
- * Marks (mask GDE_MARK_MASK):
+ * Marks (mask GDE_MARK_MASK; the kind in GDE_MARK_KIND, the VPC argument below):
  *   GDE_MARK_OUT | arg    decapsulated toward the internet (rule: main table)
  *   GDE_MARK_REPLY | arg  a reply to VPC arg (rule: the VPC's table)
+ *   GDE_MARK_POD | arg    sent by a pod of VPC arg: set at prerouting from
+ *                         its host veth (pod steering, dp/steer.h; rule: the
+ *                         VPC's table). This program acts only on OUT and
+ *                         REPLY marks; on a shard's node a pod's packet is
+ *                         marked OUT at its decap (mark_sid) like any other.
  *
  * Pure rendering (gde_render) is separate from applying (gde_nft_apply,
  * libnftables, one atomic transaction), so the text is unit-tested.
@@ -31,6 +36,7 @@
 #define GDE_TABLE      "galactic_egress"   /* nftables table (family inet) */
 #define GDE_MARK_OUT   0x100000u
 #define GDE_MARK_REPLY 0x200000u
+#define GDE_MARK_POD   0x300000u
 #define GDE_MARK_KIND  0x300000u
 #define GDE_MARK_MASK  0x300fffu
 #define GDE_FN_V6      0xC                 /* IPv6 inner: End.DX6 */

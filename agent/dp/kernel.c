@@ -13,15 +13,18 @@
  * Per VPC (table T, arg a):
  *   SID(0xE,a)/128 encap seg6local End.DT6 table T   (main table, dev uplink|lo)
  *   unreachable default (v4 + v6) in T                (no fall-through to main)
+ *   rule fwmark (GDE_MARK_POD | a)/GDE_MARK_MASK lookup T (v4 + v6): pod steering
  * Per attachment (host veth H, arg b):
  *   H up (+ mtu); fe80::1/64 (nodad) and/or 169.254.1.1/32 on H: the pod's gateways
- *   rule iif H lookup T (v4 + v6); pod address routes dev H in T;
+ *   H -> GDE_MARK_POD | a in the steering map (dp/steer.h: nftables marks what
+ *   H receives at prerouting, so H takes T's rule: no rule per attachment, as
+ *   every IPv6 rule added flushes the whole IPv6 FIB); pod address routes dev H in T;
  *   permanent neighbours pod address -> pod MAC on H
  *   IPv4: nh4/32 dev H (main), neighbour nh4 -> pod MAC,
  *         SID(0xD,b)/128 encap seg6local End.DX4 nh4 (main, dev H)
  * Per remote prefix: prefix in T encap seg6 mode encap.red segs SID dev uplink|lo
  *   and, once per distinct SID, `throw SID/128` in T: the encapsulated packet
- *   is routed again with the pod's veth as iif (so through T); the throw sends
+ *   is routed again with the pod's mark (so through T); the throw sends
  *   it on to the main table. Pods reach no other SIDs (unreachable default).
  */
 #include <arpa/inet.h>
@@ -41,6 +44,7 @@
 
 #include "agent/dp/backend.h"
 #include "agent/dp/egress.h"
+#include "agent/dp/steer.h"
 #include "agent/nl/objects.h"
 
 #define V6_METRIC 1024
@@ -57,6 +61,7 @@ struct kb {
 	char *egress_text;      /* the nftables program last applied (NULL: none) */
 	char *egress_listing;   /* the table as listed right after that apply (stateless) */
 	bool egress_clean;      /* no galactic_egress table is left (checked once when egress is off) */
+	struct gds_nft *nft;    /* libnftables in the backend's netns: pod steering (dp/steer.h) */
 	/* What the last full reconcile verified, for delta applies. */
 	bool full_ok;                       /* a full apply has run */
 	uint32_t upidx;                     /* the uplink's ifindex then */
@@ -388,8 +393,18 @@ struct op {
 	size_t w;               /* S_DESIRED: desired route; S_LEFT: leftover (struct pass) */
 };
 
+/* A host veth's element of the steering map, tied to its attachment's result. */
+struct steer_want {
+	struct gds_pod pod;
+	struct gdp_result *res;
+};
+
 struct plan {
 	VEC(struct want) wants;
+	VEC(struct steer_want) steer;   /* desired (or, in a delta's removals, departing) elements */
+	char *steer_text;               /* the steering transaction execute runs (NULL: none) */
+	VEC(struct gdp_result *) steer_res; /* whose elements it writes (a failure is theirs) */
+	unsigned long steer_added, steer_removed;
 	VEC(struct gnl_route) wroutes;  /* desired routes but the remotes' (those are built on demand) */
 	VEC(struct gdp_result *) wroute_res;
 	VEC(struct op) ops;
@@ -400,6 +415,9 @@ struct plan {
 static void plan_free(struct plan *p)
 {
 	free(p->wants.v);
+	free(p->steer.v);
+	free(p->steer_text);
+	free(p->steer_res.v);
 	free(p->wroutes.v);
 	free(p->wroute_res.v);
 	free(p->ops.v);
@@ -483,6 +501,19 @@ static bool mac_set(const uint8_t m[6])
 	return m[0] | m[1] | m[2] | m[3] | m[4] | m[5];
 }
 
+/* The VPC's steering rule of family af: its pods' mark to its table. */
+static void steer_rule(const struct kb *k, const struct gdp_vpc *v, int af, struct gnl_rule *ru)
+{
+	memset(ru, 0, sizeof(*ru));
+	ru->family = af;
+	ru->priority = k->rule_prio;
+	ru->table = v->table;
+	ru->action = FR_ACT_TO_TBL;
+	ru->protocol = k->proto;
+	ru->fwmark = GDE_MARK_POD | v->arg;
+	ru->fwmask = GDE_MARK_MASK;
+}
+
 /* Adds the kernel objects one attachment needs. */
 static int plan_attachment(struct kb *k, struct plan *p, const struct gdp_state *d,
 			   const struct gdp_attachment *a, const struct gdp_vpc *v,
@@ -490,7 +521,6 @@ static int plan_attachment(struct kb *k, struct plan *p, const struct gdp_state 
 {
 	bool has4 = false, has6 = false;
 	struct gnl_route r;
-	struct gnl_rule ru;
 	struct gnl_neigh n;
 	struct gnl_ifaddr ad;
 	struct gnl_link l;
@@ -528,16 +558,14 @@ static int plan_attachment(struct kb *k, struct plan *p, const struct gdp_state 
 		rc |= want_obj(p, res, O_ADDR, &ad, sizeof(ad));
 	}
 
-	memset(&ru, 0, sizeof(ru));
-	ru.priority = k->rule_prio;
-	ru.table = v->table;
-	ru.action = FR_ACT_TO_TBL;
-	ru.protocol = k->proto;
-	snprintf(ru.iifname, sizeof(ru.iifname), "%s", a->host_ifname);
-	ru.family = AF_INET6;
-	rc |= want_obj(p, res, O_RULE, &ru, sizeof(ru));
-	ru.family = AF_INET;
-	rc |= want_obj(p, res, O_RULE, &ru, sizeof(ru));
+	/* pod steering: H's packets carry the VPC's mark (the VPC's rule) */
+	{
+		struct steer_want sw = { .res = res };
+
+		snprintf(sw.pod.ifname, sizeof(sw.pod.ifname), "%s", a->host_ifname);
+		sw.pod.mark = GDE_MARK_POD | v->arg;
+		rc |= VEC_PUSH(p->steer, sw);
+	}
 
 	for (i = 0; i < a->n_addrs; i++) {
 		base_route(k, &r, a->addrs[i].family, v->table);
@@ -881,6 +909,29 @@ static bool phase_match(const struct op *o, size_t phase)
 	return o->k == phases[phase].k && (o->verb == V_DEL) == phases[phase].del;
 }
 
+/* The steering transaction of p (one nftables transaction: all of it or nothing). */
+static void execute_steer(struct kb *k, struct plan *p, struct gdp_results *res, struct gdp_result *node_res)
+{
+	char err[512];
+	int e = k->nft ? gds_nft_run(k->nft, p->steer_text, err, sizeof(err)) : -ENOTSUP;
+
+	if (!e) {
+		res->added += p->steer_added;
+		res->removed += p->steer_removed;
+		return;
+	}
+	if (!k->nft)
+		snprintf(err, sizeof(err), "pod steering: no libnftables context");
+	if (!p->steer_res.n) {
+		gdp_result_fail(node_res, e, "%s", err);
+		res->failed++;
+	}
+	for (size_t i = 0; i < p->steer_res.n; i++) {
+		gdp_result_fail(p->steer_res.v[i] ? p->steer_res.v[i] : node_res, e, "%s", err);
+		res->failed++;
+	}
+}
+
 /*
  * Requests go to the kernel in bounded chunks (a full pass that adds
  * 100,000 routes holds 1,024 encoded requests at a time, not all of them),
@@ -978,7 +1029,8 @@ static void exec_tmp(struct exec *x, enum verb v, uint8_t src, size_t w)
 /*
  * Sends p's ops (and, for a full pass, the desired routes to add or replace
  * and the leftovers to delete) in phases: links, addresses, neighbours,
- * routes, rules, then deletions in reverse order. Every request is
+ * routes, the pod steering transaction (nftables), rules, then deletions
+ * in reverse order. Every request is
  * acknowledged; a failure goes to its object's result.
  */
 static int execute(struct kb *k, struct plan *p, struct pass *ps, struct gdp_results *res,
@@ -998,6 +1050,11 @@ static int execute(struct kb *k, struct plan *p, struct pass *ps, struct gdp_res
 	if (k->max_retries)
 		x->b.max_retries = k->max_retries;
 	for (size_t phase = 0; phase < N_PHASES && !x->rc; phase++) {
+		/* Pod steering before the rules: a node upgraded from per-attachment
+		 * iif rules has its pods marked and the VPC rules in place before
+		 * the old rules go (the rule deletions' phase). */
+		if (phases[phase].k == O_RULE && !phases[phase].del && p->steer_text)
+			execute_steer(k, p, res, node_res);
 		for (size_t i = 0; i < p->ops.n; i++)
 			if (phase_match(&p->ops.v[i], phase))
 				exec_op(x, &p->ops.v[i]);
@@ -1393,6 +1450,14 @@ static int plan(struct pass *ps)
 		if ((!(ps->vegress[i] & GDP_FAM_V4) || d->egress.shard_only) &&
 		    want_route(&ps->p, vres[i], &r))
 			return -ENOMEM;
+		/* Pod steering: one rule per VPC and family, whatever its attachments. */
+		for (j = 0; j < 2; j++) {
+			struct gnl_rule ru;
+
+			steer_rule(k, v, j ? AF_INET : AF_INET6, &ru);
+			if (want_obj(&ps->p, vres[i], O_RULE, &ru, sizeof(ru)))
+				return -ENOMEM;
+		}
 	}
 
 	for (i = 0; i < d->n_atts; i++) {
@@ -1816,6 +1881,120 @@ done:
 	return rc;
 }
 
+/*
+ * Pod steering against the kernel's table (full passes): each wanted
+ * element equal -> unchanged, different -> replaced, missing -> added;
+ * elements nobody wants go, except those of failed attachments (a bad
+ * input never takes down what it had). A missing or damaged table is
+ * written again whole (one transaction). Dry: the differences fail their
+ * attachments. Returns how many elements differ, or -ENOMEM.
+ */
+static int steer_diff(struct pass *ps, bool dry)
+{
+	struct kb *k = ps->k;
+	struct plan *p = &ps->p;
+	const struct gdp_state *d = ps->d;
+	struct gds_pod *got = NULL, *add = NULL;
+	char (*del)[GDS_IFNAME_MAX + 1] = NULL;
+	char *json = NULL, err[320] = "", why[400];
+	struct khash hg = { 0 };
+	bool *claimed = NULL, rewrite = false;
+	size_t ngot = 0, nadd = 0, ndel = 0, i, j;
+	int rc, ndiff = 0;
+
+	rc = k->nft ? gds_nft_list(k->nft, &json, err, sizeof(err)) : -ENOTSUP;
+	if (!rc)
+		rc = gds_parse(json, &got, &ngot, err, sizeof(err));
+	free(json);
+	if (rc == -ENOMEM)
+		return rc;
+	if (rc && rc != -ENOENT && rc != -EPROTO && rc != -EINVAL) {
+		/* nftables itself failed: every attachment's steering is unknown */
+		for (i = 0; i < p->steer.n; i++)
+			gdp_result_fail(p->steer.v[i].res, rc, "pod steering: %s", k->nft ? err : "no libnftables context");
+		return 0;
+	}
+	rewrite = rc != 0;
+	snprintf(why, sizeof(why), "%s", rc == -ENOENT ? "no table" : err);
+	add = calloc(p->steer.n + 1, sizeof(*add));
+	del = calloc(p->steer.n + ngot + 1, sizeof(*del));
+	claimed = calloc(ngot + 1, sizeof(*claimed));
+	if (!add || !del || !claimed || kh_init(&hg, ngot))
+		goto nomem;
+	for (i = 0; i < ngot; i++)
+		kh_put(&hg, name_hash(got[i].ifname), i);
+	for (i = 0; i < p->steer.n; i++) {
+		struct steer_want *w = &p->steer.v[i];
+		bool found = false, same = false;
+
+		if (w->res && w->res->err)
+			continue; /* its attachment already failed */
+		KH_FOREACH(&hg, name_hash(w->pod.ifname), j)
+			if (!found && !strcmp(got[j].ifname, w->pod.ifname)) {
+				found = claimed[j] = true;
+				same = got[j].mark == w->pod.mark;
+			}
+		if (!rewrite && same) {
+			ps->res->unchanged++;
+			continue;
+		}
+		if (found && !rewrite)
+			snprintf(del[ndel++], sizeof(*del), "%s", w->pod.ifname); /* replaced: deleted, then added */
+		add[nadd++] = w->pod;
+		ndiff++;
+		if (VEC_PUSH(p->steer_res, w->res))
+			goto nomem;
+		if (dry)
+			gdp_result_fail(w->res, -ENOENT, "missing or different: steering %s -> mark 0x%x (nftables table inet %s%s%s)",
+					w->pod.ifname, w->pod.mark, GDS_TABLE, rewrite ? ": " : "", rewrite ? why : "");
+	}
+	p->steer_added = nadd;
+	for (i = 0; i < ngot; i++) {
+		bool prot = false;
+
+		if (claimed[i])
+			continue;
+		for (j = 0; j < d->n_atts && !prot; j++)
+			prot = ps->ares[j]->err && !strcmp(d->atts[j].host_ifname, got[i].ifname);
+		if (prot) {
+			if (rewrite) /* kept as it is when the table is written again */
+				add[nadd++] = got[i];
+			continue;
+		}
+		if (!rewrite)
+			snprintf(del[ndel++], sizeof(*del), "%s", got[i].ifname);
+		p->steer_removed++;
+		ndiff++;
+	}
+	if (dry && ndiff > (int)p->steer_res.n)
+		gdp_result_fail(gdp_results_find(ps->res, GDP_OBJ_NODE, "", ""), -ENOENT,
+				"missing or different: %lu steering elements nobody wants (nftables table inet %s)",
+				p->steer_removed, GDS_TABLE);
+	if (!dry && (rewrite || ndiff)) {
+		rc = rewrite ? gds_render(add, nadd, &p->steer_text, err, sizeof(err))
+			     : gds_render_elems(add, nadd, (const char(*)[GDS_IFNAME_MAX + 1])del, ndel, &p->steer_text, err,
+						sizeof(err));
+		if (rc == -ENOMEM)
+			goto nomem;
+		if (rc) {
+			for (i = 0; i < p->steer_res.n; i++)
+				gdp_result_fail(p->steer_res.v[i], rc, "pod steering: %s", err);
+			p->steer_res.n = 0;
+		}
+	}
+	rc = ndiff;
+	goto out;
+nomem:
+	rc = -ENOMEM;
+out:
+	kh_free(&hg);
+	free(got);
+	free(add);
+	free(del);
+	free(claimed);
+	return rc;
+}
+
 /* What a full apply checked, so a delta apply can trust it until the next one. */
 static int remember_verified(struct kb *k, const struct gdp_state *d, const bool *vok, uint32_t upidx,
 			     const char *upname)
@@ -1886,7 +2065,7 @@ static int reconcile_once(struct kb *k, const struct gdp_state *d, struct gdp_re
 	const struct gnl_link *up;
 	char err[320];
 	size_t i, nfix;
-	int rc = 0, pending = 0;
+	int rc = 0, pending = 0, steer_pending = 0;
 
 	gdp_results_reset(res);
 	node_res = gdp_results_get(res, GDP_OBJ_NODE, "", "");
@@ -1965,6 +2144,9 @@ static int reconcile_once(struct kb *k, const struct gdp_state *d, struct gdp_re
 		goto nomem;
 	if (rc)
 		goto out;
+	steer_pending = steer_diff(&ps, dry);
+	if (steer_pending < 0)
+		goto nomem;
 	if (!dry && remember_verified(k, d, ps.vok, ps.upidx, up->name))
 		goto nomem;
 
@@ -1979,7 +2161,7 @@ static int reconcile_once(struct kb *k, const struct gdp_state *d, struct gdp_re
 		for (i = 0; i < ps.p.ops.n; i++)
 			if (ps.p.ops.v[i].res)
 				dry_mark(&ps, &ps.p.ops.v[i], ps.p.ops.v[i].res);
-		pending = (int)ps.p.ops.n;
+		pending = (int)ps.p.ops.n + steer_pending;
 		for (i = 0; i < ps.n_des; i++)
 			if (ps.wst[i] == W_NONE || ps.wst[i] == W_DIFF) {
 				struct op o = { .verb = ps.wst[i] == W_NONE ? V_ADD : V_REPLACE, .k = O_ROUTE,
@@ -2125,6 +2307,15 @@ static void probe_caps(struct kb *k)
 		 k->caps.seg6 ? "yes" : "no", k->caps.dt46 ? "yes" : "no (needs VRF)");
 }
 
+/* The steering context, opened inside the backend's netns (its socket stays bound there). */
+static int steer_open(void *arg)
+{
+	struct kb *k = arg;
+	char err[128];
+
+	return gds_nft_open(&k->nft, err, sizeof(err));
+}
+
 static int kb_open(struct gdp_backend **out, const struct gdp_backend_opts *o, char *err, size_t errlen)
 {
 	struct kb *k = calloc(1, sizeof(*k));
@@ -2158,11 +2349,17 @@ static int kb_open(struct gdp_backend **out, const struct gdp_backend_opts *o, c
 	rc = node_sysctls(k->netns, err, errlen);
 	if (rc)
 		goto fail;
+	rc = in_netns(k->netns, steer_open, k, err, errlen);
+	if (rc) {
+		snprintf(err, errlen, "kernel backend: pod steering needs libnftables in the node's namespace");
+		goto fail;
+	}
 	probe_caps(k);
 	*out = &k->base;
 	return 0;
 fail:
 	gnl_close(k->nl);
+	gds_nft_close(k->nft);
 	free(k->egress_text);
 	free(k->egress_listing);
 	free(k->netns);
@@ -2221,6 +2418,9 @@ static void kb_close(struct gdp_backend *b)
 	if (!k)
 		return;
 	gnl_close(k->nl);
+	gds_nft_close(k->nft);
+	free(k->egress_text);
+	free(k->egress_listing);
 	free(k->netns);
 	free(k->ok_tables);
 	free(k);
@@ -2267,6 +2467,52 @@ static int delta_ops(struct kb *k, struct plan *out, struct plan *p, bool del)
 			return -ENOMEM;
 	}
 	return 0;
+}
+
+/*
+ * The steering elements of the attachments in scope, as one transaction:
+ * added (a key that exists with another mark fails it: EEXIST, the caller
+ * reconciles in full) and removed (a delta removes only what it added).
+ */
+static int delta_steer(struct plan *out, const struct plan *padd, const struct plan *pdel, struct gdp_results *res)
+{
+	struct gds_pod *add = calloc(padd->steer.n + 1, sizeof(*add));
+	char (*del)[GDS_IFNAME_MAX + 1] = calloc(pdel->steer.n + 1, sizeof(*del));
+	struct gdp_result *node_res;
+	char err[320];
+	int rc = 0;
+
+	if (!add || !del)
+		goto nomem;
+	for (size_t i = 0; i < padd->steer.n; i++) {
+		add[i] = padd->steer.v[i].pod;
+		if (VEC_PUSH(out->steer_res, padd->steer.v[i].res))
+			goto nomem;
+	}
+	for (size_t i = 0; i < pdel->steer.n; i++)
+		snprintf(del[i], sizeof(*del), "%s", pdel->steer.v[i].pod.ifname);
+	rc = gds_render_elems(add, padd->steer.n, (const char(*)[GDS_IFNAME_MAX + 1])del, pdel->steer.n,
+			      &out->steer_text, err, sizeof(err));
+	if (rc == -ENOMEM)
+		goto nomem;
+	if (rc) {
+		node_res = gdp_results_find(res, GDP_OBJ_NODE, "", "");
+		for (size_t i = 0; i < out->steer_res.n; i++)
+			gdp_result_fail(out->steer_res.v[i] ? out->steer_res.v[i] : node_res, rc, "pod steering: %s", err);
+		if (!out->steer_res.n && node_res)
+			gdp_result_fail(node_res, rc, "pod steering: %s", err);
+		out->steer_res.n = 0;
+		rc = 0;
+	}
+	out->steer_added = padd->steer.n;
+	out->steer_removed = pdel->steer.n;
+	free(add);
+	free(del);
+	return 0;
+nomem:
+	free(add);
+	free(del);
+	return -ENOMEM;
 }
 
 /* Plans a throw for sid in table into p (one per SID and table). */
@@ -2450,7 +2696,8 @@ thfail:
 		goto nomem;
 thdone:;
 	}
-	if (delta_ops(k, &ops, &padd, false) || delta_ops(k, &ops, &pdel, true))
+	if (delta_ops(k, &ops, &padd, false) || delta_ops(k, &ops, &pdel, true) ||
+	    delta_steer(&ops, &padd, &pdel, res))
 		goto nomem;
 	k->n_delta_ops += ops.ops.n;
 	node_res = gdp_results_find(res, GDP_OBJ_NODE, "", "");

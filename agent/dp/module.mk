@@ -1,7 +1,8 @@
 # libgdp: desired-state model, backend interface, kernel backend + reconciler.
-GDP_SRCS := agent/dp/model.c agent/dp/backend.c agent/dp/delta.c agent/dp/kernel.c agent/dp/egress.c
-# the egress shard's translator (agent/dp/egress.h) runs nftables through libnftables
-LIBDEPS_gdp := nft
+GDP_SRCS := agent/dp/model.c agent/dp/backend.c agent/dp/delta.c agent/dp/kernel.c agent/dp/egress.c agent/dp/steer.c
+# the egress shard's translator (agent/dp/egress.h) and pod steering (agent/dp/steer.h)
+# run nftables through libnftables; steering reads its listing back as JSON
+LIBDEPS_gdp := nft jansson
 $(eval $(call lib,gdp,$(GDP_SRCS)))
 # Kernel tests with real traffic between network-namespace nodes (tests/lib/topo.*).
 $(eval $(call netns_test,test_kernel_traffic,tests/netns/test_kernel_traffic.c tests/lib/topo.c,gagent gdp gnl gcommon,jansson nl pthread))

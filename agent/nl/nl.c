@@ -48,7 +48,7 @@ static int open_netns_fd(const char *netns)
 	return open(path, O_RDONLY | O_CLOEXEC);
 }
 
-int gnl_open(struct gnl_sock **out, const char *netns, char *err, size_t errlen)
+static int open_proto(struct gnl_sock **out, const char *netns, int protocol, char *err, size_t errlen)
 {
 	struct gnl_sock *s;
 	int orig = -1, nsfd = -1, rc = 0, one = 1, fd;
@@ -81,7 +81,7 @@ int gnl_open(struct gnl_sock **out, const char *netns, char *err, size_t errlen)
 	if (!s->sk) {
 		rc = -ENOMEM;
 		snprintf(err, errlen, "netlink socket: out of memory");
-	} else if ((rc = nl_connect(s->sk, NETLINK_ROUTE)) < 0) {
+	} else if ((rc = nl_connect(s->sk, protocol)) < 0) {
 		snprintf(err, errlen, "netlink connect: %s", nl_geterror(rc));
 		rc = -EIO;
 	}
@@ -115,6 +115,11 @@ fail:
 	free(s->rbuf);
 	free(s);
 	return rc;
+}
+
+int gnl_open(struct gnl_sock **out, const char *netns, char *err, size_t errlen)
+{
+	return open_proto(out, netns, NETLINK_ROUTE, err, errlen);
 }
 
 void gnl_close(struct gnl_sock *s)
@@ -575,8 +580,14 @@ int gnl_get(struct gnl_sock *s, struct nl_msg *req, gnl_dump_cb cb, void *arg)
 int gnl_open_monitor(struct gnl_sock **out, const char *netns, const unsigned *groups, size_t n,
 		     char *err, size_t errlen)
 {
+	return gnl_open_monitor_proto(out, netns, NETLINK_ROUTE, groups, n, err, errlen);
+}
+
+int gnl_open_monitor_proto(struct gnl_sock **out, const char *netns, int protocol, const unsigned *groups,
+			   size_t n, char *err, size_t errlen)
+{
 	size_t i;
-	int rc = gnl_open(out, netns, err, errlen);
+	int rc = open_proto(out, netns, protocol, err, errlen);
 
 	if (rc)
 		return rc;

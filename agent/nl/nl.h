@@ -141,6 +141,9 @@ int gnl_get_scan(const void *buf, size_t len, uint32_t seq, gnl_dump_cb cb, void
 /* A non-blocking socket in netns subscribed to the RTNLGRP_* groups given. */
 int gnl_open_monitor(struct gnl_sock **out, const char *netns, const unsigned *groups, size_t n,
 		     char *err, size_t errlen);
+/* The same on another netlink protocol (NETLINK_NETFILTER: nftables' NFNLGRP_NFTABLES). */
+int gnl_open_monitor_proto(struct gnl_sock **out, const char *netns, int protocol, const unsigned *groups,
+			   size_t n, char *err, size_t errlen);
 /*
  * Hands every queued notification to cb without blocking. Returns the number
  * read, or -ENOBUFS when the kernel dropped some (the caller must resync).

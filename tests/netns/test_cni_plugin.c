@@ -25,6 +25,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent/dp/egress.h"
+#include "agent/dp/steer.h"
 #include "agent/dp/model.h"
 #include "tests/lib/gtest.h"
 #include "agent/record.h"
@@ -504,9 +506,14 @@ START_TEST(t_add_result_and_kernel_state)
 	ck_assert_ptr_nonnull(strstr(out, "via fe80::1 dev eth0"));
 	topo_out(out, sizeof(out), "ip -n %s-p1 -4 route show default", T.prefix);
 	ck_assert_ptr_nonnull(strstr(out, "via 169.254.1.1 dev eth0"));
-	/* Node side: the policy rule sends the host end into vpcA's table. */
-	topo_out(out, sizeof(out), "ip -n %s-n1 -6 rule | grep -c 'iif %s lookup %d'", T.prefix,
-		 jstr(json_array_get(ifs, 0), "name"), TOPO_TABLE_A);
+	/* Node side: the host end marks its packets with vpcA's mark, and the
+	 * VPC's one rule sends them into vpcA's table (no rule per host end). */
+	topo_out(out, sizeof(out), "ip -n %s-n1 -6 rule | grep -c 'fwmark 0x3[0-9a-f]*/0x%x lookup %d'", T.prefix,
+		 GDE_MARK_MASK, TOPO_TABLE_A);
+	ck_assert_str_eq(out, "1");
+	topo_out(out, sizeof(out), "m=$(ip -n %s-n1 -6 rule | sed -n 's/.*fwmark \\(0x[0-9a-f]*\\)\\/0x%x lookup %d.*/\\1/p'); "
+		 "ip netns exec %s-n1 nft list map inet %s %s | grep -c \"\\\"%s\\\" : $(printf 0x%%08x $m)\"",
+		 T.prefix, GDE_MARK_MASK, TOPO_TABLE_A, T.prefix, GDS_TABLE, GDS_MAP, jstr(json_array_get(ifs, 0), "name"));
 	ck_assert_str_eq(out, "1");
 	/* The attachment is in the durable record with the pod's identity. */
 	rec = recorded_att(1, "P1");

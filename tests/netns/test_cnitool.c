@@ -38,6 +38,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent/dp/egress.h"
+#include "agent/dp/steer.h"
 #include "agent/dp/model.h"
 #include "tests/lib/cnirt.h"
 #include "tests/lib/gtest.h"
@@ -395,13 +397,18 @@ START_TEST(t_operator_conflists_attach)
 		mtu = atol(out);
 		ck_assert_msg(up > 1320 && mtu == up - 40, "pn mtu %ld, uplink %ld", mtu, up);
 	}
+	/* steered into vpcA's table: the VPC's mark on its host end's ingress,
+	 * the VPC's fwmark rule in both families */
 	topo_out(out, sizeof(out), "ip -n %s-n1 -6 rule; ip -n %s-n1 -4 rule", T.prefix, T.prefix);
 	{
 		char want[64];
 
-		snprintf(want, sizeof(want), "iif %s lookup %d", host, TOPO_TABLE_A);
+		snprintf(want, sizeof(want), "/0x%x lookup %d", GDE_MARK_MASK, TOPO_TABLE_A);
 		ck_assert_msg(strstr(out, want) && strstr(strstr(out, want) + 1, want), "rules: %s", out);
 	}
+	ck_assert_int_eq(topo_sh("m=$(ip -n %s-n1 -6 rule | sed -n 's/.*fwmark \\(0x[0-9a-f]*\\)\\/0x%x lookup %d.*/\\1/p'); "
+				 "ip netns exec %s-n1 nft list map inet %s %s | grep -q \"\\\"%s\\\" : $(printf 0x%%08x $m)\"",
+				 T.prefix, GDE_MARK_MASK, TOPO_TABLE_A, T.prefix, GDS_TABLE, GDS_MAP, host), 0);
 	/* its host end carries both gateways for the self-addressing guest */
 	ck_assert_int_eq(topo_sh("ip -n %s-n1 addr show dev %s | grep -q 'fe80::1/64' && ip -n %s-n1 addr show dev %s | grep -q '169.254.1.1/32'",
 				 T.prefix, host, T.prefix, host), 0);

@@ -23,6 +23,8 @@
 #include <linux/seg6_local.h>
 
 #include "agent/dp/backend.h"
+#include "agent/dp/egress.h"
+#include "agent/dp/steer.h"
 #include "agent/nl/objects.h"
 #include "agent/record.h"
 #include "agent/record_legacy.h"
@@ -348,20 +350,49 @@ START_TEST(t_drift_repaired_leftovers_removed)
 	ck_assert_int_eq(ping("a1", "fd00:a::2", 3, "0.05"), 3);
 
 	/* With an hour between periodic passes, the netlink notification alone
-	 * must bring a deleted route and rule back. */
+	 * must bring a deleted route and the VPC's steering rule back. */
 	restart_agent_args(1, SIGTERM, "--interval 3600");
 	ck_assert_int_eq(topo_sh("ip -n %s -6 route del fd00:a::2/128 table %d", ns, TOPO_TABLE_A), 0);
-	ck_assert_int_eq(topo_sh("ip -n %s -6 rule del iif ha1 lookup %d", ns, TOPO_TABLE_A), 0);
+	ck_assert_int_eq(topo_sh("ip -n %s -6 rule del pref 1000 fwmark 0x%x/0x%x lookup %d", ns,
+				 GDE_MARK_POD | 1, GDE_MARK_MASK, TOPO_TABLE_A), 0);
 	back = 0;
 	{
 		double t0 = now_s();
 
 		for (end = t0 + 5; now_s() < end && !back; usleep(20000))
 			back = topo_sh("ip -n %s -6 route show table %d | grep -q '^fd00:a::2 .*encap seg6'", ns, TOPO_TABLE_A) == 0 &&
-			       topo_sh("ip -n %s -6 rule | grep -q 'iif ha1 lookup %d'", ns, TOPO_TABLE_A) == 0;
+			       topo_sh("ip -n %s -6 rule | grep -q 'fwmark 0x%x/0x%x lookup %d proto 154'", ns,
+				       GDE_MARK_POD | 1, GDE_MARK_MASK, TOPO_TABLE_A) == 0;
 		printf("drift repaired from netlink notifications in %.2f s\n", now_s() - t0);
 	}
 	ck_assert_msg(back, "drift not repaired from notifications (interval 3600)");
+	ck_assert_int_eq(ping("a1", "fd00:a::2", 3, "0.05"), 3);
+	/* A host veth's steering element deleted (and then the whole table):
+	 * noticed from the nftables notification, read back, repaired and
+	 * counted as attachment drift. */
+	ck_assert_int_eq(topo_sh("ip netns exec %s nft delete element inet %s %s '{ \"ha1\" }'", ns, GDS_TABLE, GDS_MAP), 0);
+	back = 0;
+	{
+		double t0 = now_s();
+
+		for (end = t0 + 5; now_s() < end && !back; usleep(20000))
+			back = topo_sh("ip netns exec %s nft list map inet %s %s | grep -q '\"ha1\" : 0x%08x'", ns, GDS_TABLE,
+				       GDS_MAP, GDE_MARK_POD | 1) == 0;
+		printf("steering element repaired from nftables notifications in %.2f s\n", now_s() - t0);
+	}
+	ck_assert_msg(back, "steering element not repaired (interval 3600)");
+	gone = 0;
+	for (end = now_s() + 5; now_s() < end && !gone; usleep(50000))
+		gone = topo_sh("grep -q 'drift repaired and read back: 1 attachment' %s/n1/agent.log", T.dir) == 0;
+	ck_assert_msg(gone, "the steering repair was not counted as drift");
+	ck_assert_int_eq(ping("a1", "fd00:a::2", 3, "0.05"), 3);
+	ck_assert_int_eq(topo_sh("ip netns exec %s nft delete table inet %s", ns, GDS_TABLE), 0);
+	back = 0;
+	for (end = now_s() + 5; now_s() < end && !back; usleep(20000))
+		back = topo_sh("ip netns exec %s nft list map inet %s %s | grep -q '\"ha1\" : 0x%08x'", ns, GDS_TABLE,
+			       GDS_MAP, GDE_MARK_POD | 1) == 0;
+	ck_assert_msg(back, "steering table not repaired (interval 3600)");
+	ck_assert_int_eq(ping("a1", "fd00:a::2", 3, "0.05"), 3);
 	restart_agent(1, SIGTERM);
 }
 END_TEST
@@ -710,7 +741,10 @@ START_TEST(t_delta_apply_touches_only_its_scope)
 	ck_assert_int_gt(res.added, 0);
 	ck_assert_int_eq(res.removed, 0);
 	ck_assert_int_eq(topo_sh("ip -n %s -6 route show table %u | grep -q '^fd00:a::71 dev hdl1 proto 154'", ns, va->table), 0);
-	ck_assert_int_eq(topo_sh("ip -n %s -6 rule | grep -q 'iif hdl1 lookup %u proto 154'", ns, va->table), 0);
+	/* steered by its VPC's mark: an element of the steering map, no rule of its own */
+	ck_assert_int_eq(topo_sh("ip netns exec %s nft list map inet %s %s | grep -q '\"hdl1\" : 0x%08x'", ns, GDS_TABLE,
+				 GDS_MAP, GDE_MARK_POD | va->arg), 0);
+	ck_assert_int_ne(topo_sh("ip -n %s rule | grep -q 'hdl1'", ns), 0);
 	ck_assert_int_eq(topo_sh("ip -n %s neigh show dev hdl1 | grep -q '10.1.0.71 lladdr 02:00:00:00:00:71 PERMANENT'", ns), 0);
 	/* the whole node reads back as desired, except the leftover out of scope */
 	ck_assert_int_eq(gdp_kernel_backend.observe(be, &st2, &res), 1);
@@ -742,7 +776,10 @@ START_TEST(t_delta_apply_touches_only_its_scope)
 	ck_assert_int_eq(dl.n_gone_atts, 1);
 	ck_assert_int_eq(gdp_kernel_backend.apply_delta(be, &st, &dl, &res), 0);
 	ck_assert_int_gt(res.removed, 0);
-	ck_assert_int_ne(topo_sh("ip -n %s -6 rule | grep -q 'iif hdl1'", ns), 0);
+	ck_assert_int_ne(topo_sh("ip netns exec %s nft list map inet %s %s | grep -q hdl1", ns, GDS_TABLE, GDS_MAP), 0);
+	/* the VPC's rules stay with the VPC */
+	ck_assert_int_eq(topo_sh("ip -n %s -6 rule | grep -q 'fwmark 0x%x/0x%x lookup %u proto 154'", ns,
+				 GDE_MARK_POD | va->arg, GDE_MARK_MASK, va->table), 0);
 	ck_assert_int_ne(topo_sh("ip -n %s -6 route show table %u | grep -q '^fd00:a::71 '", ns, va->table), 0);
 	ck_assert_int_ne(topo_sh("ip -n %s neigh show dev hdl1 | grep -q 10.1.0.71", ns), 0);
 	/* the leftover out of scope is still there; the next full apply removes it */
