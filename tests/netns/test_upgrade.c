@@ -12,10 +12,15 @@
  * the upgrade: the files are written in the old formats (docs/dataplane-
  * kernel.md, docs/cni.md; the CNI configuration normalized by the parser the
  * old server stored it with) and their merged desired state is applied
- * through the same backend the old agent used. Then a 100 pps ping runs for
+ * through the same backend the old agent used, with the old agents' pod
+ * steering: one `iif <host veth> lookup <table>` rule per attachment and
+ * family instead of the VPC's fwmark rules and the steering map of today's
+ * (docs/dataplane-kernel.md, "Pod steering"). Then a 100 pps ping runs for
  * 6 s while both nodes are switched to the new agent, which migrates the
  * files into its record: 600/600 echo replies, the first pass adopts what is
- * there (nothing added or removed), the old files are renamed aside.
+ * there and changes only the steering (the VPC's two rules and the
+ * attachment's map element added, its two iif rules removed, in that
+ * order), the old files are renamed aside.
  */
 #include <arpa/inet.h>
 #include <jansson.h>
@@ -29,6 +34,8 @@
 #include "agent/cni/config.h"
 #include "agent/dp/backend.h"
 #include "agent/dp/bpf/bpf_backend.h"
+#include "agent/dp/egress.h"
+#include "agent/dp/steer.h"
 #include "agent/record.h"
 #include "agent/record_legacy.h"
 #include "tests/lib/gtest.h"
@@ -147,6 +154,15 @@ static void old_agent(int node)
 	gdp_results_init(&res);
 	ck_assert_msg(ops->apply(be, &st, &res) == 0, "old agent's apply on n%d failed", node);
 	ops->close(be); /* what the old agent left: kernel state (and pins) in place */
+	/* ... with its pod steering: iif rules, no VPC rules, no steering table */
+	ck_assert_int_eq(topo_sh("ip -n %s -6 rule add pref 1000 iif %s lookup %d proto 154 && "
+				 "ip -n %s -4 rule add pref 1000 iif %s lookup %d proto 154 && "
+				 "ip -n %s -6 rule del pref 1000 fwmark 0x%x/0x%x lookup %d && "
+				 "ip -n %s -4 rule del pref 1000 fwmark 0x%x/0x%x lookup %d && "
+				 "ip netns exec %s nft delete table inet %s",
+				 ns, st.atts[0].host_ifname, TOPO_TABLE_A, ns, st.atts[0].host_ifname, TOPO_TABLE_A,
+				 ns, GDE_MARK_POD | 1, GDE_MARK_MASK, TOPO_TABLE_A, ns, GDE_MARK_POD | 1, GDE_MARK_MASK,
+				 TOPO_TABLE_A, ns, GDS_TABLE), 0);
 	gdp_results_free(&res);
 	gdp_state_free(&st);
 }
@@ -230,16 +246,26 @@ static void upgrade_under_ping(void)
 	       out);
 	ck_assert_int_eq(atol(out), 600);
 	for (int n = 1; n <= 2; n++) {
-		/* Adopted, not flushed: the first pass found everything in place. */
+		char ns[64];
+
+		/* Adopted, not flushed: the first pass changed only the steering. */
 		printf("n%d first pass: added %ld, removed %ld, unchanged %ld\n", n, topo_status_int(&T, n, "added"),
 		       topo_status_int(&T, n, "removed"), topo_status_int(&T, n, "unchanged"));
-		ck_assert_int_eq(topo_status_int(&T, n, "removed"), 0);
-		/* the very first pass of the new agent too (its log line) */
-		ck_assert_msg(topo_sh("grep -q 'reconcile #1: .*added/replaced 0, removed 0' %s/agent.log",
+		/* the very first pass of the new agent (its log line): the VPC's two
+		 * rules and the map element in, the attachment's two iif rules out */
+		ck_assert_msg(topo_sh("grep -q 'reconcile #1: .*added/replaced 3, removed 2' %s/agent.log",
 				      topo_state_dir(&T, n, d, sizeof(d))) == 0 || strcmp(backend_name, "kernel"),
-			      "the new agent's first pass on n%d changed the kernel", n);
-		ck_assert_msg(topo_sh("grep -q 'reconcile #1: .*removed 0' %s/agent.log", topo_state_dir(&T, n, d, sizeof(d))) == 0,
-			      "the new agent's first pass on n%d removed something", n);
+			      "the new agent's first pass on n%d changed more than the steering", n);
+		ck_assert_msg(topo_sh("grep -q 'reconcile #1: .*removed 2' %s/agent.log", topo_state_dir(&T, n, d, sizeof(d))) == 0,
+			      "the new agent's first pass on n%d removed more than the two iif rules", n);
+		topo_node_ns(&T, n, ns, sizeof(ns));
+		ck_assert_int_ne(topo_sh("ip -n %s rule | grep -q ' iif '", ns), 0);
+		ck_assert_int_eq(topo_sh("ip -n %s -6 rule | grep -q 'fwmark 0x%x/0x%x lookup %d proto 154' && "
+					 "ip -n %s -4 rule | grep -q 'fwmark 0x%x/0x%x lookup %d proto 154'",
+					 ns, GDE_MARK_POD | 1, GDE_MARK_MASK, TOPO_TABLE_A, ns, GDE_MARK_POD | 1, GDE_MARK_MASK,
+					 TOPO_TABLE_A), 0);
+		ck_assert_int_eq(topo_sh("ip netns exec %s nft list map inet %s %s | grep -q '\"%s\" : 0x%08x'", ns, GDS_TABLE,
+					 GDS_MAP, topo_pod(&T, n == 1 ? "a1" : "a2")->hostif, GDE_MARK_POD | 1), 0);
 		ck_assert(exists(n, RECORD_FILE) && exists(n, RECORD_REMOTES_FILE));
 		ck_assert(!exists(n, LEGACY_STATE) && !exists(n, LEGACY_REMOTES));
 		ck_assert(exists(n, LEGACY_STATE LEGACY_ASIDE_SUFFIX) && exists(n, LEGACY_REMOTES LEGACY_ASIDE_SUFFIX));
@@ -249,8 +275,6 @@ static void upgrade_under_ping(void)
 		ck_assert_uint_eq(st.node.node_id, (unsigned)n);
 		gdp_state_free(&st);
 	}
-	if (!strcmp(backend_name, "kernel"))
-		ck_assert_int_eq(topo_status_int(&T, 1, "added") + topo_status_int(&T, 2, "added"), 0);
 	ck_assert(!exists(1, LEGACY_CNI) && exists(1, LEGACY_CNI LEGACY_ASIDE_SUFFIX));
 	/* The CNI facts came along: pod name and network in the record. */
 	ck_assert_int_eq(topo_sh("jq -e '.attachments[0] | .podName == \"web-a1\" and .network == \"net-a\" and .egress == [\"IPv4\"]' %s/record.json >/dev/null",
@@ -264,6 +288,8 @@ static void upgrade_under_ping(void)
 	ck_assert_int_gt(topo_agent_start(&T, 1, args), 0);
 	ck_assert_int_eq(topo_wait_reconciled(&T, 1, 1, 20), 0);
 	ck_assert_int_eq(topo_status_int(&T, 1, "removed"), 0);
+	if (!strcmp(backend_name, "kernel"))
+		ck_assert_int_eq(topo_status_int(&T, 1, "added"), 0);
 	ck_assert_int_eq(topo_sh("ip netns exec %s-a1 ping -q -c 5 -i 0.05 -W 1 fd00:a::2 >/dev/null", T.prefix), 0);
 }
 
