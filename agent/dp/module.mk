@@ -11,6 +11,8 @@ $(eval $(call bench,bench_routes,tests/bench/bench_routes.c tests/bench/bench.c,
 $(eval $(call unit_test,test_nl_model,tests/unit/test_nl_model.c,gagent gdp gnl gcommon,jansson nl pthread))
 $(eval $(call netns_test,test_kernel_nl,tests/netns/test_kernel_nl.c tests/lib/topo.c,gdp gnl,nl jansson))
 $(eval $(call unit_test,test_egress_render,tests/unit/test_egress_render.c,gdp gnl,nl jansson))
+$(eval $(call unit_test,test_steer,tests/unit/test_steer.c,gdp gnl,nl jansson))
+$(eval $(call fuzzer,fuzz_steer,tests/fuzz/fuzz_steer.c agent/dp/steer.c,,jansson nft nl))
 # The egress shard with real traffic: two VPCs with the same addresses through one shard, an internet host.
 $(eval $(call netns_test,test_egress_dp,tests/netns/test_egress_dp.c tests/lib/topo.c,gdp gnl,nl jansson))
 build/san/tests/test_egress_dp: | build/rel/bin/galactic-preflight
