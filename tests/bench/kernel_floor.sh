@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The kernel's own cost of what a kernel-backend ADD does, with N IPv6
+# The kernel's own cost of what a kernel-backend ADD does (and of what it
+# no longer does: the per-attachment iif rules), with N IPv6
 # routes in the FIB (default 100,000) and with none: K of each operation in
 # one `ip -batch` (no exec per operation), in a private network namespace
 # removed at the end. Root. Prints microseconds per operation.
@@ -34,3 +35,24 @@ mapfile -t l < <(ops 'link set h%s up # %s'); run "host end up" "" "${l[@]%% #*}
 mapfile -t l < <(ops 'rule add iif h%s lookup 16385 pref 100 # %s'); run "IPv6 iif rule add" -6 "${l[@]%% #*}"
 mapfile -t l < <(ops 'rule add iif h%s lookup 16385 pref 100 # %s'); run "IPv4 iif rule add" -4 "${l[@]%% #*}"
 mapfile -t l < <(ops 'link add c%s mtu 1400 type veth peer name q%s mtu 1400'); run "veth pair add at its MTU" "" "${l[@]}"
+mapfile -t l < <(ops 'rule add fwmark 0x30%04x/0x300fff lookup 16385 pref 100 # %s'); run "IPv6 fwmark rule add (one per VPC)" -6 "${l[@]%% #*}"
+# Pod steering (agent/dp/steer.h): the table once, then one map element per
+# attachment, each its own nftables transaction as an ADD's, K of them
+# through one `nft -i` (one process, one line per transaction: its start-up
+# is shared by the K).
+ip netns exec "$ns" nft -f - <<'EOF2' || exit 2
+table inet galactic_steer {
+	map pods {
+		typeof iifname : meta mark
+	}
+	chain steer {
+		type filter hook prerouting priority -200; policy accept;
+		meta mark & 0x300000 == 0 meta mark set iifname map @pods
+	}
+}
+EOF2
+for i in $(seq 1 "$k"); do echo "add element inet galactic_steer pods { \"h$i\" : 0x300001 }"; done > "$tmp/nft"
+s=$(date +%s%N)
+ip netns exec "$ns" nft -i < "$tmp/nft" > /dev/null || exit 2
+e=$(date +%s%N)
+echo "steering map element add (one transaction each): $(( (e - s) / 1000 / k )) us per operation ($k)"
