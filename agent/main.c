@@ -508,10 +508,12 @@ static void read_back(struct agent *ag, bool definitive, bool tick, const char *
 	n = pipeline_verify(ag->pl, &res);
 	if (n >= 0 && record_snapshot(ag->rec, &snap) == 0) {
 		health_report(ag, &snap, &res, true, n == 0, (now_ms() - t0) / 1e3);
+		/* remotes read back programmed are only counted: the state says which are still ours */
+		pending = gdrift_read_back(&ag->drift, &res, was_programmed, ag, &snap.st, got);
 		record_snap_free(&snap);
-	}
-	if (n >= 0) {
-		pending = gdrift_read_back(&ag->drift, &res, was_programmed, ag, got);
+		count_repairs(ag, got);
+	} else if (n >= 0) {
+		pending = gdrift_read_back(&ag->drift, &res, was_programmed, ag, NULL, got);
 		count_repairs(ag, got);
 	}
 	if (n > 0 && pending > 0 && (definitive || ag->drift_seen)) {

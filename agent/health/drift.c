@@ -50,18 +50,49 @@ static bool ok(const struct gdp_result *r)
 	return r->programmed && !r->err;
 }
 
+/*
+ * Which pending remotes without a result covered still has (counted as read
+ * back programmed): one pass over its remotes, only when some are asked.
+ */
+static void counted_remotes(struct gdrift *d, struct gdp_results *res, const struct gdp_state *covered,
+			    bool *in)
+{
+	bool ask = false;
+	char pb[64];
+
+	if (!covered || !res->remotes_ok)
+		return;
+	for (size_t i = 0; i < d->pending.n && !ask; i++)
+		ask = d->pending.v[i].kind == GDP_OBJ_REMOTE &&
+		      !gdp_results_find(res, GDP_OBJ_REMOTE, d->pending.v[i].vpc, d->pending.v[i].key);
+	for (size_t i = 0; ask && i < covered->n_remotes; i++) {
+		const struct gdp_remote *rm = &covered->remotes[i];
+		struct gdp_result *p = gdp_results_find(&d->pending, GDP_OBJ_REMOTE, rm->vpc,
+							 gdp_prefix_str(&rm->prefix, pb, sizeof(pb)));
+
+		if (p)
+			in[p - d->pending.v] = true;
+	}
+}
+
 int gdrift_read_back(struct gdrift *d, struct gdp_results *res,
 		     bool (*was_programmed)(void *ctx, const struct gdp_result *r), void *ctx,
-		     unsigned long got[GDRIFT_KINDS])
+		     const struct gdp_state *covered, unsigned long got[GDRIFT_KINDS])
 {
-	bool *drop = NULL, any = false;
+	bool *drop = NULL, *in = NULL, any = false;
 
 	/* Pending objects read back as programmed: repaired. One gone from
-	 * the state (no result) is no longer anyone's drift: forgotten. */
+	 * the state (no result, and not counted) is no longer anyone's drift:
+	 * forgotten. */
 	if (d->pending.n) {
 		drop = calloc(d->pending.n, sizeof(*drop));
-		if (!drop)
+		in = calloc(d->pending.n, sizeof(*in));
+		if (!drop || !in) {
+			free(drop);
+			free(in);
 			return -ENOMEM;
+		}
+		counted_remotes(d, res, covered, in);
 		for (size_t i = 0; i < d->pending.n; i++) {
 			struct gdp_result *p = &d->pending.v[i];
 			struct gdp_result *r = gdp_results_find(res, p->kind, p->vpc, p->key);
@@ -69,7 +100,7 @@ int gdrift_read_back(struct gdrift *d, struct gdp_results *res,
 			if (r && !ok(r))
 				continue;
 			drop[i] = any = true;
-			if (r) {
+			if (r || in[i]) {
 				d->repaired[p->what]++;
 				if (got)
 					got[p->what]++;
@@ -78,6 +109,7 @@ int gdrift_read_back(struct gdrift *d, struct gdp_results *res,
 		if (any)
 			gdp_results_drop(&d->pending, drop);
 		free(drop);
+		free(in);
 	}
 	for (size_t i = 0; i < res->n; i++) {
 		const struct gdp_result *r = &res->v[i];

@@ -44,15 +44,19 @@ void gdrift_init(struct gdrift *d);
 void gdrift_free(struct gdrift *d);
 
 /*
- * One read-back: res holds one result per object (backend observe). Every
- * pending object res has programmed is repaired (counted into repaired[]
- * and added to got[] when got is not NULL); every object res has not
- * programmed for which was_programmed says the last pass had it becomes
- * pending. Returns how many objects are pending now, or -ENOMEM.
+ * One read-back: res holds one result per object (backend observe), except
+ * remotes read back programmed, which a backend may only count
+ * (res->remotes_ok). Every pending object res has programmed is repaired
+ * (counted into repaired[] and added to got[] when got is not NULL); so is
+ * a pending remote without a result when res counts programmed remotes and
+ * covered (the state the read-back covered; may be NULL) still has it; every
+ * object res has not programmed for which was_programmed says the last pass
+ * had it becomes pending. Returns how many objects are pending now, or
+ * -ENOMEM.
  */
 int gdrift_read_back(struct gdrift *d, struct gdp_results *res,
 		     bool (*was_programmed)(void *ctx, const struct gdp_result *r), void *ctx,
-		     unsigned long got[GDRIFT_KINDS]);
+		     const struct gdp_state *covered, unsigned long got[GDRIFT_KINDS]);
 /* Pending objects (drift seen, repair not read back yet). */
 size_t gdrift_pending(const struct gdrift *d);
 

@@ -14,6 +14,9 @@
  * remotes sorted by SID, the 1,000 resolutions alone; also an idempotent
  * re-apply and the whole backend apply.
  *   bench_bpf_maps [N]   (default 100000; needs root for bpf)
+ *   bench_bpf_maps --profile K [N [sync|raw]]   K syncs alone, then K raw
+ *       batches alone (or only one side's K), user/system CPU of each (for
+ *       perf record / callgrind on one side); no result file
  * Results in build/bench-results/bench_bpf_maps.json.
  */
 #include <arpa/inet.h>
@@ -21,6 +24,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -243,19 +247,104 @@ static size_t read_map(int fd, struct gbpf_route_key *k, struct gbpf_route *v, s
 	return n;
 }
 
+static double tv(struct timeval t)
+{
+	return (double)t.tv_sec + (double)t.tv_usec / 1e6;
+}
+
+/*
+ * One side alone, k times (no other work between): the agent's sync into
+ * fresh pins, then the raw batch of what it wrote into a fresh map. Prints
+ * user/system CPU per call; for profiling one side without the other.
+ */
+static int profile(size_t n, int k, const char *only)
+{
+	struct gbpf_route_key *rk = calloc(n + 1, sizeof(*rk));
+	struct gbpf_route *rv = calloc(n + 1, sizeof(*rv));
+	struct gdp_state s;
+	char err[512], pins[128];
+	size_t got = 0, l2 = 0;
+	int rc = 1;
+
+	if (!rk || !rv)
+		goto out;
+	build(&s, n);
+	if (netns_up())
+		goto down;
+	for (int i = 0; i < (only && !strcmp(only, "raw") ? 1 : k); i++) {
+		struct gbpf_sync_stats st = { 0 };
+		struct gdp_backend *be = NULL;
+		struct gdp_results res;
+		struct rusage a, z;
+		int e;
+
+		if (backend_open(&be, &s, pins, sizeof(pins), 200 + i, err, sizeof(err))) {
+			fprintf(stderr, "bpf backend: %s\n", err);
+			backend_close(be, pins);
+			goto down;
+		}
+		gdp_results_init(&res);
+		getrusage(RUSAGE_SELF, &a);
+		e = gdp_bpf_sync_routes(be, &s, &res, &st);
+		getrusage(RUSAGE_SELF, &z);
+		printf("sync %d: user %.1f ms, system %.1f ms, added %lu failed %lu, %zu results (+%zu counted)\n", i,
+		       (tv(z.ru_utime) - tv(a.ru_utime)) * 1e3, (tv(z.ru_stime) - tv(a.ru_stime)) * 1e3, st.added,
+		       st.failed, res.n, res.remotes_ok);
+		if (!i)
+			got = read_map(gbpf_map_fd(gdp_bpf_handle(be), GBPF_MAP_ROUTES), rk, rv, n + 1, &l2);
+		gdp_results_free(&res);
+		backend_close(be, pins);
+		if (e)
+			goto down;
+	}
+	for (int i = 0; i < (only && !strcmp(only, "sync") ? 0 : k); i++) {
+		LIBBPF_OPTS(bpf_map_create_opts, mo, .map_flags = BPF_F_NO_PREALLOC);
+		LIBBPF_OPTS(bpf_map_batch_opts, bo);
+		__u32 count = (__u32)got;
+		struct rusage a, z;
+		int fd = bpf_map_create(BPF_MAP_TYPE_LPM_TRIE, "bench_raw", sizeof(*rk), sizeof(*rv),
+					GBPF_MAX_ROUTES, &mo);
+
+		if (fd < 0)
+			goto down;
+		getrusage(RUSAGE_SELF, &a);
+		bpf_map_update_batch(fd, rk, rv, &count, &bo);
+		getrusage(RUSAGE_SELF, &z);
+		printf("raw %d: user %.1f ms, system %.1f ms, %u entries (%zu with L2)\n", i,
+		       (tv(z.ru_utime) - tv(a.ru_utime)) * 1e3, (tv(z.ru_stime) - tv(a.ru_stime)) * 1e3, count, l2);
+		close(fd);
+	}
+	rc = 0;
+down:
+	netns_down();
+	gdp_state_free(&s);
+out:
+	free(rk);
+	free(rv);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
-	size_t n = argc > 1 ? strtoul(argv[1], NULL, 10) : 100000, got, l2;
+	size_t n, got, l2;
 	double raw[ROUNDS], agent[ROUNDS], again[ROUNDS], cpu_raw[ROUNDS], cpu_agent[ROUNDS], t, c;
 	double nol2[ROUNDS], cpu_grouped[ROUNDS], resolve_s[ROUNDS];
 	struct gdp_state grouped;
 	double bfirst = 0, bagain = 0, bobs = 0;
-	struct gbpf_route_key *k = calloc(n + 1, sizeof(*k));
-	struct gbpf_route *v = calloc(n + 1, sizeof(*v));
-	struct bench *b = bench_begin("bench_bpf_maps");
+	struct gbpf_route_key *k;
+	struct gbpf_route *v;
 	struct gdp_state s;
 	char err[512], pins[128];
+	struct bench *b;
 	int e;
+
+	if (argc > 2 && !strcmp(argv[1], "--profile"))
+		return profile(argc > 3 ? strtoul(argv[3], NULL, 10) : 100000, atoi(argv[2]),
+			       argc > 4 ? argv[4] : NULL);
+	n = argc > 1 ? strtoul(argv[1], NULL, 10) : 100000;
+	k = calloc(n + 1, sizeof(*k));
+	v = calloc(n + 1, sizeof(*v));
+	b = bench_begin("bench_bpf_maps");
 
 	if (!bench_need_root(b, "bpf maps and a network namespace")) {
 		free(k);

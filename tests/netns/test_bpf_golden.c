@@ -1030,16 +1030,20 @@ START_TEST(sync_model_to_maps)
 	ck_assert_uint_eq(st.added, 5);
 	ck_assert_uint_eq(st.unchanged, 2);
 	ck_assert_uint_eq(st.failed, 2);
-	r = result(&res, GDP_OBJ_REMOTE, "vpcA", "fd00:a::2/128");
+	/* Programmed remotes are counted, only the failing ones have a result each. */
+	ck_assert_uint_eq(res.remotes_ok, 4);
+	r = result(&res, GDP_OBJ_REMOTE, "vpcA", "fd00:a::2/128"); /* the duplicate, not the first */
 	ck_assert_ptr_nonnull(r);
-	ck_assert(r->programmed);
-	r = &res.v[res.n - 3]; /* the duplicate, in model order */
+	ck_assert(!r->programmed);
 	ck_assert_int_eq(r->err, -EEXIST);
 	ck_assert_msg(strstr(r->msg, "duplicate"), "%s", r->msg);
+	ck_assert_ptr_null(result(&res, GDP_OBJ_REMOTE, "vpcB", "fd00:a::2/128"));
 	r = result(&res, GDP_OBJ_REMOTE, "vpcX", "10.9.0.0/24");
 	ck_assert_ptr_nonnull(r);
 	ck_assert_int_ne(r->err, 0);
 	ck_assert(!r->programmed);
+	ck_assert(res.v[res.n - 1].kind == GDP_OBJ_REMOTE && res.v[res.n - 2].kind == GDP_OBJ_REMOTE &&
+		  res.v[res.n - 3].kind != GDP_OBJ_REMOTE); /* the two failures, nothing else */
 
 	/* Again, unchanged: nothing written. */
 	memset(&st, 0, sizeof(st));

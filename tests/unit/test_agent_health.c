@@ -150,9 +150,9 @@ START_TEST(test_drift_counts_repairs_read_back)
 	result(&rs, GDP_OBJ_REMOTE, "vpcA", "fd00:a::3/128", false, GDP_WHAT_OBJECT);
 	result(&rs, GDP_OBJ_ATTACHMENT, "vpcA", "never", false, GDP_WHAT_OBJECT);
 	result(&rs, GDP_OBJ_VPC, "vpcA", "", true, GDP_WHAT_OBJECT);
-	ck_assert_int_eq(gdrift_read_back(&d, &rs, all_were, NULL, got), 3);
+	ck_assert_int_eq(gdrift_read_back(&d, &rs, all_were, NULL, NULL, got), 3);
 	/* read again, still missing: nothing repaired, nothing pending twice */
-	ck_assert_int_eq(gdrift_read_back(&d, &rs, all_were, NULL, got), 3);
+	ck_assert_int_eq(gdrift_read_back(&d, &rs, all_were, NULL, NULL, got), 3);
 	for (int k = 0; k < GDRIFT_KINDS; k++)
 		ck_assert_uint_eq(got[k], 0);
 	/* after the repair: filter and map entry back; the kernel route still missing */
@@ -161,7 +161,7 @@ START_TEST(test_drift_counts_repairs_read_back)
 	result(&rs, GDP_OBJ_REMOTE, "vpcA", "fd00:a::1/128", true, GDP_WHAT_OBJECT);
 	result(&rs, GDP_OBJ_REMOTE, "vpcA", "fd00:a::3/128", false, GDP_WHAT_OBJECT);
 	result(&rs, GDP_OBJ_ATTACHMENT, "vpcA", "never", true, GDP_WHAT_OBJECT);
-	ck_assert_int_eq(gdrift_read_back(&d, &rs, all_were, NULL, got), 1);
+	ck_assert_int_eq(gdrift_read_back(&d, &rs, all_were, NULL, NULL, got), 1);
 	ck_assert_uint_eq(got[GDRIFT_FILTER], 1);
 	ck_assert_uint_eq(got[GDRIFT_MAP_ENTRY], 1);
 	ck_assert_uint_eq(got[GDRIFT_ATTACHMENT], 0); /* never programmed: no repair */
@@ -169,7 +169,7 @@ START_TEST(test_drift_counts_repairs_read_back)
 	/* the route's remote leaves the state: forgotten, not counted */
 	gdp_results_reset(&rs);
 	result(&rs, GDP_OBJ_NODE, "", "", true, GDP_WHAT_OBJECT);
-	ck_assert_int_eq(gdrift_read_back(&d, &rs, all_were, NULL, NULL), 0);
+	ck_assert_int_eq(gdrift_read_back(&d, &rs, all_were, NULL, NULL, NULL), 0);
 	ck_assert_uint_eq(d.repaired[GDRIFT_ROUTE], 0);
 	ck_assert_uint_eq(d.repaired[GDRIFT_FILTER], 1);
 	ck_assert_str_eq(gdrift_kind_str(GDRIFT_MAP_ENTRY), "map_entry");
@@ -185,6 +185,44 @@ START_TEST(test_drift_counts_repairs_read_back)
 }
 END_TEST
 
+/*
+ * A backend that only counts the remotes it read back programmed
+ * (remotes_ok, no result each): a pending remote without a result is
+ * repaired when the covered state still has it, forgotten when not.
+ */
+START_TEST(test_drift_counted_remotes)
+{
+	unsigned long got[GDRIFT_KINDS] = { 0 };
+	struct gdp_remote r1 = { .vpc = "vpcA" }, r2 = { .vpc = "vpcA" };
+	struct gdp_results rs;
+	struct gdp_state st;
+	struct gdrift d;
+
+	gdrift_init(&d);
+	gdp_results_init(&rs);
+	gdp_state_init(&st);
+	ck_assert_int_eq(gdp_prefix_parse("fd00:a::1/128", &r1.prefix), 0);
+	ck_assert_int_eq(gdp_prefix_parse("fd00:a::2/128", &r2.prefix), 0);
+	ck_assert_int_eq(gdp_state_add_remote(&st, &r1), 0);
+	ck_assert_int_eq(gdp_state_add_remote(&st, &r2), 0);
+	/* two map entries gone */
+	result(&rs, GDP_OBJ_REMOTE, "vpcA", "fd00:a::1/128", false, GDP_WHAT_MAP);
+	result(&rs, GDP_OBJ_REMOTE, "vpcA", "fd00:a::2/128", false, GDP_WHAT_MAP);
+	ck_assert_int_eq(gdrift_read_back(&d, &rs, all_were, NULL, &st, got), 2);
+	/* repaired: no result any more, both counted; without the state nothing is known */
+	gdp_results_reset(&rs);
+	rs.remotes_ok = 2;
+	st.n_remotes = 1; /* fd00:a::2 left the state meanwhile */
+	ck_assert_int_eq(gdrift_read_back(&d, &rs, all_were, NULL, &st, got), 0);
+	ck_assert_uint_eq(got[GDRIFT_MAP_ENTRY], 1);
+	ck_assert_uint_eq(d.repaired[GDRIFT_MAP_ENTRY], 1);
+	st.n_remotes = 2;
+	gdp_state_free(&st);
+	gdp_results_free(&rs);
+	gdrift_free(&d);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("agent-health");
@@ -196,6 +234,7 @@ int main(void)
 	tcase_add_test(tc, test_parse_addr);
 	tcase_add_test(tc, test_verdict);
 	tcase_add_test(tc, test_drift_counts_repairs_read_back);
+	tcase_add_test(tc, test_drift_counted_remotes);
 	suite_add_tcase(s, tc);
 	return gt_run(s);
 }

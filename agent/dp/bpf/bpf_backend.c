@@ -365,13 +365,31 @@ static int sync_links(struct bpf_backend *b, const struct gdp_state *d, const st
 	return first;
 }
 
-/* Precomputed L2 per distinct SID (few next hops, many prefixes). */
+/*
+ * Precomputed L2 per distinct SID (few next hops, many prefixes): resolved
+ * once per SID, found again by a hash of the SID (100,000 remotes over
+ * thousands of SIDs).
+ */
 struct l2_cache {
 	struct bpf_backend *b;
 	uint8_t src[16];
 	struct { uint8_t sid[16]; struct gbpf_route r; int e; struct gbpf_nexthop nh; } *v;
 	size_t n, cap, last;
+	uint32_t *slot;          /* index + 1 into v; 0 = empty */
+	size_t mask;             /* slots - 1; slots >= 2 * cap */
 };
+
+static size_t sid_hash(const uint8_t sid[16])
+{
+	uint64_t a, b;
+
+	memcpy(&a, sid, 8);
+	memcpy(&b, sid + 8, 8);
+	a ^= b * 0x9E3779B97F4A7C15ull;
+	a ^= a >> 29;
+	a *= 0xBF58476D1CE4E5B9ull;
+	return (size_t)(a ^ (a >> 32));
+}
 
 static int neigh_cb(const struct nlmsghdr *h, void *arg)
 {
@@ -433,28 +451,49 @@ out:
 static const struct gbpf_route *l2_for(void *ctx, const uint8_t sid[16])
 {
 	struct l2_cache *c = ctx;
-	size_t i;
+	size_t i, h;
 
-	/* Remotes come grouped by node: the last answer is usually the one. */
+	/* Remotes often come grouped by node: the last answer is usually the one. */
 	if (c->n && !memcmp(c->v[c->last].sid, sid, 16))
 		return c->v[c->last].e ? NULL : &c->v[c->last].r;
-	for (i = 0; i < c->n; i++)
+	for (h = c->slot ? sid_hash(sid) & c->mask : 0; c->slot && c->slot[h]; h = (h + 1) & c->mask) {
+		i = c->slot[h] - 1;
 		if (!memcmp(c->v[i].sid, sid, 16))
 			goto found;
+	}
 	if (c->n == c->cap) {
-		size_t nc = c->cap ? c->cap * 2 : 16;
+		size_t nc = c->cap ? c->cap * 2 : 64, mask = 2 * nc - 1;
 		void *nv = realloc(c->v, nc * sizeof(*c->v));
+		uint32_t *ns = calloc(mask + 1, sizeof(*ns));
 
-		if (!nv)
+		if (!nv || !ns) {
+			free(ns);
+			if (nv)
+				c->v = nv;
 			return NULL;
+		}
 		c->v = nv;
 		c->cap = nc;
+		for (size_t j = 0; j < c->n; j++) {
+			size_t k = sid_hash(c->v[j].sid) & mask;
+
+			while (ns[k])
+				k = (k + 1) & mask;
+			ns[k] = (uint32_t)j + 1;
+		}
+		free(c->slot);
+		c->slot = ns;
+		c->mask = mask;
+		for (h = sid_hash(sid) & mask; ns[h]; h = (h + 1) & mask)
+			;
 	}
+	i = c->n;
 	memcpy(c->v[i].sid, sid, 16);
 	memset(&c->v[i].r, 0, sizeof(c->v[i].r));
 	memset(&c->v[i].nh, 0, sizeof(c->v[i].nh));
 	/* No neighbour yet or no route: the program resolves per packet instead. */
 	c->v[i].e = gbpf_resolve_nh(c->b->g, c->src, sid, &c->v[i].r, &c->v[i].nh);
+	c->slot[h] = (uint32_t)i + 1;
 	c->n++;
 found:
 	c->last = i;
@@ -512,6 +551,7 @@ static int sync_routes(struct bpf_backend *b, const struct gdp_state *d, struct 
 	e = gbpf_sync_routes(b->g, d, l2_for, &c, res, st);
 	publish_nexthops(b, &c, true);
 	free(c.v);
+	free(c.slot);
 	return e;
 }
 
@@ -670,6 +710,7 @@ static int bpf_apply_delta(struct gdp_backend *base, const struct gdp_state *des
 	publish_nexthops(b, &c, false);
 	leave(saved);
 	free(c.v);
+	free(c.slot);
 	for (size_t i = 0; i < res->n; i++) {
 		if (res->v[i].err)
 			res->v[i].programmed = false, first = first ? first : res->v[i].err;
@@ -688,6 +729,7 @@ static int bpf_observe(struct gdp_backend *base, const struct gdp_state *desired
 	struct bpf_backend *b = of(base);
 	struct gdp_state k = no_remotes(desired);
 	int n, e, saved, bad = 0, fd = gbpf_map_fd(b->g, GBPF_MAP_ROUTES);
+	const struct gdp_vpc *last = NULL;
 	struct gbpf_cfg cfg;
 	uint8_t src[16];
 	struct slots sl;
@@ -741,24 +783,27 @@ static int bpf_observe(struct gdp_backend *base, const struct gdp_state *desired
 		free(sk);
 		free(sv);
 	}
+	/* Remotes: a result for each one missing, the others only counted (100,000 entries are 40 MB). */
 	for (size_t i = 0; i < desired->n_remotes; i++) {
 		const struct gdp_remote *rm = &desired->remotes[i];
-		const struct gdp_vpc *v = gdp_state_find_vpc(desired, rm->vpc);
 		struct gbpf_route_key key;
 		struct gbpf_route have;
-		/* The kernel backend saw no remotes: no search (quadratic at 100k). */
-		struct gdp_result *r = gbpf_result_remote(res, rm);
 
-		if (v)
-			gbpf_route_key(&key, v->arg, rm->prefix.family, rm->prefix.addr.raw,
+		if (!last || strcmp(last->id, rm->vpc))
+			last = gdp_state_find_vpc(desired, rm->vpc);
+		if (last)
+			gbpf_route_key(&key, last->arg, rm->prefix.family, rm->prefix.addr.raw,
 				       rm->prefix.len);
-		if (!v || bpf_map_lookup_elem(fd, &key, &have) ||
+		if (!last || bpf_map_lookup_elem(fd, &key, &have) ||
 		    memcmp(have.sid, rm->sid.s6_addr, 16)) {
+			/* The kernel backend saw no remotes: appended, no search (quadratic at 100k). */
+			struct gdp_result *r = gbpf_result_remote(res, rm);
+
 			gdp_result_fail_what(r, GDP_WHAT_MAP, -ENOENT, "remote %s in vpc %s: not in the bpf routes map",
-					r ? r->key : "?", rm->vpc);
+					     r ? r->key : "?", rm->vpc);
 			bad++;
-		} else if (r && !r->err) {
-			r->programmed = true;
+		} else {
+			res->remotes_ok++;
 		}
 	}
 	if ((e = enter(b, &saved))) {

@@ -546,21 +546,18 @@ int gbpf_del_iface(struct gbpf *g, uint32_t ifindex, char *err, size_t errlen)
 void gbpf_route_key(struct gbpf_route_key *k, uint16_t arg, int family, const void *addr,
 		    unsigned plen)
 {
-	unsigned bytes = family == AF_INET ? 4 : 16;
+	unsigned bytes = family == AF_INET ? 4 : 16, full;
 
 	memset(k, 0, sizeof(*k));
 	k->arg = htons(arg);
 	k->family = family == AF_INET ? GBPF_AF_INET : GBPF_AF_INET6;
-	memcpy(k->addr, addr, bytes);
 	if (plen > bytes * 8)
 		plen = bytes * 8;
-	/* Zero the host bits so equal prefixes give equal keys. */
-	for (unsigned i = 0; i < bytes; i++) {
-		unsigned keep = plen > i * 8 ? plen - i * 8 : 0;
-
-		if (keep < 8)
-			k->addr[i] &= (uint8_t)(0xff00u >> keep);
-	}
+	/* Only the prefix's bytes, host bits zeroed: equal prefixes give equal keys. */
+	full = plen / 8;
+	memcpy(k->addr, addr, full);
+	if (plen % 8)
+		k->addr[full] = (uint8_t)(((const uint8_t *)addr)[full] & (0xff00u >> (plen % 8)));
 	k->prefixlen = GBPF_ROUTE_KEY_BITS + plen;
 }
 

@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <bpf/bpf.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -188,21 +189,60 @@ int gbpf_sync_vpcs(struct gbpf *g, const struct gdp_state *d, struct gdp_results
 }
 
 /*
- * The wanted trie entries as parallel arrays (keys, values, origin), so the
- * batch update takes them as they are: origin is the remote's index, -1 for
- * a local pod address, -2 for an entry not to write (duplicate).
+ * The entries a full sync wants, by index: [0, nf) the fixed ones (local pod
+ * addresses first, then the egress defaults) kept as keys and values, then
+ * one per remote, whose key and value are derived again when needed (from
+ * the prefix, the VPC argument found in the first pass and the SID's next
+ * hop) rather than kept: at 100,000 remotes that is 6.4 MB not held.
  */
-struct wants {
-	struct gbpf_route_key *k;
-	struct gbpf_route *v;
-	long *remote;
-	size_t n;
+struct plan {
+	const struct gdp_state *d;
+	gbpf_l2_fn l2;
+	void *l2ctx;
+	struct gbpf_route_key *fk;
+	struct gbpf_route *fv;
+	long *fsrc;              /* per fixed entry: -1 local pod address, -3 egress default */
+	size_t nf, n;            /* n = nf + d->n_remotes */
+	uint16_t *arg;           /* per remote: VPC argument; 0 = not written (invalid, duplicate) */
+	uint64_t *same;          /* bit per entry: the map holds it as wanted */
 };
 
+static void plan_key(const struct plan *p, size_t i, struct gbpf_route_key *k)
+{
+	const struct gdp_remote *rm;
+
+	if (i < p->nf) {
+		*k = p->fk[i];
+		return;
+	}
+	rm = &p->d->remotes[i - p->nf];
+	gbpf_route_key(k, p->arg[i - p->nf], rm->prefix.family, rm->prefix.addr.raw, rm->prefix.len);
+}
+
+static void plan_val(const struct plan *p, size_t i, struct gbpf_route *v)
+{
+	const struct gbpf_route *t = NULL;
+	const struct gdp_remote *rm;
+
+	if (i < p->nf) {
+		*v = p->fv[i];
+		return;
+	}
+	rm = &p->d->remotes[i - p->nf];
+	if (p->l2)
+		t = p->l2(p->l2ctx, rm->sid.s6_addr);
+	if (t)
+		*v = *t;
+	else
+		memset(v, 0, sizeof(*v));
+	memcpy(v->sid, rm->sid.s6_addr, 16);
+}
+
 /*
- * Open-addressing set of entries of the wanted keys, keyed by route key: finds
+ * Open-addressing set of the wanted entries, keyed by route key: finds
  * duplicates and answers "is this map key wanted" in O(1) (a sort of 100k
- * entries costs more than the checks around it).
+ * entries costs more than the checks around it). Slots hold an entry index,
+ * not the key: the key is derived again on a tag match.
  */
 _Static_assert(sizeof(struct gbpf_route_key) == 24, "route key hashed as three words");
 struct kset {
@@ -223,7 +263,7 @@ static uint64_t key_hash(const struct gbpf_route_key *k)
 	uint64_t x[3];
 
 	memcpy(x, k, sizeof(x));
-	return mix(mix(mix(x[0]) ^ x[1]) ^ x[2]);
+	return mix(x[0] * 0x9E3779B97F4A7C15ull ^ x[1] * 0xC2B2AE3D27D4EB4Full ^ x[2]);
 }
 
 static int kset_init(struct kset *s, size_t n)
@@ -238,26 +278,36 @@ static int kset_init(struct kset *s, size_t n)
 }
 
 /*
- * Index of the entry with key k, or -1; with add, inserts idx when absent.
- * The tag spares most probes a look at the (cache-cold) wanted key.
+ * Index of the entry with key k (hash h = key_hash(k)), or -1; with add,
+ * inserts idx when absent. The tag spares most probes a look at the wanted key.
  */
-static long kset_probe(struct kset *s, const struct gbpf_route_key *wk, const struct gbpf_route_key *k,
-		       bool add, size_t idx)
+static long kset_probe_h(struct kset *s, const struct plan *p, const struct gbpf_route_key *k, uint64_t h,
+			 bool add, size_t idx)
 {
-	uint64_t h = key_hash(k), tag = h >> 32;
+	uint64_t tag = h >> 32;
 
 	for (size_t i = h & s->mask;; i = (i + 1) & s->mask) {
 		uint64_t v = s->slot[i];
 		uint32_t at = (uint32_t)v;
+		struct gbpf_route_key have;
 
 		if (!v) {
 			if (add)
 				s->slot[i] = tag << 32 | ((uint32_t)idx + 1);
 			return -1;
 		}
-		if ((v >> 32) == tag && !memcmp(&wk[at - 1], k, sizeof(*k)))
+		if ((v >> 32) != tag)
+			continue;
+		plan_key(p, at - 1, &have);
+		if (!memcmp(&have, k, sizeof(*k)))
 			return (long)at - 1;
 	}
+}
+
+static long kset_probe(struct kset *s, const struct plan *p, const struct gbpf_route_key *k, bool add,
+		       size_t idx)
+{
+	return kset_probe_h(s, p, k, key_hash(k), add, idx);
 }
 
 /*
@@ -306,8 +356,9 @@ static bool remote_surely_valid(const struct gdp_vpc *v, const struct gdp_remote
 	if (!v || (r->prefix.family != AF_INET && r->prefix.family != AF_INET6) ||
 	    r->prefix.len > bits)
 		return false;
-	for (unsigned i = r->prefix.len; i < bits; i++)
-		if (r->prefix.addr.raw[i / 8] & (0x80 >> (i % 8)))
+	/* host bits zero, byte by byte */
+	for (unsigned i = r->prefix.len / 8; i < bits / 8; i++)
+		if (r->prefix.addr.raw[i] & (i == r->prefix.len / 8 ? 0xffu >> (r->prefix.len % 8) : 0xffu))
 			return false;
 	for (size_t i = 0; !in && i < v->n_prefixes; i++)
 		in = gdp_prefix_contains(&v->prefixes[i], &r->prefix);
@@ -370,134 +421,259 @@ size_t gbpf_shard_routes(const struct gdp_state *d, struct gbpf_route_key *k, st
 	return n;
 }
 
+/* A remote that fails: its own result (the programmed ones are only counted). */
+static void fail_remote(struct gdp_results *res, const struct gdp_remote *rm, int e, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void fail_remote(struct gdp_results *res, const struct gdp_remote *rm, int e, const char *fmt, ...)
+{
+	struct gdp_result *r = res ? gbpf_result_remote(res, rm) : NULL;
+	char msg[sizeof(r->msg)];
+	va_list ap;
+
+	if (!r)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	gdp_result_fail(r, e, "%s", msg);
+}
+
+/*
+ * Batches of this many entries: the arrays handed to the kernel (and those
+ * the map is read into) stay small and warm whatever the number of remotes.
+ */
+#define SYNC_CHUNK 4096
+/* Remotes whose hash slots are fetched ahead of their probes. */
+#define PROBE_BLOCK 32
+
+struct chunk {
+	struct gbpf_route_key k[SYNC_CHUNK];
+	struct gbpf_route v[SYNC_CHUNK];
+	size_t at[SYNC_CHUNK];   /* entry index */
+	size_t n;
+};
+
+static void note_failed(const struct plan *p, size_t i, struct gdp_results *res, int e, const char *err,
+			unsigned long *nfailed)
+{
+	if (i < p->nf) {
+		if (p->fsrc[i] == -3 && res)
+			gdp_result_fail(gdp_results_find(res, GDP_OBJ_EGRESS, "", ""), e,
+					"egress shard: bpf default route: %s", err);
+		return;
+	}
+	fail_remote(res, &p->d->remotes[i - p->nf], e, "%s", err);
+	p->arg[i - p->nf] = 0;
+	(*nfailed)++;
+}
+
+/* Writes one chunk; on a failure, entry by entry so each error goes to its own object. */
+static int flush_chunk(struct gbpf *g, const struct plan *p, struct chunk *c, struct gdp_results *res,
+		       struct gbpf_sync_stats *st, unsigned long *nfailed)
+{
+	int fd = gbpf_map_fd(g, GBPF_MAP_ROUTES), first = 0, e;
+	char err[512];
+
+	if (!c->n)
+		return 0;
+	if (!gbpf_set_routes(g, c->k, c->v, c->n, err, sizeof(err))) {
+		st->added += c->n;
+		c->n = 0;
+		return 0;
+	}
+	for (size_t i = 0; i < c->n; i++) {
+		struct gbpf_route have;
+
+		if (!bpf_map_lookup_elem(fd, &c->k[i], &have) && !memcmp(&have, &c->v[i], sizeof(have))) {
+			st->added++;
+			continue;
+		}
+		if ((e = gbpf_set_route(g, &c->k[i], &c->v[i], err, sizeof(err)))) {
+			first = first ? first : e;
+			note_failed(p, c->at[i], res, e, err, nfailed);
+			continue;
+		}
+		st->added++;
+	}
+	c->n = 0;
+	return first;
+}
+
+/* One entry of the map as read: wanted and equal (same), wanted and different, or stale. */
+static int walk_one(struct kset *set, struct plan *p, const struct gbpf_route_key *k, const struct gbpf_route *v,
+		    struct gbpf_route_key **stale, size_t *nstale, size_t *capstale)
+{
+	long at = kset_probe(set, p, k, false, 0);
+
+	if (at >= 0) {
+		struct gbpf_route want;
+
+		plan_val(p, (size_t)at, &want);
+		if (!memcmp(v, &want, sizeof(want)))
+			p->same[(size_t)at / 64] |= 1ull << ((size_t)at % 64);
+		return 0;
+	}
+	if (*nstale == *capstale) {
+		size_t nc = *capstale ? *capstale * 2 : 256;
+		struct gbpf_route_key *ns = realloc(*stale, nc * sizeof(*ns));
+
+		if (!ns)
+			return -ENOMEM;
+		*stale = ns;
+		*capstale = nc;
+	}
+	(*stale)[(*nstale)++] = *k;
+	return 0;
+}
+
+/*
+ * What the trie holds now, read in batches (one walk in the kernel per
+ * SYNC_CHUNK entries; one lookup per entry where the kernel has no batch
+ * lookup for the trie): equal entries are marked same, keys nobody wants
+ * are collected in stale.
+ */
+static int walk_map(int fd, struct kset *set, struct plan *p, struct chunk *c, struct gbpf_route_key **stale,
+		    size_t *nstale, size_t *capstale)
+{
+	LIBBPF_OPTS(bpf_map_batch_opts, bo);
+	struct gbpf_route_key tin, tout, cur, next;
+	void *in = NULL, *prev = NULL;
+	int e;
+
+	for (;;) {
+		__u32 cnt = SYNC_CHUNK;
+		int rc = bpf_map_lookup_batch(fd, in, &tout, c->k, c->v, &cnt, &bo);
+		int why = rc ? errno : 0;
+
+		if (rc && why != ENOENT && !in && (why == EINVAL || why == ENOTSUP || why == EOPNOTSUPP))
+			break; /* no batch lookup here: the walk below */
+		if (rc && why != ENOENT)
+			return -why;
+		for (__u32 i = 0; i < cnt; i++)
+			if ((e = walk_one(set, p, &c->k[i], &c->v[i], stale, nstale, capstale)))
+				return e;
+		if (rc)
+			return 0; /* ENOENT: the walk is complete */
+		tin = tout;
+		in = &tin;
+	}
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		struct gbpf_route have;
+
+		cur = next;
+		prev = &cur;
+		if (bpf_map_lookup_elem(fd, &cur, &have))
+			continue;
+		if ((e = walk_one(set, p, &cur, &have, stale, nstale, capstale)))
+			return e;
+	}
+	return 0;
+}
+
 int gbpf_sync_routes(struct gbpf *g, const struct gdp_state *d, gbpf_l2_fn l2, void *l2ctx,
 		     struct gdp_results *res, struct gbpf_sync_stats *st)
 {
 	int fd = gbpf_map_fd(g, GBPF_MAP_ROUTES), first = 0, e;
-	size_t cap = d->n_remotes + 1, nupd = 0, base = res ? res->n : 0;
-	struct gbpf_route_key *stale = NULL, cur, next;
-	size_t nstale = 0, capstale = 0;
+	struct plan p = { .d = d, .l2 = l2, .l2ctx = l2ctx };
+	struct gbpf_route_key *stale = NULL;
+	size_t nstale = 0, capstale = 0, capf = 1;
+	unsigned long nfailed = 0;
+	const struct gdp_vpc *last = NULL;
 	struct kset set = { 0 };
-	struct wants w = { 0 };
-	bool *failed, *same = NULL;
+	struct chunk *c = NULL;
 	char err[512];
-	void *prev;
 
 	for (size_t i = 0; i < d->n_atts; i++)
-		cap += d->atts[i].n_addrs;
-	cap += gbpf_shard_routes(d, NULL, NULL, 0);
-	w.k = malloc(cap * sizeof(*w.k));
-	w.v = malloc(cap * sizeof(*w.v));
-	w.remote = malloc(cap * sizeof(*w.remote));
-	failed = calloc(d->n_remotes + 1, sizeof(*failed));
-	if (!w.k || !w.v || !w.remote || !failed) {
+		capf += d->atts[i].n_addrs;
+	capf += gbpf_shard_routes(d, NULL, NULL, 0);
+	p.fk = malloc(capf * sizeof(*p.fk));
+	p.fv = malloc(capf * sizeof(*p.fv));
+	p.fsrc = malloc(capf * sizeof(*p.fsrc));
+	p.arg = calloc(d->n_remotes + 1, sizeof(*p.arg));
+	c = malloc(sizeof(*c));
+	if (!p.fk || !p.fv || !p.fsrc || !p.arg || !c) {
 		e = -ENOMEM;
 		goto out;
-	}
-	if (res && d->n_remotes && res->cap < res->n + d->n_remotes) {
-		struct gdp_result *nv = realloc(res->v, (res->n + d->n_remotes) * sizeof(*nv));
-
-		if (!nv) {
-			e = -ENOMEM;
-			goto out;
-		}
-		res->v = nv;
-		res->cap = res->n + d->n_remotes;
 	}
 	/* Local pod addresses first: they win over any remote with the same key. */
 	for (size_t i = 0; i < d->n_atts; i++) {
 		const struct gdp_vpc *v = gdp_state_find_vpc(d, d->atts[i].vpc);
 
 		for (size_t j = 0; v && j < d->atts[i].n_addrs; j++) {
-			want_key(&w.k[w.n], v->arg, &d->atts[i].addrs[j]);
-			memset(&w.v[w.n], 0, sizeof(w.v[w.n]));
-			w.v[w.n].flags = GBPF_RT_LOCAL;
-			w.remote[w.n++] = -1;
+			want_key(&p.fk[p.nf], v->arg, &d->atts[i].addrs[j]);
+			memset(&p.fv[p.nf], 0, sizeof(p.fv[p.nf]));
+			p.fv[p.nf].flags = GBPF_RT_LOCAL;
+			p.fsrc[p.nf++] = -1;
 		}
 	}
 	/* The egress defaults next: a remote /0 in an egressing VPC loses to them. */
 	{
-		size_t ns = gbpf_shard_routes(d, w.k + w.n, w.v + w.n, cap - w.n);
+		size_t ns = gbpf_shard_routes(d, p.fk + p.nf, p.fv + p.nf, capf - p.nf);
 
 		for (size_t i = 0; i < ns; i++)
-			w.remote[w.n++] = -3;
+			p.fsrc[p.nf++] = -3;
 	}
-	for (size_t i = 0; i < d->n_remotes; i++) {
-		const struct gdp_remote *rm = &d->remotes[i];
-		const struct gdp_vpc *v = gdp_state_find_vpc(d, rm->vpc);
-		struct gdp_result *r = res ? gbpf_result_remote(res, rm) : NULL;
-		const struct gbpf_route *t = NULL;
-
-		if (!remote_surely_valid(v, rm) && (e = gdp_validate_remote(d, i, err, sizeof(err)))) {
-			gdp_result_fail(r, e, "%s", err);
-			failed[i] = true;
-			continue;
-		}
-		want_key(&w.k[w.n], v->arg, &rm->prefix);
-		if (l2)
-			t = l2(l2ctx, rm->sid.s6_addr);
-		if (t)
-			w.v[w.n] = *t;
-		else
-			memset(&w.v[w.n], 0, sizeof(w.v[w.n]));
-		memcpy(w.v[w.n].sid, rm->sid.s6_addr, 16);
-		w.remote[w.n++] = (long)i;
-	}
-	if ((e = kset_init(&set, w.n)))
+	p.n = p.nf + d->n_remotes;
+	if ((e = kset_init(&set, p.n)))
 		goto out;
-	for (size_t i = 0; i < w.n; i++) {
-		long dup = kset_probe(&set, w.k, &w.k[i], true, i);
-		const struct gdp_remote *rm;
-		char pb[64];
+	for (size_t i = 0; i < p.nf; i++)
+		kset_probe(&set, &p, &p.fk[i], true, i); /* a local address twice: written once */
+	/*
+	 * Each remote: valid, and its key not taken by a local, an egress
+	 * default or an earlier remote. In blocks: keys and hashes first, their
+	 * slots fetched ahead, then the probes (in model order).
+	 */
+	for (size_t i0 = 0; i0 < d->n_remotes; i0 += PROBE_BLOCK) {
+		size_t nb = d->n_remotes - i0 < PROBE_BLOCK ? d->n_remotes - i0 : PROBE_BLOCK;
+		struct gbpf_route_key bk[PROBE_BLOCK];
+		uint64_t bh[PROBE_BLOCK];
 
-		if (dup < 0)
-			continue;
-		if (w.remote[i] >= 0) {
-			rm = &d->remotes[w.remote[i]];
-			failed[w.remote[i]] = true;
-			if (res)
-				gdp_result_fail(&res->v[base + (size_t)w.remote[i]], -EEXIST,
-						"remote %s in vpc %s: %s",
-						gdp_prefix_str(&rm->prefix, pb, sizeof(pb)), rm->vpc,
-						w.remote[dup] == -3 ? "the VPC's egress default toward the shard has it"
-						: w.remote[dup] < 0 ? "a local attachment has it"
-								    : "duplicate of an earlier remote");
+		for (size_t j = 0; j < nb; j++) {
+			const struct gdp_remote *rm = &d->remotes[i0 + j];
+
+			if (!last || strcmp(last->id, rm->vpc))
+				last = gdp_state_find_vpc(d, rm->vpc);
+			if (!remote_surely_valid(last, rm) &&
+			    (e = gdp_validate_remote(d, i0 + j, err, sizeof(err)))) {
+				fail_remote(res, rm, e, "%s", err);
+				nfailed++;
+				continue;
+			}
+			p.arg[i0 + j] = last->arg;
+			want_key(&bk[j], last->arg, &rm->prefix);
+			bh[j] = key_hash(&bk[j]);
+			__builtin_prefetch(&set.slot[bh[j] & set.mask], 1);
 		}
-		w.remote[i] = -2; /* not written */
+		for (size_t j = 0; j < nb; j++) {
+			size_t i = i0 + j;
+			const struct gdp_remote *rm = &d->remotes[i];
+			long dup;
+
+			if (!p.arg[i] || (dup = kset_probe_h(&set, &p, &bk[j], bh[j], true, p.nf + i)) < 0)
+				continue;
+			p.arg[i] = 0; /* not written */
+			nfailed++;
+			if (res) {
+				char pb[64];
+
+				fail_remote(res, rm, -EEXIST, "remote %s in vpc %s: %s",
+					    gdp_prefix_str(&rm->prefix, pb, sizeof(pb)), rm->vpc,
+					    (size_t)dup < p.nf && p.fsrc[dup] == -3
+						    ? "the VPC's egress default toward the shard has it"
+					    : (size_t)dup < p.nf ? "a local attachment has it"
+								 : "duplicate of an earlier remote");
+			}
+		}
 	}
 
 	/* What the trie holds now: stale keys go, equal entries stay untouched. */
-	same = calloc(w.n + 1, sizeof(*same));
-	if (!same) {
+	p.same = calloc(p.n / 64 + 1, sizeof(*p.same));
+	if (!p.same) {
 		e = -ENOMEM;
 		goto out;
 	}
-	prev = NULL;
-	while (!bpf_map_get_next_key(fd, prev, &next)) {
-		long at = kset_probe(&set, w.k, &next, false, 0);
-		struct gbpf_route have;
-
-		cur = next;
-		prev = &cur;
-		if (at >= 0) {
-			/* Present: untouched when equal, rewritten below when not. */
-			if (!bpf_map_lookup_elem(fd, &cur, &have) && !memcmp(&have, &w.v[at], sizeof(have)))
-				same[at] = true;
-			continue;
-		}
-		if (nstale == capstale) {
-			size_t nc = capstale ? capstale * 2 : 256;
-			struct gbpf_route_key *ns = realloc(stale, nc * sizeof(*ns));
-
-			if (!ns) {
-				e = -ENOMEM;
-				goto out;
-			}
-			stale = ns;
-			capstale = nc;
-		}
-		stale[nstale++] = cur;
-	}
+	if ((e = walk_map(fd, &set, &p, c, &stale, &nstale, &capstale)))
+		goto out;
 	for (size_t i = 0; i < nstale; i++) {
 		if ((e = gbpf_del_route(g, &stale[i], err, sizeof(err)))) {
 			st->failed++;
@@ -506,59 +682,46 @@ int gbpf_sync_routes(struct gbpf *g, const struct gdp_state *d, gbpf_l2_fn l2, v
 		}
 		st->removed++;
 	}
-	/* Compact in place to what must be written; the arrays go to the kernel as they are. */
-	for (size_t i = 0; i < w.n; i++) {
-		if (w.remote[i] == -2)
-			continue;
-		if (same[i]) {
+	/* What must be written, SYNC_CHUNK entries per batch. */
+	c->n = 0;
+	for (size_t i = 0; i < p.n; i++) {
+		bool dup;
+
+		if (p.same[i / 64] & (1ull << (i % 64))) {
 			st->unchanged++;
 			continue;
 		}
-		if (nupd != i) {
-			w.k[nupd] = w.k[i];
-			w.v[nupd] = w.v[i];
-			w.remote[nupd] = w.remote[i];
-		}
-		nupd++;
-	}
-	if (nupd && gbpf_set_routes(g, w.k, w.v, nupd, err, sizeof(err))) {
-		/* Find who failed: one by one, each error to its own object. */
-		for (size_t i = 0; i < nupd; i++) {
-			struct gbpf_route have;
-
-			if (!bpf_map_lookup_elem(fd, &w.k[i], &have) && !memcmp(&have, &w.v[i], sizeof(have)))
+		if (i >= p.nf) {
+			if (!p.arg[i - p.nf])
 				continue;
-			if ((e = gbpf_set_route(g, &w.k[i], &w.v[i], err, sizeof(err)))) {
-				first = first ? first : e;
-				if (w.remote[i] == -3 && res)
-					gdp_result_fail(gdp_results_find(res, GDP_OBJ_EGRESS, "", ""), e,
-							"egress shard: bpf default route: %s", err);
-				if (w.remote[i] >= 0) {
-					failed[w.remote[i]] = true;
-					if (res)
-						gdp_result_fail(&res->v[base + (size_t)w.remote[i]], e,
-								"%s", err);
-				}
-			}
+		} else {
+			/* a fixed entry is written once: the first with its key */
+			dup = kset_probe(&set, &p, &p.fk[i], false, 0) != (long)i;
+			if (dup)
+				continue;
 		}
+		plan_key(&p, i, &c->k[c->n]);
+		plan_val(&p, i, &c->v[c->n]);
+		c->at[c->n++] = i;
+		if (c->n == SYNC_CHUNK && (e = flush_chunk(g, &p, c, res, st, &nfailed)))
+			first = first ? first : e;
 	}
-	st->added += nupd;
+	if ((e = flush_chunk(g, &p, c, res, st, &nfailed)))
+		first = first ? first : e;
 	e = 0;
 out:
-	for (size_t i = 0; i < d->n_remotes; i++) {
-		if (failed && failed[i]) {
-			st->failed++;
-			first = first ? first : -EINVAL;
-		} else if (res && !e) {
-			res->v[base + i].programmed = true;
-		}
-	}
+	st->failed += nfailed;
+	if (nfailed)
+		first = first ? first : -EINVAL;
+	if (!e && res)
+		res->remotes_ok += d->n_remotes - nfailed; /* programmed: counted, no entry each */
 	free(set.slot);
-	free(same);
-	free(w.k);
-	free(w.v);
-	free(w.remote);
-	free(failed);
+	free(p.same);
+	free(p.fk);
+	free(p.fv);
+	free(p.fsrc);
+	free(p.arg);
+	free(c);
 	free(stale);
 	return e ? e : first;
 }
