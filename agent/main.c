@@ -595,7 +595,7 @@ int main(int argc, char **argv)
 	int status = 1;
 	const struct gdp_backend_ops *ops;
 	struct sigaction sa = { .sa_handler = on_signal };
-	double interval = 30, verify_s = 5, last_verify = 0;
+	double interval = 30, verify_s = 5, last_verify = 0, last_size = 0;
 	struct gid_daemon_opts io = { 0 };
 	struct ges_daemon_opts eo = { 0 };
 	const char *capv[5];
@@ -878,6 +878,17 @@ int main(int argc, char **argv)
 		if (ag.recheck_at && now_ms() >= ag.recheck_at) {
 			ag.recheck_at = 0;
 			read_back(&ag, false, false, "read again");
+		}
+		/*
+		 * bpf map entries change without a notification: the routes
+		 * map's size, every 200 ms (microseconds), asks for a read-back
+		 * when it changed behind our back (a deleted entry is then
+		 * repaired within ~1 s, not at the next verify tick).
+		 */
+		if (ops->size_changed && now_ms() - last_size >= 200) {
+			last_size = now_ms();
+			if (ops->size_changed(be) > 0)
+				read_back(&ag, false, false, "bpf routes map changed size");
 		}
 		/* Read-backs between passes feed /readyz (only served with --metrics-addr). */
 		if (ag.health && verify_s > 0 && now_ms() - last_verify >= verify_s * 1000) {

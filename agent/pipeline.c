@@ -258,7 +258,7 @@ static int run_pass(struct pipeline *p, bool full)
 			glogf(GLOG_ERROR, COMP, "node: %s", res.v[i].msg);
 	glogf(GLOG_INFO, COMP,
 	      "%s #%lu: %zu objects, added/replaced %lu, removed %lu, unchanged %lu, ENOMEM retries %lu, failed %lu (%.1f ms: record %.1f, backend %.1f)",
-	      delta ? "incremental pass" : "reconcile", p->passes, res.n, res.added, res.removed, res.unchanged,
+	      delta ? "incremental pass" : "reconcile", p->passes, res.n + res.remotes_ok, res.added, res.removed, res.unchanged,
 	      res.retries, res.failed, now_ms() - t0, applied ? t_apply - t0 : 0, applied ? t_applied - t_apply : 0);
 	pthread_mutex_lock(&p->mu);
 	if (delta) {

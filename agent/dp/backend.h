@@ -162,14 +162,17 @@ struct gdp_backend_ops {
 	/*
 	 * Makes the datapath equal to desired: adopts what is already right,
 	 * adds what is missing, removes what it owns and desired no longer has.
-	 * Fills one result per model object (invalid objects fail alone).
+	 * Fills one result per model object (invalid objects fail alone); a
+	 * backend may count the remotes it programmed in res->remotes_ok
+	 * instead of giving each a result (100,000 results are 40 MB).
 	 * Returns 0 when every object is programmed, else the first -errno.
 	 */
 	int (*apply)(struct gdp_backend *b, const struct gdp_state *desired,
 		     struct gdp_results *res);
 	/*
 	 * Read-only: compares the datapath with desired and fills one result
-	 * per object (programmed = present and right). Returns the number of
+	 * per object (programmed = present and right; remotes read back right
+	 * may be only counted, res->remotes_ok). Returns the number of
 	 * differences found (datapath entries missing or different, plus owned
 	 * leftovers; 0 = in sync), or -errno.
 	 */
@@ -188,6 +191,16 @@ struct gdp_backend_ops {
 	 */
 	int (*apply_delta)(struct gdp_backend *b, const struct gdp_state *desired,
 			   const struct gdp_delta *delta, struct gdp_results *res);
+	/*
+	 * Optional (NULL: none). A check cheap enough to run every few hundred
+	 * ms between passes, for datapath state that changes without a
+	 * notification: 1 when the datapath's size changed since the last
+	 * apply ended or since the last call that returned 1 (an entry added
+	 * or deleted behind the agent's back: worth a read-back), 0 when not,
+	 * while an apply runs, or when the kernel does not tell; -errno. Any
+	 * thread.
+	 */
+	int (*size_changed)(struct gdp_backend *b);
 };
 
 /* Every backend handle starts with this. */

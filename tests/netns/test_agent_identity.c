@@ -47,17 +47,18 @@ static char bpf_why[256];        /* the bpf preflight's refusal */
 static int port[4];
 static char nodename[4][64];
 static const char *NET = "/apis/network.datumapis.com/v1alpha1";
-static const char *verify_s = "0.3"; /* --verify-interval of the agents started next */
+static const char *verify_s = "0.3"; /* --verify-interval of the agents started next (NULL: the default) */
 
 static void agent_args(int node, char *buf, size_t n)
 {
-	char b[200] = "--backend kernel";
+	char b[200] = "--backend kernel", v[64] = "";
 
 	if (bpf)
 		snprintf(b, sizeof(b), "--backend bpf --bpffs /sys/fs/bpf/%s-n%d", T.prefix, node);
+	if (verify_s)
+		snprintf(v, sizeof(v), " --verify-interval %s", verify_s);
 	snprintf(buf, n, "%s --kubeconfig %s --node %s --report-namespace galactic-system "
-		 "--metrics-addr 127.0.0.1:%d --verify-interval %s --interval 30", b, cp.kubeconfig, nodename[node], port[node],
-		 verify_s);
+		 "--metrics-addr 127.0.0.1:%d%s --interval 30", b, cp.kubeconfig, nodename[node], port[node], v);
 }
 
 static void start(int node)
@@ -442,8 +443,9 @@ static long wait_drift_status(int node, const char *kind, long want, double secs
  * runs without verify ticks (--verify-interval 0), so the decap filter on
  * the uplink and the encap filter on a2's host veth come back from the TC
  * netlink notifications alone. A map entry (no notification: a1's route in
- * n2's routes map) comes back from the verify tick (1 s) and its second
- * read. Each repair is counted (galactic_agent_drift_repaired_total{kind},
+ * n2's routes map) comes back with the agent's default intervals: the
+ * routes map's size, checked every 200 ms, asks for the read-back (the
+ * verify tick is 5 s), then its second read. Each repair is counted (galactic_agent_drift_repaired_total{kind},
  * NodeDataplane status.driftRepaired) and traffic flows again.
  */
 START_TEST(t_bpf_drift_repaired_and_counted_within_2s)
@@ -487,9 +489,9 @@ START_TEST(t_bpf_drift_repaired_and_counted_within_2s)
 	ck_assert_int_ge(wait_drift_status(2, "filter", 2, 10), 2);
 	ck_assert_int_eq(ping("a1", "fd00:a::2", 10), 10);
 
-	/* a map entry: verify ticks every second */
+	/* a map entry: the agent's defaults (a verify tick every 5 s; the routes map's size every 200 ms) */
 	topo_agent_stop(&T, 2, SIGTERM);
-	verify_s = "1";
+	verify_s = NULL;
 	start(2);
 	verify_s = "0.3";
 	ck_assert_int_eq(wait_ready(2, 200, 30), 200);
@@ -515,18 +517,18 @@ START_TEST(t_bpf_drift_repaired_and_counted_within_2s)
 	t_map = gt_now();
 	ck_assert_int_eq(bpf_map_delete_elem(fd, &k), 0);
 	ck_assert_int_ne(bpf_map_lookup_elem(fd, &k, &r), 0);
-	m_map = wait_metric_above(2, "map_entry", before, 2.5);
-	while (bpf_map_lookup_elem(fd, &k, &r) && gt_now() - t_map < 2.5)
+	m_map = wait_metric_above(2, "map_entry", before, 2);
+	while (bpf_map_lookup_elem(fd, &k, &r) && gt_now() - t_map < 2)
 		usleep(20 * 1000);
 	t_map = bpf_map_lookup_elem(fd, &k, &r) ? -1 : gt_now() - t_map;
 	close(fd);
-	ck_assert_msg(t_map >= 0 && m_map >= 0, "routes map entry not repaired and counted within 2.5 s (%.2f, %.2f)",
+	ck_assert_msg(t_map >= 0 && m_map >= 0, "routes map entry not repaired and counted within 2 s (%.2f, %.2f)",
 		      t_map, m_map);
 	ck_assert_int_ge(wait_drift_status(2, "map_entry", 1, 10), 1);
 	ck_assert_int_eq(ping("a1", "fd00:a::2", 10), 10);
 	printf("bpf drift: uplink filter back in %.2f s (counted %.2f s), host veth filter back in %.2f s "
 	       "(counted %.2f s), from TC notifications (no verify ticks); routes map entry back in %.2f s "
-	       "(counted %.2f s, verify every 1 s); NodeDataplane driftRepaired filter=%ld map_entry=%ld\n",
+	       "(counted %.2f s, default intervals); NodeDataplane driftRepaired filter=%ld map_entry=%ld\n",
 	       t_up, m_up, t_hv, m_hv, t_map, m_map, drift_status(2, "filter"), drift_status(2, "map_entry"));
 }
 END_TEST

@@ -11,6 +11,7 @@
 #include <linux/neighbour.h>
 #include <netlink/msg.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,7 +45,27 @@ struct bpf_backend {
 	struct nh_use nh[NH_MAX];
 	size_t n_nh;
 	unsigned long managed_failed; /* neighbours we could not make managed (old kernel) */
+	/* Size check between passes (size_changed): odd while a pass writes;
+	 * the routes map's accounted memory after the last write (or as last
+	 * reported changed). */
+	_Atomic unsigned long wgen;
+	_Atomic uint64_t routes_size;
 };
+
+/* A pass writes the maps: size checks meanwhile say nothing. */
+static void writes_begin(struct bpf_backend *b)
+{
+	atomic_fetch_add(&b->wgen, 1);
+}
+
+static void writes_end(struct bpf_backend *b)
+{
+	uint64_t m;
+
+	if (!gbpf_map_memlock(b->g, GBPF_MAP_ROUTES, &m))
+		atomic_store(&b->routes_size, m);
+	atomic_fetch_add(&b->wgen, 1);
+}
 
 static struct bpf_backend *of(struct gdp_backend *b)
 {
@@ -587,10 +608,22 @@ static void pre_sync(struct bpf_backend *b, const struct gdp_state *d, struct gb
 	*wrote = st;
 }
 
+static int apply_locked(struct bpf_backend *b, const struct gdp_state *desired, struct gdp_results *res);
+
 static int bpf_apply(struct gdp_backend *base, const struct gdp_state *desired,
 		     struct gdp_results *res)
 {
 	struct bpf_backend *b = of(base);
+	int first;
+
+	writes_begin(b);
+	first = apply_locked(b, desired, res);
+	writes_end(b);
+	return first;
+}
+
+static int apply_locked(struct bpf_backend *b, const struct gdp_state *desired, struct gdp_results *res)
+{
 	struct gdp_state k = no_remotes(desired);
 	struct gbpf_sync_stats st = { 0 }, pre = { 0 };
 	unsigned long pre_maps = 0;
@@ -639,10 +672,24 @@ static int bpf_apply(struct gdp_backend *base, const struct gdp_state *desired,
  * counts as programmed; a removed attachment whose veth is still there
  * loses both. What is out of scope (leftovers) waits for the next apply.
  */
+static int apply_delta_locked(struct bpf_backend *b, const struct gdp_state *desired,
+			      const struct gdp_delta *dl, struct gdp_results *res);
+
 static int bpf_apply_delta(struct gdp_backend *base, const struct gdp_state *desired,
 			   const struct gdp_delta *dl, struct gdp_results *res)
 {
 	struct bpf_backend *b = of(base);
+	int first;
+
+	writes_begin(b);
+	first = apply_delta_locked(b, desired, dl, res);
+	writes_end(b);
+	return first;
+}
+
+static int apply_delta_locked(struct bpf_backend *b, const struct gdp_state *desired,
+			      const struct gdp_delta *dl, struct gdp_results *res)
+{
 	struct gdp_state k = no_remotes(desired);
 	struct gdp_delta kd = *dl;
 	struct gbpf_sync_stats st = { 0 };
@@ -816,6 +863,33 @@ static int bpf_observe(struct gdp_backend *base, const struct gdp_state *desired
 	return n + bad;
 }
 
+/*
+ * Map entries change without any notification. The routes trie's
+ * accounted memory follows its number of entries: one deleted or added by
+ * someone else changes it. Compared with what the last pass left (a
+ * change is reported once); nothing while a pass writes.
+ */
+static int bpf_size_changed(struct gdp_backend *base)
+{
+	struct bpf_backend *b = of(base);
+	unsigned long g1 = atomic_load(&b->wgen);
+	uint64_t m, seen;
+	int e;
+
+	if (g1 & 1 || !b->applied)
+		return 0;
+	if ((e = gbpf_map_memlock(b->g, GBPF_MAP_ROUTES, &m)))
+		return e;
+	if (atomic_load(&b->wgen) != g1)
+		return 0; /* a pass wrote meanwhile: its end sets the figure */
+	seen = atomic_load(&b->routes_size);
+	if (m == seen)
+		return 0;
+	/* reported once; a pass ending meanwhile wins */
+	atomic_compare_exchange_strong(&b->routes_size, &seen, m);
+	return 1;
+}
+
 const struct gdp_backend_ops gdp_bpf_backend = {
 	.name = "bpf",
 	.open = bpf_open,
@@ -824,6 +898,7 @@ const struct gdp_backend_ops gdp_bpf_backend = {
 	.observe = bpf_observe,
 	.close = bpf_close,
 	.apply_delta = bpf_apply_delta,
+	.size_changed = bpf_size_changed,
 };
 
 const struct gdp_backend_ops *gdp_bpf_choose(const char *mode, bool fallback, const char *pin_root,

@@ -190,6 +190,27 @@ int gbpf_map_fd(const struct gbpf *g, enum gbpf_map m)
 	return mp ? bpf_map__fd(mp) : -EINVAL;
 }
 
+int gbpf_map_memlock(const struct gbpf *g, enum gbpf_map m, uint64_t *out)
+{
+	int fd = gbpf_map_fd(g, m), e = -ENOENT;
+	char path[64], line[128];
+	unsigned long long v;
+	FILE *f;
+
+	if (fd < 0)
+		return fd;
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	if (!(f = fopen(path, "re")))
+		return -errno;
+	while (e && fgets(line, sizeof(line), f))
+		if (sscanf(line, "memlock: %llu", &v) == 1) {
+			*out = v;
+			e = 0;
+		}
+	fclose(f);
+	return e;
+}
+
 bool gbpf_maps_fresh(const struct gbpf *g) { return g->fresh; }
 int gbpf_stale_layouts(const struct gbpf *g) { return g->stale; }
 
