@@ -575,6 +575,7 @@ int gbpf_sync_routes(struct gbpf *g, const struct gdp_state *d, gbpf_l2_fn l2, v
 {
 	int fd = gbpf_map_fd(g, GBPF_MAP_ROUTES), first = 0, e;
 	struct plan p = { .d = d, .l2 = l2, .l2ctx = l2ctx };
+	struct gdp_locals locals = { 0 };
 	struct gbpf_route_key *stale = NULL;
 	size_t nstale = 0, capstale = 0, capf = 1;
 	unsigned long nfailed = 0;
@@ -634,7 +635,7 @@ int gbpf_sync_routes(struct gbpf *g, const struct gdp_state *d, gbpf_l2_fn l2, v
 			if (!last || strcmp(last->id, rm->vpc))
 				last = gdp_state_find_vpc(d, rm->vpc);
 			if (!remote_surely_valid(last, rm) &&
-			    (e = gdp_validate_remote(d, i0 + j, err, sizeof(err)))) {
+			    (e = gdp_validate_remote_in(d, &locals, i0 + j, err, sizeof(err)))) {
 				fail_remote(res, rm, e, "%s", err);
 				nfailed++;
 				continue;
@@ -715,6 +716,7 @@ out:
 		first = first ? first : -EINVAL;
 	if (!e && res)
 		res->remotes_ok += d->n_remotes - nfailed; /* programmed: counted, no entry each */
+	gdp_locals_free(&locals);
 	free(set.slot);
 	free(p.same);
 	free(p.fk);
