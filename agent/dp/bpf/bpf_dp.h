@@ -53,9 +53,9 @@ int gbpf_prog_fd(const struct gbpf *g, enum gbpf_prog p);
 int gbpf_map_fd(const struct gbpf *g, enum gbpf_map m);
 /*
  * The memory the kernel accounts to map m ("memlock" in the map's fdinfo):
- * for the routes trie (no preallocation) it is proportional to the number
- * of entries on kernels that account trie entries (6.6 and later), so an
- * entry added or deleted by anyone changes it. A few microseconds.
+ * for the routes trie (no preallocation) it is the number of entries times
+ * the entry size on kernels with per-map memory accounting (6.18 here),
+ * so an entry added or deleted by anyone changes it. A few microseconds.
  */
 int gbpf_map_memlock(const struct gbpf *g, enum gbpf_map m, uint64_t *out);
 const char *gbpf_map_name(enum gbpf_map m);
