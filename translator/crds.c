@@ -109,8 +109,15 @@ bool crds_synced(struct crds *c)
 	return true;
 }
 
+void crds_request_stop(struct crds *c)
+{
+	for (int k = 0; c && k < TK_N; k++)
+		informer_request_stop(c->inf[k]);
+}
+
 void crds_stop(struct crds *c)
 {
+	crds_request_stop(c);
 	for (int k = 0; c && k < TK_N; k++)
 		if (c->inf[k])
 			informer_stop(c->inf[k]);

@@ -23,6 +23,8 @@ typedef void (*crds_changed_fn)(enum tkind k, bool first, void *ud);
 struct crds *crds_new(struct kube_client *kc, crds_changed_fn fn, void *ud);
 int crds_start(struct crds *c);
 bool crds_synced(struct crds *c);
+/* Asks every CRD informer to stop without waiting (crds_stop joins them). */
+void crds_request_stop(struct crds *c);
 void crds_stop(struct crds *c);
 void crds_free(struct crds *c);
 

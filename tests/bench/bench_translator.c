@@ -414,13 +414,42 @@ int main(int argc, char **argv)
 	 * server's CPU is the limit: ~14 writes/s at load 28 on 2 shared cores). */
 	timeout_s = getenv("BENCH_TRANSLATOR_TIMEOUT") ? atof(getenv("BENCH_TRANSLATOR_TIMEOUT"))
 						       : 120 + 0.3 * n;
+	/* The run over time, once a second: claims ready and the writes of each
+	 * kind so far (where the time goes when the order is not chain by chain). */
+	struct tl { double t, ready, w[3]; } *tline = NULL;
+	size_t ntl = 0, captl = 0;
+	double next_tl = 0;
 	while (atomic_load(&n_ready) < n && gt_now() - t_start < timeout_s) {
 		if (waitpid(tr_pid, NULL, WNOHANG) == tr_pid) {
 			tr_pid = -1;
 			die("the translator exited early (log: %s)", log);
 		}
+		if (gt_now() - t_start >= next_tl) {
+			if (ntl == captl) {
+				captl = captl ? 2 * captl : 256;
+				tline = realloc(tline, captl * sizeof(*tline));
+				if (!tline)
+					die("out of memory");
+			}
+			tline[ntl].t = gt_now() - t_start;
+			tline[ntl].ready = atomic_load(&n_ready);
+			for (int k = 0; k < 3; k++) {
+				char s[200];
+				snprintf(s, sizeof(s), "galactic_translator_status_writes_total{kind=\"%s\"}",
+					 kinds[k]);
+				tline[ntl].w[k] = gt_metric(port, s);
+			}
+			ntl++;
+			next_tl += 1.0;
+		}
 		usleep(100 * 1000);
 	}
+	/* About twenty rows: time, claims ready, writes per kind. */
+	for (size_t i = 0; i < ntl; i += ntl / 20 + 1)
+		printf("timeline %6.1f s: %6.0f claims ready; writes attachment %6.0f interface %6.0f "
+		       "claim %6.0f\n", tline[i].t, tline[i].ready, tline[i].w[0], tline[i].w[1],
+		       tline[i].w[2]);
+	free(tline);
 	all_s = gt_now() - t_start;
 	if (atomic_load(&n_ready) < n) {
 		/* What was reached, for the record. */
@@ -464,9 +493,11 @@ int main(int argc, char **argv)
 		snprintf(s, sizeof(s), "galactic_translator_stale_apply_refusals_total{kind=\"%s\"}", kinds[k]);
 		stale += gt_metric(port, s) > 0 ? gt_metric(port, s) : 0;
 	}
+	double t_term = gt_now(), exit_s;
 	kill(tr_pid, SIGTERM);
 	int st = 0;
 	waitpid(tr_pid, &st, 0);
+	exit_s = gt_now() - t_term;
 	tr_pid = -1;
 	informer_free(inf);
 
@@ -478,9 +509,9 @@ int main(int argc, char **argv)
 	       "p99 %.2f s, last %.2f s\n", first, p50, p90, p99, last);
 	printf("translator: peak RSS (VmHWM) %.1f MiB, RSS at the end %.1f MiB, CPU %.1f s; writes "
 	       "attachment %.0f interface %.0f claim %.0f; skips %.0f %.0f %.0f; 409s %.0f; guard "
-	       "refusals %.0f patch + %.0f apply; exit status %d\n",
+	       "refusals %.0f patch + %.0f apply; exit status %d, %.2f s after SIGTERM\n",
 	       hwm, rss, cpu, w[0], w[1], w[2], sk[0], sk[1], sk[2], conflicts, rejects, stale,
-	       WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+	       WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), exit_s);
 	bench_check(B, hwm > 0, "VmHWM of the translator read from /proc");
 	bench_check(B, w[0] >= 0 && w[1] >= 0 && w[2] >= 0 && conflicts >= 0,
 		    "the translator's write and conflict counters read from /metrics");
@@ -516,6 +547,7 @@ int main(int argc, char **argv)
 	bench_fact(B, "claim ready: last", "s", what, &last, 1);
 	bench_fact(B, "translator RSS at the end", "MiB", "VmRSS once settled", &rss, 1);
 	bench_fact(B, "translator CPU", "s", "user+system from start to settled", &cpu, 1);
+	bench_fact(B, "translator exit after SIGTERM", "s", "kill(SIGTERM) -> reaped", &exit_s, 1);
 	bench_fact(B, "guard refusals (retried)", "writes", "guarded patch rejections + stale apply refusals",
 		   (double[]){ rejects + stale }, 1);
 	for (int k = 0; k < 3; k++) {
