@@ -24,6 +24,7 @@ struct kube_client {
 	bool h2;
 	long timeout_s;
 	atomic_ulong requests, connects;
+	atomic_ulong rx_body, rx_wire; /* response bodies decoded; bodies + headers as sent */
 	atomic_long http_version; /* CURL_HTTP_VERSION_* of the last response */
 	struct metric *m_requests, *m_seconds;
 };
@@ -248,6 +249,14 @@ void kube_client_counters(struct kube_client *kc, unsigned long *req, unsigned l
 		*conn = atomic_load(&kc->connects);
 }
 
+void kube_client_rx_bytes(struct kube_client *kc, unsigned long *body, unsigned long *wire)
+{
+	if (body)
+		*body = atomic_load(&kc->rx_body);
+	if (wire)
+		*wire = atomic_load(&kc->rx_wire);
+}
+
 static CURL *handle_take(struct kube_client *kc)
 {
 	CURL *h = NULL;
@@ -338,6 +347,7 @@ static size_t on_body(char *d, size_t sz, size_t n, void *ud)
 	size_t len = sz * n;
 
 	clock_gettime(CLOCK_MONOTONIC, &x->last_data);
+	atomic_fetch_add(&x->kc->rx_body, (unsigned long)len);
 	if (x->fn) {
 		if (!x->status)
 			curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &x->status);
@@ -495,6 +505,13 @@ static int perform(struct kube_client *kc, struct xfer *x, const char *method,
 			metric_add(kc->m_seconds, verb, mono_s() - t0);
 		}
 		curl_easy_getinfo(x->h, CURLINFO_NUM_CONNECTS, &nconn);
+		{
+			curl_off_t dl = 0;
+			long hs = 0;
+			curl_easy_getinfo(x->h, CURLINFO_SIZE_DOWNLOAD_T, &dl);
+			curl_easy_getinfo(x->h, CURLINFO_HEADER_SIZE, &hs);
+			atomic_fetch_add(&kc->rx_wire, (unsigned long)dl + (unsigned long)hs);
+		}
 		{
 			long hv = 0;
 			curl_easy_getinfo(x->h, CURLINFO_HTTP_VERSION, &hv);

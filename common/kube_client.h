@@ -81,6 +81,13 @@ struct kube_config *kube_client_config(struct kube_client *kc);
 int kube_client_last_http_version(struct kube_client *kc);
 /* Requests issued and new connections opened so far (connection reuse check). */
 void kube_client_counters(struct kube_client *kc, unsigned long *requests, unsigned long *connects);
+/*
+ * Bytes received so far: body = response bodies as handed to us (after
+ * gzip decoding; streams counted as they arrive), wire = bodies as sent
+ * (before decoding) plus headers, counted when a transfer ends (a watch
+ * still open is not in it yet). Either pointer may be NULL.
+ */
+void kube_client_rx_bytes(struct kube_client *kc, unsigned long *body, unsigned long *wire);
 struct metrics;
 /*
  * Counts every response in `reg` (borrowed, must outlive the client):

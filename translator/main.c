@@ -26,6 +26,7 @@
 
 #include <getopt.h>
 #include <limits.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -131,6 +132,11 @@ int main(int argc, char **argv)
 	enum glog_level lvl;
 	sigset_t sigs;
 
+	/* Two malloc arenas, not one per thread that ever allocated (glibc's
+	 * default is 8 per core): the informer threads' and the workers' freed
+	 * page and event decodes stayed in five arenas of 5-10 MiB each at
+	 * 10,000 sets (docs/performance.md, bench_translator). Before any thread. */
+	mallopt(M_ARENA_MAX, 2);
 	ownership_init(&own);
 	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (opt) {

@@ -233,6 +233,53 @@ static bool canonical(const struct gdp_prefix *p)
 	return true;
 }
 
+bool rpt_label_value_ok(const char *s)
+{
+	size_t n = s ? strlen(s) : 0, i;
+
+	if (!n || n > 63 || !isalnum((unsigned char)s[0]) || !isalnum((unsigned char)s[n - 1]))
+		return false;
+	for (i = 0; i < n; i++)
+		if (!(isalnum((unsigned char)s[i]) || s[i] == '-' || s[i] == '.' || s[i] == '_'))
+			return false;
+	return true;
+}
+
+static int cmp_id(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+char *rpt_scope_selector(const struct gdp_state *st)
+{
+	const char **ids = calloc(st->n_vpcs + 1, sizeof(*ids));
+	size_t n = 0, len = strlen(RPT_VPC_LABEL) + 8, i;
+	char *s, *p;
+
+	if (!ids)
+		return NULL;
+	for (i = 0; i < st->n_vpcs; i++)
+		if (rpt_label_value_ok(st->vpcs[i].id)) {
+			ids[n++] = st->vpcs[i].id;
+			len += strlen(st->vpcs[i].id) + 1;
+		}
+	if (!n || n > RPT_SCOPE_MAX_VPCS) {
+		free(ids);
+		return strdup(n ? RPT_VPC_LABEL : "");
+	}
+	qsort(ids, n, sizeof(*ids), cmp_id);
+	s = malloc(len);
+	if (s) {
+		p = s + sprintf(s, "%s in (", RPT_VPC_LABEL);
+		for (i = 0; i < n; i++)
+			if (!i || strcmp(ids[i], ids[i - 1]))
+				p += sprintf(p, "%s%s", i ? "," : "", ids[i]);
+		strcpy(p, ")");
+	}
+	free(ids);
+	return s;
+}
+
 #define BAD(...) (snprintf(why, whylen, __VA_ARGS__), -EINVAL)
 
 int rpt_routes_from_report(const json_t *obj, const char *my_node, const struct gdp_state *local,
@@ -241,7 +288,7 @@ int rpt_routes_from_report(const json_t *obj, const char *my_node, const struct 
 	const char *name = json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
 	json_t *spec = json_object_get(obj, "spec"), *routes, *rt;
 	const char *node, *vpc, *att, *pst;
-	const json_t *cond, *gen, *og;
+	const json_t *cond, *gen, *og, *lbl;
 	char want[300], w2[200];
 	size_t i, base = out->n_remotes;
 
@@ -261,6 +308,12 @@ int rpt_routes_from_report(const json_t *obj, const char *my_node, const struct 
 	/* The name binds node and ids: a report cannot speak for another one. */
 	if (strcmp(want, name))
 		return BAD("name does not match spec (want %s)", want);
+	/* Learners select on the VPC label: one that names another VPC would
+	 * show the report to the wrong learners (and hide it from the right ones). */
+	lbl = json_object_get(json_object_get(json_object_get(obj, "metadata"), "labels"), RPT_VPC_LABEL);
+	if (lbl && (!json_is_string(lbl) || strcmp(json_string_value(lbl), vpc)))
+		return BAD("label %s '%s' does not match spec.vpc '%s'", RPT_VPC_LABEL,
+			   json_is_string(lbl) ? json_string_value(lbl) : "(not a string)", vpc);
 	if (!strcmp(node, my_node) || !gdp_state_find_vpc(local, vpc))
 		return 1;
 	cond = find_cond(obj, "Programmed");

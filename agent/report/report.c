@@ -40,7 +40,14 @@ struct rpt {
 	void *ctx;
 	struct kube_config *cfg;
 	struct kube_client *kc;
-	struct informer *own, *all;
+	struct informer *own;
+	/* Learner thread only (rpt_start sets them before it runs, rpt_stop
+	 * after it ended): the reports of the hosted VPCs, the replacement
+	 * listing for a changed set, the reports without the VPC label. */
+	struct informer *scoped, *pending, *legacy;
+	char *scoped_sel, *pending_sel;
+	bool unscoped;
+	atomic_ulong scope_changes;
 	struct wq *pq, *lq;          /* publisher, learner */
 	pthread_t pth, lth;
 	bool pth_on, lth_on;
@@ -194,6 +201,14 @@ static void sync_desired(struct rpt *r)
 	json_decref(old);
 }
 
+/* The VPC label the report carries: its spec.vpc, when that is a label value. */
+static const char *vpc_label(const json_t *spec)
+{
+	const char *v = json_string_value(json_object_get(spec, "vpc"));
+
+	return v && rpt_label_value_ok(v) ? v : NULL;
+}
+
 static int apply_spec(struct rpt *r, const char *name, json_t *spec, json_t **out,
 		      struct kube_error *e)
 {
@@ -201,8 +216,11 @@ static int apply_spec(struct rpt *r, const char *name, json_t *spec, json_t **ou
 			      "network.datumapis.com/v1alpha1", "kind", "NodeAttachment", "metadata",
 			      "name", name, "namespace", r->ns, "labels", RPT_NODE_LABEL, r->node,
 			      "spec", spec);
+	const char *vpc = vpc_label(spec);
 	int rc;
 
+	if (vpc)
+		json_object_set_new(gj_get(o, "metadata.labels"), RPT_VPC_LABEL, json_string(vpc));
 	if (r->node_uid[0])
 		json_object_set_new(json_object_get(o, "metadata"), "ownerReferences",
 				    rpt_owner_refs(r->node, r->node_uid));
@@ -318,7 +336,7 @@ static int publish_one(struct rpt *r, const char *name)
 	struct rpt_reporter rep = { r->node, RPT_VERSION, r->datapath };
 	struct rpt_cond c = { 0 };
 	char now[32];
-	const char *lbl;
+	const char *lbl, *vlbl, *vwant;
 	int rc = 0;
 
 	pthread_mutex_lock(&r->mu);
@@ -359,9 +377,13 @@ static int publish_one(struct rpt *r, const char *name)
 		goto out;
 	}
 	lbl = json_string_value(json_object_get(gj_get(cur, "metadata.labels"), RPT_NODE_LABEL));
+	vlbl = json_string_value(json_object_get(gj_get(cur, "metadata.labels"), RPT_VPC_LABEL));
+	vwant = vpc_label(json_object_get(d, "spec"));
 	obj = cur;
+	/* A report without the VPC label (written before it) gets it here. */
 	if (!cur || !json_equal(json_object_get(cur, "spec"), json_object_get(d, "spec")) ||
-	    !lbl || strcmp(lbl, r->node) || (r->node_uid[0] && !rpt_owner_is(cur, r->node, r->node_uid))) {
+	    !lbl || strcmp(lbl, r->node) || (vwant && (!vlbl || strcmp(vlbl, vwant))) ||
+	    (r->node_uid[0] && !rpt_owner_is(cur, r->node, r->node_uid))) {
 		if (apply_spec(r, name, json_object_get(d, "spec"), &written, &e)) {
 			rc = retry_or_drop("apply", r->ns, name, &e);
 			goto out;
@@ -444,12 +466,45 @@ static int cmp_remote(const void *a, const void *b)
 	return memcmp(x->prefix.addr.raw, y->prefix.addr.raw, 16);
 }
 
+/* One store's reports into out (see learn). */
+static void learn_store(struct rpt *r, struct kube_store *s, const struct gdp_state *local,
+			struct gdp_state *out, json_t *nbad, size_t *used, size_t *bad)
+{
+	json_t *keys, *k;
+	char why[300];
+	size_t i;
+	int rc;
+
+	keys = kube_store_keys(s);
+	json_array_foreach(keys, i, k) {
+		json_t *o = kube_store_get(s, json_string_value(k));
+		const char *name = gj_str(o, "metadata.name"), *rv = gj_str(o, "metadata.resourceVersion");
+
+		if (!o)
+			continue;
+		rc = rpt_routes_from_report(o, r->node, local, out, why, sizeof(why));
+		if (rc < 0) {
+			const char *seen = json_string_value(json_object_get(r->bad_seen, json_string_value(k)));
+
+			(*bad)++;
+			/* Once per version, not once per pass. */
+			if (!seen || !rv || strcmp(seen, rv)) {
+				glogf(GLOG_WARN, COMP, "ignoring nodeattachment %s/%s: %s", r->ns,
+				      name ? name : json_string_value(k), why);
+			}
+			json_object_set_new(nbad, json_string_value(k), json_string(rv ? rv : ""));
+		} else if (rc == 0) {
+			(*used)++;
+		}
+		json_decref(o);
+	}
+	json_decref(keys);
+}
+
 static void learn(struct rpt *r)
 {
-	struct kube_store *s = informer_store(r->all);
 	struct gdp_state local, out;
-	json_t *keys, *k;
-	char why[300], pb[64];
+	char pb[64];
 	size_t i, n = 0, used = 0, bad = 0;
 	json_t *nbad;
 	int rc;
@@ -462,30 +517,13 @@ static void learn(struct rpt *r)
 	pthread_mutex_unlock(&r->mu);
 	gdp_state_init(&out);
 	nbad = json_object();
-	keys = kube_store_keys(s);
-	json_array_foreach(keys, i, k) {
-		json_t *o = kube_store_get(s, json_string_value(k));
-		const char *name = gj_str(o, "metadata.name"), *rv = gj_str(o, "metadata.resourceVersion");
-
-		if (!o)
-			continue;
-		rc = rpt_routes_from_report(o, r->node, &local, &out, why, sizeof(why));
-		if (rc < 0) {
-			const char *seen = json_string_value(json_object_get(r->bad_seen, json_string_value(k)));
-
-			bad++;
-			/* Once per version, not once per pass. */
-			if (!seen || !rv || strcmp(seen, rv)) {
-				glogf(GLOG_WARN, COMP, "ignoring nodeattachment %s/%s: %s", r->ns,
-				      name ? name : json_string_value(k), why);
-			}
-			json_object_set_new(nbad, json_string_value(k), json_string(rv ? rv : ""));
-		} else if (rc == 0) {
-			used++;
-		}
-		json_decref(o);
-	}
-	json_decref(keys);
+	/* The two stores never hold the same report: one has the label, the
+	 * other selects its absence. A VPC no longer hosted whose reports are
+	 * still cached (its replacement listing) is skipped by the parser. */
+	if (r->scoped)
+		learn_store(r, informer_store(r->scoped), &local, &out, nbad, &used, &bad);
+	if (r->legacy)
+		learn_store(r, informer_store(r->legacy), &local, &out, nbad, &used, &bad);
 	json_decref(r->bad_seen);
 	r->bad_seen = nbad;
 	if (out.n_remotes)
@@ -513,20 +551,120 @@ static void learn(struct rpt *r)
 	gdp_state_free(&local);
 }
 
+static void all_add(json_t *o, void *ud);
+static void all_update(json_t *old, json_t *o, void *ud);
+
+static struct informer *learner_informer(struct rpt *r, const char *sel, const char *name)
+{
+	struct informer_opts io = { 0 };
+	struct informer *inf;
+
+	io.res = NATT;
+	io.ns = r->ns;
+	io.drop_managed_fields = true;
+	io.backoff_initial_s = 0.5;
+	io.backoff_max_s = 5;
+	io.label_selector = sel;
+	io.name = name;
+	inf = informer_new(r->kc, &io);
+	if (!inf || informer_add_handlers(inf, &(struct informer_handlers){ all_add, all_update, all_add, r })) {
+		informer_free(inf);
+		return NULL;
+	}
+	return inf;
+}
+
+/*
+ * Keeps the scoped informer's selector equal to the hosted VPC set
+ * (learner thread). A changed set starts a replacement informer with the
+ * new selector; the current one keeps serving until the replacement has
+ * listed (make before break: a VPC that stays never loses its routes),
+ * then is retired (*retired: stopped by the caller after the next learn,
+ * its watch takes up to a second to notice). *dirty: learn again.
+ */
+static void scope_update(struct rpt *r, bool *dirty, struct informer **retired)
+{
+	char *want;
+	const char *cur;
+
+	if (r->unscoped)
+		return;
+	pthread_mutex_lock(&r->mu);
+	want = r->have_snap ? rpt_scope_selector(&r->snap) : NULL;
+	pthread_mutex_unlock(&r->mu);
+	cur = r->pending_sel ? r->pending_sel : r->scoped_sel;
+	if (want && (!cur || strcmp(cur, want))) {
+		/* A newer set replaces a replacement still listing. */
+		informer_free(r->pending);
+		r->pending = NULL;
+		free(r->pending_sel);
+		r->pending_sel = NULL;
+		if (r->scoped_sel && !strcmp(r->scoped_sel, want)) {
+			free(want);
+		} else if (!*want) {
+			/* No VPC hosted: nothing to watch, nothing to learn. */
+			*retired = r->scoped;
+			r->scoped = NULL;
+			free(r->scoped_sel);
+			r->scoped_sel = want;
+			*dirty = true;
+		} else if ((r->pending = learner_informer(r, want, "nodeattachments-of-vpcs")) &&
+			   !informer_start(r->pending)) {
+			r->pending_sel = want;
+			atomic_fetch_add(&r->scope_changes, 1);
+			glogf(GLOG_INFO, COMP, "learning from the reports with %s", want);
+		} else {
+			informer_free(r->pending);
+			r->pending = NULL;
+			free(want);
+			glogf(GLOG_ERROR, COMP, "cannot start the reports' informer; trying again");
+		}
+		want = NULL;
+	}
+	free(want);
+	if (r->pending && informer_synced(r->pending)) {
+		*retired = r->scoped;
+		r->scoped = r->pending;
+		free(r->scoped_sel);
+		r->scoped_sel = r->pending_sel;
+		r->pending = NULL;
+		r->pending_sel = NULL;
+		*dirty = true;
+	}
+}
+
+/* Every store the learner reads has listed once. */
+static bool learner_ready(struct rpt *r)
+{
+	if (r->unscoped)
+		return informer_synced(r->scoped);
+	return informer_synced(r->legacy) && r->scoped_sel && (!r->scoped || informer_synced(r->scoped));
+}
+
 static void *learner(void *arg)
 {
 	struct rpt *r = arg;
-	bool done_once = false;
+	bool done_once = false, dirty = false;
 
 	while (!wq_shutting_down(r->lq)) {
-		char *key = wq_get(r->lq, 1.0);
+		struct informer *retired = NULL;
+		/* Short waits while a list is under way: its last events come
+		 * before it counts as listed, and nothing would wake us then. */
+		char *key = wq_get(r->lq, learner_ready(r) && !r->pending ? 1.0 : 0.05);
 
+		if (key)
+			dirty = true;
+		scope_update(r, &dirty, &retired);
+		if (retired)
+			informer_request_stop(retired);
 		/* Never before the first full list: the durable file stays as is
 		 * until the API can say what replaced it. */
-		if (informer_synced(r->all) && (key || !done_once)) {
+		if (learner_ready(r) && (dirty || !done_once)) {
 			learn(r);
 			done_once = true;
+			dirty = false;
 		}
+		informer_free(retired);
 		if (key) {
 			wq_done(r->lq, key);
 			free(key);
@@ -546,17 +684,11 @@ static void all_update(json_t *old, json_t *o, void *ud) { all_add(o, ud); }
 
 /* ---- lifecycle --------------------------------------------------------- */
 
-static bool label_value_ok(const char *s)
+void rpt_get_stats(struct rpt *r, struct rpt_stats *out)
 {
-	size_t n = strlen(s), i;
-
-	if (!n || n > 63)
-		return false;
-	for (i = 0; i < n; i++)
-		if (!(s[i] == '-' || s[i] == '.' || s[i] == '_' || (s[i] >= '0' && s[i] <= '9') ||
-		      (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z')))
-			return false;
-	return true;
+	memset(out, 0, sizeof(*out));
+	kube_client_rx_bytes(r->kc, &out->rx_body, &out->rx_wire);
+	out->scope_changes = atomic_load(&r->scope_changes);
 }
 
 int rpt_start(struct rpt **out, const struct rpt_opts *o, char *err, size_t errlen)
@@ -572,7 +704,7 @@ int rpt_start(struct rpt **out, const struct rpt_opts *o, char *err, size_t errl
 		snprintf(err, errlen, "reports need --node, --report-namespace and a route sink");
 		return -EINVAL;
 	}
-	if (rpt_name(o->node, "1", "1", why, sizeof(why), why, sizeof(why)) || !label_value_ok(o->node)) {
+	if (rpt_name(o->node, "1", "1", why, sizeof(why), why, sizeof(why)) || !rpt_label_value_ok(o->node)) {
 		snprintf(err, errlen, "--node '%s': must be a lowercase DNS name of at most 63 characters",
 			 o->node);
 		return -EINVAL;
@@ -614,10 +746,13 @@ int rpt_start(struct rpt **out, const struct rpt_opts *o, char *err, size_t errl
 	if (!r->pq || !r->lq || !(r->own = informer_new(r->kc, &io)) ||
 	    informer_add_handlers(r->own, &(struct informer_handlers){ own_add, own_update, own_delete, r }))
 		goto nomem;
-	io.label_selector = NULL;
-	io.name = "nodeattachments";
-	if (!(r->all = informer_new(r->kc, &io)) ||
-	    informer_add_handlers(r->all, &(struct informer_handlers){ all_add, all_update, all_add, r }))
+	r->unscoped = o->learn_unscoped;
+	if (r->unscoped)
+		r->scoped = learner_informer(r, NULL, "nodeattachments");
+	else
+		/* Reports of agents that predate the VPC label (docs/dataplane-reports.md, "Upgrade"). */
+		r->legacy = learner_informer(r, "!" RPT_VPC_LABEL, "nodeattachments-unlabelled");
+	if (!r->scoped && !r->legacy)
 		goto nomem;
 	if (pthread_create(&r->pth, NULL, publisher, r))
 		goto nomem;
@@ -625,7 +760,8 @@ int rpt_start(struct rpt **out, const struct rpt_opts *o, char *err, size_t errl
 	if (pthread_create(&r->lth, NULL, learner, r))
 		goto nomem;
 	r->lth_on = true;
-	if (informer_start(r->own) || informer_start(r->all)) {
+	if (informer_start(r->own) || (r->scoped && informer_start(r->scoped)) ||
+	    (r->legacy && informer_start(r->legacy))) {
 		snprintf(err, errlen, "reports: cannot start informers");
 		goto fail;
 	}
@@ -648,17 +784,20 @@ void rpt_stop(struct rpt *r)
 	if (r->lq)
 		wq_shutdown(r->lq);
 	informer_request_stop(r->own);
-	informer_request_stop(r->all);
-	if (r->own)
-		informer_stop(r->own);
-	if (r->all)
-		informer_stop(r->all);
-	if (r->pth_on)
-		pthread_join(r->pth, NULL);
+	/* The learner's informers are its own until it has ended. */
 	if (r->lth_on)
 		pthread_join(r->lth, NULL);
+	informer_request_stop(r->scoped);
+	informer_request_stop(r->pending);
+	informer_request_stop(r->legacy);
+	if (r->pth_on)
+		pthread_join(r->pth, NULL);
 	informer_free(r->own);
-	informer_free(r->all);
+	informer_free(r->scoped);
+	informer_free(r->pending);
+	informer_free(r->legacy);
+	free(r->scoped_sel);
+	free(r->pending_sel);
 	wq_free(r->pq);
 	wq_free(r->lq);
 	kube_client_free(r->kc);

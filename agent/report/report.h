@@ -9,8 +9,11 @@
  * already holds the intent; reports of attachments that are gone are deleted
  * with a UID precondition.
  *
- * Route learning (DESIGN §3.5): an informer on every NodeAttachment of the
- * report namespace; the routes[] of other nodes' reports that are
+ * Route learning (DESIGN §3.5): an informer on the NodeAttachments of the
+ * VPCs this node hosts (label network.datumapis.com/vpc, set-based
+ * selector, replaced when the hosted set changes) and one on reports
+ * without that label (agents that predate it); the routes[] of other
+ * nodes' reports that are
  * Programmed=True, for VPCs this node hosts, become the node's remote
  * prefixes, handed in process to rpt_opts.set_remotes (the agent writes
  * them into its record, agent/record.h, which the apply pipeline programs).
@@ -34,6 +37,11 @@
  * agent reported (the ownership table in docs/architecture.md). */
 #define RPT_FIELD_MANAGER_PREFIX "galactic-agent/"
 #define RPT_NODE_LABEL    "network.datumapis.com/node"
+/* The report's VPC (its spec.vpc): the route learner selects on it. */
+#define RPT_VPC_LABEL     "network.datumapis.com/vpc"
+/* Past this many hosted VPCs the learner selects every labelled report
+ * (the selector would approach the URL length limits). */
+#define RPT_SCOPE_MAX_VPCS 64
 #define RPT_ROUTES_MAX    16   /* routes[] per report (CRD maxItems) */
 #define RPT_VERSION       "0.1.0"
 
@@ -116,6 +124,18 @@ int rpt_routes_from_report(const json_t *obj, const char *my_node, const struct 
 json_t *rpt_owner_refs(const char *node, const char *uid);
 bool rpt_owner_is(const json_t *obj, const char *node, const char *uid);
 
+/* A Kubernetes label value we write: 1-63 of [A-Za-z0-9._-], alphanumeric at both ends. */
+bool rpt_label_value_ok(const char *s);
+
+/*
+ * The route learner's label selector for the VPCs st hosts:
+ * "network.datumapis.com/vpc in (a,b,...)" (ids sorted; an id that is not a
+ * label value is left out: it can have no report, rpt_name refuses it), ""
+ * when st hosts no VPC, or "network.datumapis.com/vpc" (every labelled
+ * report) past RPT_SCOPE_MAX_VPCS. malloc'd; NULL when out of memory.
+ */
+char *rpt_scope_selector(const struct gdp_state *st);
+
 /* Copy of results (counters included) without the per-remote ones; 0 or -ENOMEM. */
 int rpt_results_copy(struct gdp_results *dst, const struct gdp_results *src);
 
@@ -135,6 +155,9 @@ struct rpt_opts {
 	void *ctx;
 	double max_backoff_s;     /* per-key retry cap; 0: 5 s */
 	struct metrics *metrics;  /* the API client's galactic_kube_* counters go here; NULL: none */
+	/* Learn from one watch of every report of the namespace, as before the
+	 * learner was scoped to the hosted VPCs (bench_learner's reference). */
+	bool learn_unscoped;
 };
 
 struct rpt;
@@ -151,5 +174,12 @@ void rpt_update(struct rpt *r, const struct gdp_state *st, const struct rpt_pod 
 		const struct gdp_results *res);
 /* Stops the threads (pending writes are dropped; the API copy catches up at the next start). */
 void rpt_stop(struct rpt *r);
+/* What the module received from the API so far (kube_client_rx_bytes) and
+ * how often the learner's selector changed. */
+struct rpt_stats {
+	unsigned long rx_body, rx_wire;
+	unsigned long scope_changes;
+};
+void rpt_get_stats(struct rpt *r, struct rpt_stats *out);
 
 #endif

@@ -134,6 +134,38 @@ static void mkstate(struct gdp_state *st)
 	ck_assert_int_eq(gdp_state_add_attachment(st, &a), 0);
 }
 
+/* Another node's report with Programmed=True, with or without the VPC label; returns its name. */
+static void post_report(const char *node, const char *vpc, const char *att, const char *prefix,
+			const char *sid, bool vpc_label, char *name, size_t n)
+{
+	char body[1024], path[512], why[128];
+
+	ck_assert_int_eq(rpt_name(node, vpc, att, name, n, why, sizeof(why)), 0);
+	snprintf(body, sizeof(body),
+		 "{\"apiVersion\":\"network.datumapis.com/v1alpha1\",\"kind\":\"NodeAttachment\","
+		 "\"metadata\":{\"name\":\"%s\",\"labels\":{\"" RPT_NODE_LABEL "\":\"%s\"%s%s%s}},"
+		 "\"spec\":{\"node\":\"%s\",\"vpc\":\"%s\",\"vpcAttachment\":\"%s\","
+		 "\"routes\":[{\"prefix\":\"%s\",\"sid\":\"%s\"}]}}",
+		 name, node, vpc_label ? ",\"" RPT_VPC_LABEL "\":\"" : "", vpc_label ? vpc : "",
+		 vpc_label ? "\"" : "", node, vpc, att, prefix, sid);
+	ck_assert_int_eq(kreq(&cp, "POST", NATT_PATH, "application/json", body, NULL, NULL), 201);
+	snprintf(path, sizeof(path), NATT_PATH "/%s/status", name);
+	ck_assert_int_eq(kreq(&cp, "PATCH", path, "application/merge-patch+json",
+			      "{\"status\":{\"conditions\":[{\"type\":\"Programmed\",\"status\":\"True\",\"observedGeneration\":1,"
+			      "\"reason\":\"Programmed\",\"lastTransitionTime\":\"2026-01-01T00:00:00Z\"}]}}", NULL, NULL), 200);
+}
+
+/* Waits until the sink's file holds exactly the remotes of jq expression want (an array). */
+static bool remotes_become(const char *want)
+{
+	char cmd[2048];
+
+	snprintf(cmd, sizeof(cmd), "for _ in $(seq 100); do jq -e '[.remotes[] | \"\\(.vpc) \\(.prefix) \\(.sid)\"] | sort == (%s | sort)' "
+		 "%s/remotes.json >/dev/null 2>&1 && exit 0; sleep 0.1; done; jq -c .remotes %s/remotes.json >&2; exit 1",
+		 want, dir, dir);
+	return system(cmd) == 0;
+}
+
 static void all_ok(struct gdp_results *res, const struct gdp_state *st)
 {
 	size_t i;
@@ -174,6 +206,8 @@ START_TEST(test_publisher_and_learner)
 	ck_assert_str_eq(gj_str(json_array_get(gj_get(rep, "spec.routes"), 1), "sid"), "fcbb:bb00:1:1:d003::");
 	ck_assert_str_eq(gj_str(rep, "status.reporter.node"), "pn1");
 	ck_assert_str_eq(json_string_value(json_object_get(gj_get(rep, "metadata.labels"), RPT_NODE_LABEL)), "pn1");
+	/* The VPC label the learners select on. */
+	ck_assert_str_eq(json_string_value(json_object_get(gj_get(rep, "metadata.labels"), RPT_VPC_LABEL)), "Red7");
 	ck_assert_int_eq(json_array_size(gj_get(rep, "metadata.managedFields")), 2); /* spec + status */
 	ck_assert_str_eq(gj_str(json_array_get(gj_get(rep, "metadata.managedFields"), 0), "manager"), RPT_FIELD_MANAGER_PREFIX "pn1");
 	ck_assert_str_eq(gj_str(json_array_get(gj_get(rep, "metadata.managedFields"), 1), "manager"), RPT_FIELD_MANAGER_PREFIX "pn1");
@@ -224,7 +258,9 @@ START_TEST(test_publisher_and_learner)
 		st.n_vpcs--;
 	}
 
-	/* 5. Learning: another node's Programmed report of a VPC we host -> the sink. */
+	/* 5. Learning: another node's Programmed report of a VPC we host -> the sink.
+	 * Without the VPC label (an agent before it): the learner's second,
+	 * unlabelled watch sees it. */
 	snprintf(body, sizeof(body),
 		 "{\"apiVersion\":\"network.datumapis.com/v1alpha1\",\"kind\":\"NodeAttachment\","
 		 "\"metadata\":{\"name\":\"pn2-649241-68c\"},\"spec\":{\"node\":\"pn2\",\"vpc\":\"Red7\","
@@ -243,6 +279,62 @@ START_TEST(test_publisher_and_learner)
 	snprintf(body, sizeof(body), "for _ in $(seq 100); do jq -e '.remotes == []' %s/remotes.json >/dev/null 2>&1 && exit 0; "
 		 "sleep 0.1; done; exit 1", dir);
 	ck_assert_msg(system(body) == 0, "route of a not-Programmed report kept");
+
+	/* 5b. Labelled reports: the hosted VPC's is learned, another VPC's is not
+	 * (it is not even selected); hosting that VPC too changes the learner's
+	 * selector and brings its route; leaving it takes it away. */
+	{
+		struct gdp_vpc bv = { .id = "Blu9", .arg = 2, .table = 16386 };
+		struct gdp_attachment ba = st.atts[0];
+		char n3[128], n4[128];
+
+		post_report("pn3", "Red7", "R3", "fd00:a::13/128", "fcbb:bb00:1:3:e001::", true, n3, sizeof(n3));
+		post_report("pn4", "Blu9", "B4", "fd00:a::14/128", "fcbb:bb00:1:4:e002::", true, n4, sizeof(n4));
+		ck_assert_msg(remotes_become("[\"Red7 fd00:a::13/128 fcbb:bb00:1:3:e001::\"]"),
+			      "labelled report of a hosted VPC not learned alone");
+		ck_assert_int_eq(gdp_state_add_vpc(&st, &bv), 0);
+		snprintf(ba.vpc, sizeof(ba.vpc), "Blu9");
+		snprintf(ba.id, sizeof(ba.id), "B1");
+		snprintf(ba.host_ifname, sizeof(ba.host_ifname), "gcbbbbbbbbbbbbb");
+		ba.arg = 5;
+		ba.nh4 = gdp_default_nh4(ba.arg);
+		ck_assert_int_eq(gdp_state_add_attachment(&st, &ba), 0);
+		all_ok(&res, &st);
+		rpt_update(r, &st, NULL, &res);
+		ck_assert_msg(remotes_become("[\"Red7 fd00:a::13/128 fcbb:bb00:1:3:e001::\", "
+					     "\"Blu9 fd00:a::14/128 fcbb:bb00:1:4:e002::\"]"),
+			      "a newly hosted VPC's route not learned");
+		snprintf(body, sizeof(body), "test $(grep -c 'learning from the reports with " RPT_VPC_LABEL
+			 " in (Blu9,Red7)' %s) -eq 1", log);
+		ck_assert_msg(system(body) == 0, "the learner's selector did not follow the hosted VPCs");
+		st.n_atts--;
+		st.n_vpcs--;
+		all_ok(&res, &st);
+		rpt_update(r, &st, NULL, &res);
+		ck_assert_msg(remotes_become("[\"Red7 fd00:a::13/128 fcbb:bb00:1:3:e001::\"]"),
+			      "the route of a VPC no longer hosted kept");
+		json_decref(wait_for("pn1-2acffd-2ab", NULL, 10)); /* Blu9/B1's own report went */
+	}
+
+	/* 5c. Our report as an agent before the label wrote it: labelled again. */
+	ck_assert_int_eq(kreq(&cp, "PATCH", NATT_PATH "/pn1-649241-68b", "application/merge-patch+json",
+			      "{\"metadata\":{\"labels\":{\"" RPT_VPC_LABEL "\":null}}}", NULL, NULL), 200);
+	{
+		double t0 = now_s();
+		const char *v = NULL;
+
+		while (now_s() - t0 < 10) {
+			rep = get("pn1-649241-68b");
+			v = json_string_value(json_object_get(gj_get(rep, "metadata.labels"), RPT_VPC_LABEL));
+			if (v && !strcmp(v, "Red7"))
+				break;
+			json_decref(rep);
+			rep = NULL;
+			usleep(50 * 1000);
+		}
+		ck_assert_msg(rep, "our report's VPC label was not put back");
+		json_decref(rep);
+	}
 
 	/* 6. The attachment goes: its report is deleted. */
 	st.n_atts = 0;

@@ -4,6 +4,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 static struct gdp_state local, out;
@@ -151,6 +152,68 @@ START_TEST(bad_reports_are_refused_whole_with_the_reason)
 }
 END_TEST
 
+static json_t *labelled(json_t *o, json_t *vpc_label)
+{
+	json_object_set_new(json_object_get(o, "metadata"), "labels",
+			    json_pack("{s:s, s:o}", RPT_NODE_LABEL, "n2", RPT_VPC_LABEL, vpc_label));
+	return o;
+}
+
+START_TEST(vpc_label_must_name_the_reports_vpc)
+{
+	/* The publisher's label: learned as without it. */
+	ck_assert_int_eq(routes(labelled(report(), json_string("Red7"))), 0);
+	ck_assert_uint_eq(out.n_remotes, 2);
+	/* Another VPC's label would show the report to that VPC's learners: refused whole. */
+	ck_assert_int_eq(routes(labelled(report(), json_string("Blu9"))), -EINVAL);
+	ck_assert_str_eq(why, "label " RPT_VPC_LABEL " 'Blu9' does not match spec.vpc 'Red7'");
+	ck_assert_int_eq(routes(labelled(report(), json_integer(7))), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(why, "(not a string)"));
+	ck_assert_uint_eq(out.n_remotes, 2);
+}
+END_TEST
+
+START_TEST(scope_selector_names_the_hosted_vpcs)
+{
+	struct gdp_state st;
+	struct gdp_vpc v = { .arg = 1, .table = 100 };
+	char *sel;
+
+	gdp_state_init(&st);
+	sel = rpt_scope_selector(&st);
+	ck_assert_str_eq(sel, ""); /* nothing hosted: nothing to watch */
+	free(sel);
+	snprintf(v.id, sizeof(v.id), "Red7");
+	gdp_state_add_vpc(&st, &v);
+	snprintf(v.id, sizeof(v.id), "Blu9");
+	v.arg = 2;
+	gdp_state_add_vpc(&st, &v);
+	sel = rpt_scope_selector(&st);
+	ck_assert_str_eq(sel, RPT_VPC_LABEL " in (Blu9,Red7)"); /* sorted: one selector per set */
+	free(sel);
+	/* Past the limit: every labelled report. */
+	for (int i = 0; i < RPT_SCOPE_MAX_VPCS; i++) {
+		snprintf(v.id, sizeof(v.id), "Z%d", i);
+		v.arg = (uint16_t)(3 + i);
+		gdp_state_add_vpc(&st, &v);
+	}
+	sel = rpt_scope_selector(&st);
+	ck_assert_str_eq(sel, RPT_VPC_LABEL);
+	free(sel);
+	gdp_state_free(&st);
+
+	ck_assert(rpt_label_value_ok("Red7"));
+	ck_assert(rpt_label_value_ok("a-b.c_d"));
+	ck_assert(!rpt_label_value_ok(""));
+	ck_assert(!rpt_label_value_ok("-a"));
+	ck_assert(!rpt_label_value_ok("a_"));
+	ck_assert(!rpt_label_value_ok("a/b"));
+	ck_assert(!rpt_label_value_ok("a b"));
+	ck_assert(rpt_label_value_ok("a123456789012345678901234567890123456789012345678901234567890bc")); /* 63 */
+	ck_assert(!rpt_label_value_ok("a123456789012345678901234567890123456789012345678901234567890bcd"));
+}
+END_TEST
+
 START_TEST(garbage_objects_never_crash)
 {
 	const char *junk[] = { "[]", "\"s\"", "{}", "{\"metadata\":5}", "{\"metadata\":{\"name\":\"x\"}}",
@@ -269,6 +332,8 @@ int main(void)
 	tcase_add_test(tc, delegated_block_is_learned_whole);
 	tcase_add_test(tc, not_for_us_is_skipped_without_error);
 	tcase_add_test(tc, bad_reports_are_refused_whole_with_the_reason);
+	tcase_add_test(tc, vpc_label_must_name_the_reports_vpc);
+	tcase_add_test(tc, scope_selector_names_the_hosted_vpcs);
 	tcase_add_test(tc, garbage_objects_never_crash);
 	tcase_add_test(tc, random_damage_is_handled);
 	suite_add_tcase(s, tc);
