@@ -39,7 +39,8 @@ struct rpt {
 	int (*set_remotes)(void *ctx, const struct gdp_remote *v, size_t n);
 	void *ctx;
 	struct kube_config *cfg;
-	struct kube_client *kc;
+	struct kube_client *kc;      /* writes: 5 s per request */
+	struct kube_client *rkc;     /* the informers' lists and watches: the client's default 60 s */
 	struct informer *own;
 	/* Learner thread only (rpt_start sets them before it runs, rpt_stop
 	 * after it ended): the reports of the hosted VPCs, the replacement
@@ -566,7 +567,7 @@ static struct informer *learner_informer(struct rpt *r, const char *sel, const c
 	io.backoff_max_s = 5;
 	io.label_selector = sel;
 	io.name = name;
-	inf = informer_new(r->kc, &io);
+	inf = informer_new(r->rkc, &io);
 	if (!inf || informer_add_handlers(inf, &(struct informer_handlers){ all_add, all_update, all_add, r })) {
 		informer_free(inf);
 		return NULL;
@@ -686,8 +687,13 @@ static void all_update(json_t *old, json_t *o, void *ud) { all_add(o, ud); }
 
 void rpt_get_stats(struct rpt *r, struct rpt_stats *out)
 {
+	unsigned long b, w;
+
 	memset(out, 0, sizeof(*out));
 	kube_client_rx_bytes(r->kc, &out->rx_body, &out->rx_wire);
+	kube_client_rx_bytes(r->rkc, &b, &w);
+	out->rx_body += b;
+	out->rx_wire += w;
 	out->scope_changes = atomic_load(&r->scope_changes);
 }
 
@@ -728,11 +734,17 @@ int rpt_start(struct rpt **out, const struct rpt_opts *o, char *err, size_t errl
 	if (!r->cfg)
 		goto fail;
 	r->kc = kube_client_new(r->cfg, err, errlen);
-	if (!r->kc)
+	if (r->kc)
+		r->rkc = kube_client_new(r->cfg, err, errlen);
+	if (!r->kc || !r->rkc)
 		goto fail;
-	if (o->metrics && kube_client_set_metrics(r->kc, o->metrics))
+	if (o->metrics && (kube_client_set_metrics(r->kc, o->metrics) ||
+			   kube_client_set_metrics(r->rkc, o->metrics)))
 		goto nomem;
-	/* A black-holed server must not hold a write for a minute. */
+	/* A black-holed server must not hold a write for a minute. Lists keep
+	 * the default: a page of a busy API server (the first list of the
+	 * reports at 2,000 nodes, bench_learner) can take more than 5 s, and a
+	 * list that always times out never syncs. */
 	kube_client_set_timeout(r->kc, 5);
 	r->pq = wq_new(&qo);
 	r->lq = wq_new(&qo);
@@ -743,7 +755,7 @@ int rpt_start(struct rpt **out, const struct rpt_opts *o, char *err, size_t errl
 	io.backoff_max_s = 5;
 	io.label_selector = r->selector;
 	io.name = "own-nodeattachments";
-	if (!r->pq || !r->lq || !(r->own = informer_new(r->kc, &io)) ||
+	if (!r->pq || !r->lq || !(r->own = informer_new(r->rkc, &io)) ||
 	    informer_add_handlers(r->own, &(struct informer_handlers){ own_add, own_update, own_delete, r }))
 		goto nomem;
 	r->unscoped = o->learn_unscoped;
@@ -801,6 +813,7 @@ void rpt_stop(struct rpt *r)
 	wq_free(r->pq);
 	wq_free(r->lq);
 	kube_client_free(r->kc);
+	kube_client_free(r->rkc);
 	kube_config_free(r->cfg);
 	gdp_state_free(&r->snap);
 	gdp_results_free(&r->snap_res);
