@@ -9,4 +9,4 @@ $(eval $(call unit_test,test_pipeline,tests/unit/test_pipeline.c,gagent gdp gnl 
 # Upgrade from the three files of agents before the record, under ping, both backends.
 $(eval $(call netns_test,test_upgrade,tests/netns/test_upgrade.c tests/lib/topo.c,gagent gdpbpf gcni gdp gnl gcommon,bpf nl jansson pthread))
 # make bench: the agent's RSS with 1,000 attachments and 100,000 remotes, both backends.
-$(eval $(call bench,bench_rss,tests/bench/bench_rss.c tests/bench/bench.c tests/lib/topo.c,gdp gnl,jansson nl))
+$(eval $(call bench,bench_rss,tests/bench/bench_rss.c tests/bench/bench.c tests/lib/topo.c tests/lib/cnirt.c,gdp gnl,jansson nl))

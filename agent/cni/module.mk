@@ -34,7 +34,7 @@ UPSTREAM_E2E_SRCS := tests/lib/cnirt.c tests/lib/topo.c tests/lib/cp.c tests/lib
 $(eval $(call netns_test,test_upstream_e2e,tests/netns/test_upstream_e2e.c $(UPSTREAM_E2E_SRCS),gdp gnl,jansson curl nl))
 $(eval $(call netns_test,test_upstream_e2e_maplist,tests/netns/test_upstream_e2e_maplist.c $(UPSTREAM_E2E_SRCS),gdp gnl,jansson curl nl))
 # make bench: 200 concurrent ADDs (p50/p99, time until the last pod pings across nodes).
-$(eval $(call bench,bench_cni,tests/bench/bench_cni.c tests/bench/bench.c tests/lib/topo.c,gdp gnl,jansson nl))
+$(eval $(call bench,bench_cni,tests/bench/bench_cni.c tests/bench/bench.c tests/lib/topo.c tests/lib/cnirt.c,gdp gnl,jansson nl))
 # The netns suite runs the sanitized plugin binary: keep it up to date.
 build/san/tests/test_cni_plugin build/san/tests/test_cnitool build/san/tests/test_upstream_e2e build/san/tests/test_upstream_e2e_maplist: | build/san/bin/galactic-cni $(CNI_ALIASES:%=build/san/bin/%)
 build/san/tests/test_upstream_e2e build/san/tests/test_upstream_e2e_maplist: | build/san/bin/galactic-translator build/rel/bin/galactic-agent

@@ -62,6 +62,7 @@
 
 #include "agent/dp/model.h"
 #include "tests/bench/bench.h"
+#include "tests/lib/cnirt.h"
 #include "tests/lib/topo.h"
 
 static struct topo T;
@@ -74,37 +75,6 @@ static double now_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-static const char *top(void)
-{
-	const char *t = getenv("GT_TOP");
-
-	return t && *t ? t : ".";
-}
-
-static void sock_path(int node, char *buf, size_t n)
-{
-	snprintf(buf, n, "/run/galactic/%s-n%d.sock", T.prefix, node);
-}
-
-static int wait_socket(int node, double timeout_ms)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	double end = now_ms() + timeout_ms;
-
-	sock_path(node, sa.sun_path, sizeof(sa.sun_path));
-	while (now_ms() < end) {
-		int fd = socket(AF_UNIX, SOCK_STREAM, 0), ok;
-
-		ok = fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
-		if (fd >= 0)
-			close(fd);
-		if (ok)
-			return 0;
-		usleep(50000);
-	}
-	return -1;
-}
-
 /*
  * The driver both sides share, as a runtime calls a plugin: fork, (ref only:
  * setns into the node's host namespace), exec bin with the CNI_* environment
@@ -113,36 +83,12 @@ static int wait_socket(int node, double timeout_ms)
 static int cni_exec(const char *bin, const char *cmd, const char *conf, const char *pod, const char *cid,
 		    const char *cni_path, int hostns)
 {
-	char nsenv[300], cidenv[80], cmdenv[32], pathenv[600];
-	int in[2], st;
-	pid_t pid;
+	char ns[300];
 
-	if (pipe(in))
-		return -1;
-	pid = fork();
-	if (pid == 0) {
-		snprintf(nsenv, sizeof(nsenv), "CNI_NETNS=/run/netns/%s-%s", T.prefix, pod);
-		snprintf(cidenv, sizeof(cidenv), "CNI_CONTAINERID=%s", cid);
-		snprintf(cmdenv, sizeof(cmdenv), "CNI_COMMAND=%s", cmd);
-		snprintf(pathenv, sizeof(pathenv), "CNI_PATH=%s", cni_path);
-		if (hostns >= 0 && setns(hostns, CLONE_NEWNET))
-			_exit(125);
-		dup2(in[0], 0);
-		close(in[1]);
-		if (!freopen("/dev/null", "w", stdout))
-			_exit(126);
-		execve(bin, (char *[]){ (char *)bin, NULL },
-		       (char *[]){ cmdenv, cidenv, nsenv, "CNI_IFNAME=eth0",
-				   "CNI_ARGS=IgnoreUnknown=1;K8S_POD_NAMESPACE=bench", pathenv,
-				   "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL });
-		_exit(127);
-	}
-	close(in[0]);
-	if (write(in[1], conf, strlen(conf)) < 0)
-		perror("write conf");
-	close(in[1]);
-	waitpid(pid, &st, 0);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+	snprintf(ns, sizeof(ns), "/run/netns/%s-%s", T.prefix, pod);
+	return cnirt_exec(&(struct cnirt_call){ bin, cmd, cid, ns, "IgnoreUnknown=1;K8S_POD_NAMESPACE=bench", cni_path,
+						hostns },
+			  conf);
 }
 
 static int round_no; /* in the container ids: each round's pods are new to both plugins */
@@ -152,7 +98,7 @@ static int cni_call(const char *cmd, int node, const char *name, const char *att
 {
 	char conf[1024], sock[512], bin[512], cid[64];
 
-	sock_path(node, sock, sizeof(sock));
+	cnirt_sock(&T, node, sock, sizeof(sock));
 	snprintf(conf, sizeof(conf),
 		 "{\"cniVersion\":\"1.1.0\",\"name\":\"bench\",\"type\":\"galactic-cni\",\"vpc\":\"%s\","
 		 "\"vpcattachment\":\"%s\",\"ipFamilies\":[\"IPv6\",\"IPv4\"],"
@@ -160,7 +106,7 @@ static int cni_call(const char *cmd, int node, const char *name, const char *att
 		 "{\"address\":\"10.1.%d.%d/32\",\"gateway\":\"169.254.1.1\"}],\"mtu\":1400,"
 		 "\"agentSocket\":\"%s\",\"timeoutSeconds\":300}",
 		 TOPO_VPC_A, att, node, idx + 1, 10 * node + idx / 250, idx % 250 + 1, sock);
-	snprintf(bin, sizeof(bin), "%s/build/rel/bin/galactic-cni", top());
+	snprintf(bin, sizeof(bin), "%s/build/rel/bin/galactic-cni", cnirt_top());
 	snprintf(cid, sizeof(cid), "c%s.%d", name, round_no);
 	return cni_exec(bin, cmd, conf, name, cid, "/opt/cni/bin", -1);
 }
@@ -389,7 +335,7 @@ int main(int argc, char **argv)
 	done = mmap(NULL, sizeof(int) * (size_t)n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	rdone = mmap(NULL, sizeof(int) * (size_t)n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	/* The reference plugins (cached by version; built on a cold machine). */
-	if (topo_out(ref_bin, sizeof(ref_bin), "%s/tests/controlplane/build-cni.sh 2>&1 | tail -1", top()) ||
+	if (topo_out(ref_bin, sizeof(ref_bin), "%s/tests/controlplane/build-cni.sh 2>&1 | tail -1", cnirt_top()) ||
 	    topo_sh("test -x %s/ptp -a -x %s/host-local", ref_bin, ref_bin)) {
 		bench_error(b, "building the reference ptp + host-local plugins failed (tests/controlplane/build-cni.sh, "
 			    "needs go): %s", ref_bin);
@@ -404,14 +350,14 @@ int main(int argc, char **argv)
 	ref_sorted = calloc((size_t)nref, sizeof(double));
 	rseq = calloc((size_t)nref, sizeof(double));
 	for (int node = 1; node <= 2; node++) {
-		sock_path(node, sock, sizeof(sock));
+		cnirt_sock(&T, node, sock, sizeof(sock));
 		if (!strcmp(bk, "bpf"))
 			snprintf(extra, sizeof(extra), "--cni-socket %s --interval 30 --backend bpf --bpffs /sys/fs/bpf/%s-n%d",
 				 sock, T.prefix, node);
 		else
 			snprintf(extra, sizeof(extra), "--cni-socket %s --interval 30", sock);
 		if (topo_write_state(&T, node, node == 1 ? nremotes : 0) || topo_agent_start(&T, node, extra) <= 0 ||
-		    wait_socket(node, 20000) || topo_wait_reconciled(&T, node, 1, 300)) {
+		    cnirt_wait_socket(&T, node, 20) || topo_wait_reconciled(&T, node, 1, 300)) {
 			bench_error(b, "agent on n%d did not start (%s/n%d/agent.log)", node, T.dir, node);
 			return bench_end(b);
 		}

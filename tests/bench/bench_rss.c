@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "tests/bench/bench.h"
+#include "tests/lib/cnirt.h"
 #include "tests/lib/topo.h"
 
 #define BOUND_MIB (32e6 / (1024.0 * 1024.0)) /* issue 10: 32 MB */
@@ -57,45 +58,12 @@ static double now_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-static const char *top(void)
-{
-	const char *t = getenv("GT_TOP");
-
-	return t && *t ? t : ".";
-}
-
-static void sock_path(char *buf, size_t n)
-{
-	snprintf(buf, n, "/run/galactic/%s-n1.sock", T.prefix);
-}
-
-static int wait_socket(double timeout_ms)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	double end = now_ms() + timeout_ms;
-
-	sock_path(sa.sun_path, sizeof(sa.sun_path));
-	while (now_ms() < end) {
-		int fd = socket(AF_UNIX, SOCK_STREAM, 0), ok;
-
-		ok = fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
-		if (fd >= 0)
-			close(fd);
-		if (ok)
-			return 0;
-		usleep(50000);
-	}
-	return -1;
-}
-
 /* ADD of pod b<idx> on node 1 through galactic-cni, as a runtime calls it. */
 static int cni_add(int idx)
 {
-	char conf[1024], sock[300], bin[512], nsenv[300], cidenv[80];
-	int in[2], st;
-	pid_t pid;
+	char conf[1024], sock[300], bin[512], ns[300], cid[80];
 
-	sock_path(sock, sizeof(sock));
+	cnirt_sock(&T, 1, sock, sizeof(sock));
 	snprintf(conf, sizeof(conf),
 		 "{\"cniVersion\":\"1.1.0\",\"name\":\"bench\",\"type\":\"galactic-cni\",\"vpc\":\"%s\","
 		 "\"vpcattachment\":\"B%d\",\"ipFamilies\":[\"IPv6\",\"IPv4\"],"
@@ -103,31 +71,12 @@ static int cni_add(int idx)
 		 "{\"address\":\"10.1.%d.%d/32\",\"gateway\":\"169.254.1.1\"}],\"mtu\":1400,"
 		 "\"agentSocket\":\"%s\",\"timeoutSeconds\":300}",
 		 TOPO_VPC_A, idx, idx + 1, 10 + idx / 250, idx % 250 + 1, sock);
-	snprintf(bin, sizeof(bin), "%s/build/rel/bin/galactic-cni", top());
-	snprintf(nsenv, sizeof(nsenv), "CNI_NETNS=/run/netns/%s-b%d", T.prefix, idx);
-	snprintf(cidenv, sizeof(cidenv), "CNI_CONTAINERID=cb%d", idx);
-	if (pipe(in))
-		return -1;
-	pid = fork();
-	if (pid == 0) {
-		dup2(in[0], 0);
-		close(in[1]);
-		if (!freopen("/dev/null", "w", stdout))
-			_exit(126);
-		execve(bin, (char *[]){ bin, NULL },
-		       (char *[]){ "CNI_COMMAND=ADD", cidenv, nsenv, "CNI_IFNAME=eth0",
-				   "CNI_ARGS=IgnoreUnknown=1;K8S_POD_NAMESPACE=bench", "CNI_PATH=/opt/cni/bin",
-				   "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL });
-		_exit(127);
-	}
-	close(in[0]);
-	if (pid < 0 || write(in[1], conf, strlen(conf)) < 0) {
-		close(in[1]);
-		return -1;
-	}
-	close(in[1]);
-	waitpid(pid, &st, 0);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+	snprintf(bin, sizeof(bin), "%s/build/rel/bin/galactic-cni", cnirt_top());
+	snprintf(ns, sizeof(ns), "/run/netns/%s-b%d", T.prefix, idx);
+	snprintf(cid, sizeof(cid), "cb%d", idx);
+	return cnirt_exec(&(struct cnirt_call){ bin, "ADD", cid, ns, "IgnoreUnknown=1;K8S_POD_NAMESPACE=bench",
+						"/opt/cni/bin", -1 },
+			  conf);
 }
 
 /* n ADDs, WORKERS at a time (each worker takes every WORKERS-th pod); failures. */
@@ -272,7 +221,7 @@ static int run_backend(struct bench *b, const char *bk, int n, unsigned r, int i
 		bench_error(b, "%s: setup failed (route to the SID block)", bk);
 		return -1;
 	}
-	sock_path(sock, sizeof(sock));
+	cnirt_sock(&T, 1, sock, sizeof(sock));
 	if (!strcmp(bk, "bpf"))
 		snprintf(extra, sizeof(extra), "--cni-socket %s --interval %d --backend bpf --bpffs /sys/fs/bpf/%s-n1", sock,
 			 interval, T.prefix);
@@ -294,7 +243,7 @@ static int run_backend(struct bench *b, const char *bk, int n, unsigned r, int i
 	}
 	t0 = now_ms();
 	if (topo_write_state(&T, 1, 0) || write_remotes(r) || topo_agent_start(&T, 1, extra) <= 0 ||
-	    wait_socket(120000) || topo_wait_reconciled(&T, 1, 1, 300)) {
+	    cnirt_wait_socket(&T, 1, 120) || topo_wait_reconciled(&T, 1, 1, 300)) {
 		bench_error(b, "%s: agent did not start (%s/n1/agent.log)", bk, T.dir);
 		return -1;
 	}
@@ -319,7 +268,7 @@ static int run_backend(struct bench *b, const char *bk, int n, unsigned r, int i
 		bench_check(b, have >= want, "%s: %ld programmed, expected at least %ld", bk, have, want);
 	}
 	/* Restart: the record's two files are parsed, the kernel's state adopted. */
-	if (topo_agent_stop(&T, 1, SIGTERM) < 0 || topo_agent_start(&T, 1, extra) <= 0 || wait_socket(120000) ||
+	if (topo_agent_stop(&T, 1, SIGTERM) < 0 || topo_agent_start(&T, 1, extra) <= 0 || cnirt_wait_socket(&T, 1, 120) ||
 	    topo_wait_reconciled(&T, 1, 1, 300)) {
 		bench_error(b, "%s: agent did not restart (%s/n1/agent.log)", bk, T.dir);
 		return -1;

@@ -5,8 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -177,4 +179,42 @@ int cnirt_wait_ping(const struct topo *t, const char *pod, const char *dst, doub
 		usleep(100000);
 	}
 	return -1;
+}
+
+int cnirt_exec(const struct cnirt_call *c, const char *conf)
+{
+	char nsenv[600], cidenv[200], cmdenv[32], argsenv[600], pathenv[600];
+	int in[2], st;
+	pid_t pid;
+
+	snprintf(nsenv, sizeof(nsenv), "CNI_NETNS=%s", c->netns);
+	snprintf(cidenv, sizeof(cidenv), "CNI_CONTAINERID=%s", c->cid);
+	snprintf(cmdenv, sizeof(cmdenv), "CNI_COMMAND=%s", c->cmd);
+	snprintf(argsenv, sizeof(argsenv), "CNI_ARGS=%s", c->args);
+	snprintf(pathenv, sizeof(pathenv), "CNI_PATH=%s", c->cni_path);
+	if (pipe(in))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		if (c->hostns >= 0 && setns(c->hostns, CLONE_NEWNET))
+			_exit(125);
+		dup2(in[0], 0);
+		close(in[1]);
+		if (!freopen("/dev/null", "w", stdout))
+			_exit(126);
+		execve(c->bin, (char *[]){ (char *)c->bin, NULL },
+		       (char *[]){ cmdenv, cidenv, nsenv, "CNI_IFNAME=eth0", argsenv, pathenv,
+				   "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL });
+		_exit(127);
+	}
+	close(in[0]);
+	if (pid < 0 || write(in[1], conf, strlen(conf)) < 0) {
+		close(in[1]);
+		if (pid > 0)
+			waitpid(pid, &st, 0);
+		return -1;
+	}
+	close(in[1]);
+	waitpid(pid, &st, 0);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }

@@ -55,6 +55,18 @@ int cnirt_write_conflist(const struct topo *t, int node, const char *file, json_
  */
 int cnirt_tool(const struct topo *t, int node, const char *sock, const char *env, char *out, size_t n,
 	       const char *fmt, ...) __attribute__((format(printf, 7, 8)));
+/*
+ * Calls a CNI plugin as a runtime does: fork, (hostns >= 0: setns into it),
+ * exec bin with CNI_COMMAND=cmd, CNI_CONTAINERID=cid, CNI_NETNS=netns,
+ * CNI_IFNAME=eth0, CNI_ARGS=args, CNI_PATH=cni_path and a plain PATH, conf
+ * on stdin, stdout to /dev/null; reaps it. Returns its exit code (128: it
+ * did not exit), or -1 when it could not be started or fed.
+ */
+struct cnirt_call {
+	const char *bin, *cmd, *cid, *netns, *args, *cni_path;
+	int hostns;
+};
+int cnirt_exec(const struct cnirt_call *c, const char *conf);
 /* The JSON document a tool printed (before the "rc=" line), or NULL. */
 json_t *cnirt_json(const char *out);
 
