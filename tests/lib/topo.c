@@ -6,6 +6,9 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <sys/socket.h>
+#include <sched.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -402,4 +405,62 @@ int topo_wait_reconciled(const struct topo *t, int node, long n, double timeout_
 		now = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 	} while (now < end);
 	return -1;
+}
+
+pid_t topo_echo_server(const struct topo *t, int conns, int port)
+{
+	char path[128];
+	int p[2];
+	pid_t pid;
+
+	if (pipe(p))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		struct sockaddr_in6 a = { .sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port) };
+		int fd, one = 1, zero = 0;
+
+		close(p[0]);
+		alarm(20);
+		snprintf(path, sizeof(path), "/run/netns/%s-inet", t->prefix);
+		fd = open(path, O_RDONLY);
+		if (fd < 0 || setns(fd, CLONE_NEWNET))
+			_exit(2);
+		fd = socket(AF_INET6, SOCK_STREAM, 0);
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+		if (bind(fd, (struct sockaddr *)&a, sizeof(a)) || listen(fd, 16))
+			_exit(3);
+		if (write(p[1], "r", 1) != 1)
+			_exit(4);
+		for (int i = 0; i < conns; i++) {
+			struct sockaddr_in6 peer;
+			socklen_t pl = sizeof(peer);
+			char buf[32] = "", host[INET6_ADDRSTRLEN], line[128];
+			int c = accept(fd, (struct sockaddr *)&peer, &pl);
+			ssize_t k;
+
+			if (c < 0)
+				_exit(5);
+			k = read(c, buf, sizeof(buf) - 1);
+			buf[k > 0 ? k : 0] = 0;
+			inet_ntop(AF_INET6, &peer.sin6_addr, host, sizeof(host));
+			snprintf(line, sizeof(line), "%s %s %u\n", buf, host, ntohs(peer.sin6_port));
+			if (write(c, line, strlen(line)) < 0)
+				_exit(6);
+			close(c);
+		}
+		_exit(0);
+	}
+	close(p[1]);
+	{
+		char c;
+
+		if (read(p[0], &c, 1) != 1) {
+			close(p[0]);
+			return -1;
+		}
+	}
+	close(p[0]);
+	return pid;
 }

@@ -59,6 +59,13 @@ const struct topo_pod *topo_pod(const struct topo *t, const char *name);
  */
 int topo_add_internet(struct topo *t);
 /*
+ * A TCP echo server on the internet host (topo_add_internet), listening on
+ * [::]:port (IPv4 too): answers each of conns connections with one line,
+ * "<what it read> <peer address> <peer port>\n", then exits (at the latest
+ * after 20 s). Returns its pid once it listens, or -1.
+ */
+pid_t topo_echo_server(const struct topo *t, int conns, int port);
+/*
  * Writes <dir>/n<node>/state.json (both VPCs, the node's pods) and
  * remotes.json (the other nodes' pods of the same VPC: IPv6 to the VPC decap
  * SID, IPv4 to the pod's End.DX4 SID) plus extra_remotes extra /128s in vpcA

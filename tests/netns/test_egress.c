@@ -338,65 +338,6 @@ static json_t *wait_shard(int i, double limit_ms)
 	return NULL;
 }
 
-/* TCP echo server on the internet host: answers "<payload> <peer address>\n", one line per connection. */
-static pid_t server_start(int conns, int port)
-{
-	char path[128];
-	int p[2];
-	pid_t pid;
-
-	if (pipe(p))
-		return -1;
-	pid = fork();
-	if (pid == 0) {
-		struct sockaddr_in6 a = { .sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port) };
-		int fd, one = 1, zero = 0;
-
-		close(p[0]);
-		alarm(20);
-		snprintf(path, sizeof(path), "/run/netns/%s-inet", T.prefix);
-		fd = open(path, O_RDONLY);
-		if (fd < 0 || setns(fd, CLONE_NEWNET))
-			_exit(2);
-		fd = socket(AF_INET6, SOCK_STREAM, 0);
-		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
-		if (bind(fd, (struct sockaddr *)&a, sizeof(a)) || listen(fd, 16))
-			_exit(3);
-		if (write(p[1], "r", 1) != 1)
-			_exit(4);
-		for (int i = 0; i < conns; i++) {
-			struct sockaddr_in6 peer;
-			socklen_t pl = sizeof(peer);
-			char buf[32] = "", host[INET6_ADDRSTRLEN], line[128];
-			int c = accept(fd, (struct sockaddr *)&peer, &pl);
-			ssize_t k;
-
-			if (c < 0)
-				_exit(5);
-			k = read(c, buf, sizeof(buf) - 1);
-			buf[k > 0 ? k : 0] = 0;
-			inet_ntop(AF_INET6, &peer.sin6_addr, host, sizeof(host));
-			snprintf(line, sizeof(line), "%s %s %u\n", buf, host, ntohs(peer.sin6_port));
-			if (write(c, line, strlen(line)) < 0)
-				_exit(6);
-			close(c);
-		}
-		_exit(0);
-	}
-	close(p[1]);
-	{
-		char c;
-
-		if (read(p[0], &c, 1) != 1) {
-			close(p[0]);
-			return -1;
-		}
-	}
-	close(p[0]);
-	return pid;
-}
-
 static int cmp_d(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -535,7 +476,7 @@ static void t_pods_egress_through_their_node_body(void)
 	fprintf(stderr, "cross-VPC echo replies: 0 in each of the 6 pods (%s backend)\n", bpf_mode ? "bpf" : "kernel");
 	/* TCP: the internet host answers each connection with the peer address it saw */
 	{
-		pid_t srv = server_start(2 * NODES, 8080);
+		pid_t srv = topo_echo_server(&T, 2 * NODES, 8080);
 		int st;
 
 		ck_assert_int_gt(srv, 0);

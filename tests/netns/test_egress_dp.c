@@ -181,65 +181,6 @@ static void assert_programmed(int n)
 	gdp_results_free(&res);
 }
 
-/* TCP echo server on the internet host: answers "<payload> <peer address>\n", one line per connection. */
-static pid_t server_start(int conns, int port)
-{
-	char path[128];
-	int p[2];
-	pid_t pid;
-
-	if (pipe(p))
-		return -1;
-	pid = fork();
-	if (pid == 0) {
-		struct sockaddr_in6 a = { .sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port) };
-		int fd, one = 1, zero = 0;
-
-		close(p[0]);
-		alarm(20);
-		snprintf(path, sizeof(path), "/run/netns/%s-inet", T.prefix);
-		fd = open(path, O_RDONLY);
-		if (fd < 0 || setns(fd, CLONE_NEWNET))
-			_exit(2);
-		fd = socket(AF_INET6, SOCK_STREAM, 0);
-		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
-		if (bind(fd, (struct sockaddr *)&a, sizeof(a)) || listen(fd, 16))
-			_exit(3);
-		if (write(p[1], "r", 1) != 1)
-			_exit(4);
-		for (int i = 0; i < conns; i++) {
-			struct sockaddr_in6 peer;
-			socklen_t pl = sizeof(peer);
-			char buf[32] = "", host[INET6_ADDRSTRLEN], line[128];
-			int c = accept(fd, (struct sockaddr *)&peer, &pl);
-			ssize_t k;
-
-			if (c < 0)
-				_exit(5);
-			k = read(c, buf, sizeof(buf) - 1);
-			buf[k > 0 ? k : 0] = 0;
-			inet_ntop(AF_INET6, &peer.sin6_addr, host, sizeof(host));
-			snprintf(line, sizeof(line), "%s %s %u\n", buf, host, ntohs(peer.sin6_port));
-			if (write(c, line, strlen(line)) < 0)
-				_exit(6);
-			close(c);
-		}
-		_exit(0);
-	}
-	close(p[1]);
-	{
-		char c;
-
-		if (read(p[0], &c, 1) != 1) {
-			close(p[0]);
-			return -1;
-		}
-	}
-	close(p[0]);
-	return pid;
-}
-
 /* A counter of node n's galactic_egress table (libnftables inside the node's netns), or -1. */
 static long nft_counter(int n, const char *name)
 {
@@ -300,7 +241,7 @@ START_TEST(t_two_vpcs_one_shard)
 	ck_assert_int_eq(ping("b1", "203.0.113.254", 2), 2);
 
 	/* TCP: identical 5-tuples inside the two VPCs, one shard */
-	srv = server_start(3, 8080);
+	srv = topo_echo_server(&T, 3, 8080);
 	ck_assert_int_gt(srv, 0);
 	ck_assert_int_eq(topo_sh("cd %s && (ip netns exec %s-a1 sh -c 'printf A | nc -N -w 3 -p 40000 2001:db8:f::ff 8080' > tcp_a & "
 				 "ip netns exec %s-b1 sh -c 'printf B | nc -N -w 3 -p 40000 2001:db8:f::ff 8080' > tcp_b & wait)",
@@ -347,7 +288,7 @@ START_TEST(t_families_and_own_shard)
 	assert_programmed(2);
 	ck_assert_int_eq(ping("a2", "2001:db8:f::ff", 2), 2);
 	ck_assert_int_eq(ping("a2", "203.0.113.254", 1), 0);
-	srv = server_start(1, 8081);
+	srv = topo_echo_server(&T, 1, 8081);
 	ck_assert_int_gt(srv, 0);
 	topo_sh("ip netns exec %s-a2 sh -c 'printf D | nc -N -w 3 2001:db8:f::ff 8081' > %s/tcp_d", T.prefix, T.dir);
 	ck_assert_int_eq(waitpid(srv, &st, 0), srv);
