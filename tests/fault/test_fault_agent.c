@@ -187,13 +187,26 @@ static void add_ok(struct fpod *p)
 	p->up = 1;
 }
 
+/* The nodes run the bpf backend (t_agent_kill9_in_bpf_map_rebuild), each with its own pin directory. */
+static int bpf_mode;
+
+static const char *agent_args(int node, const char *kubeconfig, char *extra, size_t n)
+{
+	char s[512];
+
+	snprintf(extra, n, "--cni-socket %s --kubeconfig %s --node n%d --report-namespace " RNS,
+		 cnirt_sock(&T, node, s, sizeof(s)), kubeconfig, node);
+	if (bpf_mode)
+		snprintf(extra + strlen(extra), n - strlen(extra), " --backend bpf --bpffs /sys/fs/bpf/%s-n%d", T.prefix,
+			 node);
+	return extra;
+}
+
 static void start_agent_kc(int node, const char *kubeconfig)
 {
-	char extra[1200], s[512];
+	char extra[1400];
 
-	snprintf(extra, sizeof(extra), "--cni-socket %s --kubeconfig %s --node n%d --report-namespace " RNS,
-		 cnirt_sock(&T, node, s, sizeof(s)), kubeconfig, node);
-	ck_assert_int_gt(topo_agent_start(&T, node, extra), 0);
+	ck_assert_int_gt(topo_agent_start(&T, node, agent_args(node, kubeconfig, extra, sizeof(extra))), 0);
 	ck_assert_msg(cnirt_wait_socket(&T, node, 30) == 0, "agent n%d did not open its socket (%s/n%d/agent.log)",
 		      node, T.dir, node);
 }
@@ -251,6 +264,8 @@ static void teardown(void)
 			topo_sh("ip netns del %s-%s 2>/dev/null; true", T.prefix, P[i].name);
 	}
 	topo_down(&T);
+	if (T.prefix[0]) /* the bpf fault's pins (its agents are gone with topo_down) */
+		topo_sh("rm -rf /sys/fs/bpf/%s-n1 /sys/fs/bpf/%s-n2", T.prefix, T.prefix);
 	if (cp_is_up)
 		cp_down(&cp);
 }
@@ -841,6 +856,242 @@ START_TEST(t_etcd_compaction_past_a_watcher)
 }
 END_TEST
 
+/*
+ * netlink ENOMEM and EBUSY, injected: gdb (tests/fault/nl_inject.py) makes
+ * the kernel refuse n1's agent's next netlink requests (the request gets an
+ * invalid type: the kernel does nothing with it) and the agent read the
+ * refusal as ENOMEM (3 requests in a row) or EBUSY (1), during an ADD on
+ * n1. ENOMEM is retried inside the batch (gnl_batch_run: the request goes
+ * again until the kernel takes it), so the ADD succeeds; EBUSY fails the
+ * operation it was part of: the ADD fails or the pass reports it, and the
+ * runtime's retry or the agent's next pass does it again. Either way:
+ * nothing lost (the continuous ping), and record, reports and kernel
+ * converge to the desired state.
+ */
+static void inject(int err, int count, int type, const char *caller, int *first_rc, char *callers, size_t cn)
+{
+	char log[700], out[8192], pid[16], py[128], script[600], tag[64];
+	char *argv[40];
+	int a = 0, st = 0;
+	double t0;
+	pid_t g;
+	struct fpod *p;
+
+	snprintf(tag, sizeof(tag), "netlink %s x%d", err == 12 ? "ENOMEM" : "EBUSY", count);
+	p = new_pod("x", 1); /* not "n": <prefix>-n<i> are the nodes */
+	ck_assert_int_eq(prepare(p), 0);
+	snprintf(log, sizeof(log), "%s/gdb-nl-%d.log", T.dir, err);
+	snprintf(pid, sizeof(pid), "%d", (int)topo_agent_pid(&T, 1));
+	snprintf(py, sizeof(py), "python ERRNO = %d; COUNT = %d; TYPE = %d; CALLER = '%s'", err, count, type, caller);
+	snprintf(script, sizeof(script), "%s/tests/fault/nl_inject.py", cnirt_top());
+	argv[a++] = "/usr/bin/timeout", argv[a++] = "90", argv[a++] = "gdb", argv[a++] = "-q", argv[a++] = "-nx";
+	argv[a++] = "-batch", argv[a++] = "-p", argv[a++] = pid;
+	argv[a++] = "-ex", argv[a++] = "set pagination off";
+	argv[a++] = "-ex", argv[a++] = "set confirm off";
+	argv[a++] = "-ex", argv[a++] = "set debuginfod enabled off";
+	argv[a++] = "-ex", argv[a++] = "handle all nostop noprint pass";
+	argv[a++] = "-ex", argv[a++] = py;
+	argv[a++] = "-x", argv[a++] = script;
+	argv[a++] = "-ex", argv[a++] = "continue";
+	argv[a++] = "-ex", argv[a++] = "echo DONE\\n";
+	argv[a++] = "-ex", argv[a++] = "detach";
+	argv[a] = NULL;
+	unlink(log);
+	g = gt_spawn(log, argv);
+	ck_assert_int_gt(g, 0);
+	for (t0 = gt_now(); gt_now() - t0 < 60 && topo_sh("grep -q '^ARMED' %s", log); usleep(100 * 1000))
+		;
+	ck_assert_msg(topo_sh("grep -q '^ARMED' %s", log) == 0, "%s: gdb did not arm (%s)", tag, log);
+	usleep(500 * 1000); /* the continue itself */
+	*first_rc = rt(p, "add", out, sizeof(out));
+	while (waitpid(g, &st, WNOHANG) == 0 && gt_now() - t0 < 80)
+		usleep(50 * 1000);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) || topo_sh("grep -q '^DONE' %s", log))
+		topo_sh("cat %s >&2; tail -20 %s/n1/agent.log >&2", log, T.dir);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: gdb did not finish (%s)", tag, log);
+	ck_assert_msg(topo_sh("grep -q '^DONE' %s", log) == 0, "%s: the injections were not all answered (%s)", tag, log);
+	ck_assert_msg(topo_sh("grep -q '^UNEXPECTED' %s", log) != 0, "%s: the kernel did not refuse the request (%s)", tag, log);
+	ck_assert_int_eq(topo_out(out, sizeof(out), "grep -c '^REWRITE' %s", log), 0);
+	ck_assert_int_eq(atoi(out), count);
+	ck_assert_msg(dead(topo_agent_pid(&T, 1)) == 0, "%s: the agent died", tag);
+	topo_out(callers, cn, "sed -n 's/^INJECT [0-9]*: \\(.*\\) seq [0-9]* by \\(.*\\)/\\1 by \\2/p' %s"
+		 " | sort | uniq -c | sed 's/^ *//' | tr '\\n' ';'", log);
+	if (*first_rc) /* the runtime retries what failed */
+		add_ok(p);
+	p->up = 1;
+}
+
+START_TEST(t_netlink_enomem_ebusy)
+{
+	/* type 0: the first request sent (the ADD's pod setup); RTM_NEWROUTE (24)
+	 * under kb_apply: a route of the kernel backend's apply pass. EBUSY once:
+	 * the operation fails, and its retry (the runtime's, or the next pass)
+	 * must not meet the injection again. */
+	static const struct { int err, count, type; const char *caller, *name; } cases[] = {
+		{ 12, 3, 0, "", "ENOMEM" }, { 16, 1, 0, "", "EBUSY" },
+		{ 12, 3, 24, "kb_apply", "ENOMEM" }, { 16, 1, 24, "kb_apply", "EBUSY" },
+	};
+	char callers[512], out[8192];
+	long tx, rx;
+
+	if (geteuid() != 0)
+		GT_SKIP("needs root for network namespaces");
+	ck_assert_msg(setup_ok, "setup failed: %s (logs in %s, %s)", setup_why, T.dir, cp.dir);
+	bring_up();
+	ping_start();
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int first_rc;
+		double conv;
+		char tag[64];
+		struct fpod *p;
+
+		snprintf(tag, sizeof(tag), "netlink %s x%d", cases[i].name, cases[i].count);
+		inject(cases[i].err, cases[i].count, cases[i].type, cases[i].caller, &first_rc, callers, sizeof(callers));
+		p = &P[np - 1];
+		conv = converge(tag);
+		printf("fault netlink: %s injected into %d request(s) [%s] during an ADD on n1: the ADD %s; "
+		       "converged %.2f s later\n", cases[i].name, cases[i].count, callers,
+		       first_rc ? "failed and the runtime's retry succeeded" : "succeeded (retried inside the batch)", conv);
+		/* ENOMEM is the kernel's transient allocation failure: retried in the batch, never surfaced */
+		if (cases[i].err == 12)
+			ck_assert_msg(first_rc == 0, "%s: the ADD failed", tag);
+		ck_assert_msg(rt(p, "del", out, sizeof(out)) == 0, "del %s: %s", p->name, out);
+		p->up = 0;
+	}
+	converge("netlink pods deleted");
+	ping_stop(&tx, &rx);
+	printf("fault netlink: continuous ping s1 -> s2 across nodes: %ld sent, %ld received, %ld lost\n", tx, rx, tx - rx);
+	ck_assert_int_gt(tx, 20);
+	ck_assert_msg(tx - rx <= 1, "running pods lost %ld of %ld echoes", tx - rx, tx);
+}
+END_TEST
+
+/*
+ * kill -9 of the agent inside a bpf map rebuild. The nodes move to the bpf
+ * backend; then, per point: n1's agent stops (SIGTERM: filters and pinned
+ * maps stay and keep forwarding), its maps are moved to an older layout's
+ * directory (v1 -> v0, as an upgrade finds them), and the agent starts
+ * under gdb: it makes fresh maps, fills them from its desired state,
+ * swaps its programs onto them and removes the old layout; gdb kills it
+ * (SIGKILL) at the point. The agent is started again: it reuses what the
+ * killed one pinned, completes the maps, prunes v0, and every check of the
+ * crash points holds (record, reports, veths, pings across nodes), the
+ * continuous ping loses nothing and only the current layout is left.
+ */
+static const struct point bpf_points[] = {
+	{ "gbpf_set_cfg", OP_ADD, "rebuild: node config into the fresh maps", 0 },
+	{ "gbpf_set_vpc", OP_ADD, "rebuild: VPC table", 0 },
+	{ "gbpf_set_iface", OP_ADD, "rebuild: host veth -> VPC", 0 },
+	{ "gbpf_set_routes", OP_ADD, "rebuild: routes (one batch)", 1 },
+	{ "gbpf_attach", OP_ADD, "rebuild: programs swapped onto the fresh maps", 1 },
+	{ "gbpf_prune_layouts", OP_ADD, "rebuild: the old layout's maps removed", 0 },
+};
+
+static void bpf_crash_at(const struct point *pt, int round)
+{
+	char log[700], cmd[4096], extra[1400], pins[300], out[256], tag[160];
+	double t0, tdead, tconv;
+	int st = 0;
+	pid_t g;
+
+	snprintf(tag, sizeof(tag), "round %d: kill -9 in %s (%s)", round, pt->fn, pt->what);
+	snprintf(log, sizeof(log), "%s/gdb-bpf-%d-%s.log", T.dir, round, pt->fn);
+	snprintf(pins, sizeof(pins), "/sys/fs/bpf/%s-n1", T.prefix);
+	topo_agent_stop(&T, 1, SIGTERM);
+	ck_assert_msg(topo_sh("test -d %s/v1 && mv %s/v1 %s/v0", pins, pins, pins) == 0, "%s: no %s/v1 to move", tag, pins);
+	snprintf(cmd, sizeof(cmd), "exec /usr/bin/timeout 90 gdb -q -nx -batch -ex 'set pagination off' -ex 'set confirm off' "
+		 "-ex 'set debuginfod enabled off' -ex 'handle all nostop noprint pass' -ex 'break %s' "
+		 "-ex 'run --state-dir %s/n1 --netns %s-n1 --interval 1 %s >>%s/n1/agent.log 2>&1' -ex 'echo STOPPED\\n' "
+		 "-ex 'bt 4' -ex kill %s/build/rel/bin/galactic-agent >%s 2>&1",
+		 pt->fn, T.dir, T.prefix, agent_args(1, cp.kubeconfig, extra, sizeof(extra)), T.dir, cnirt_top(), log);
+	t0 = gt_now();
+	g = fork();
+	if (g == 0) {
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	ck_assert_int_gt(g, 0);
+	while (waitpid(g, &st, WNOHANG) == 0 && gt_now() - t0 < 80)
+		usleep(50 * 1000);
+	tdead = gt_now() - t0;
+	if (topo_sh("grep -q 'hit Breakpoint 1\\|^Breakpoint 1, ' %s", log))
+		topo_sh("cat %s >&2; tail -20 %s/n1/agent.log >&2", log, T.dir);
+	ck_assert_msg(topo_sh("grep -q 'hit Breakpoint 1\\|^Breakpoint 1, ' %s", log) == 0, "%s: breakpoint never hit (%s)",
+		      tag, log);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: gdb did not finish (%s)", tag, log);
+	topo_sh("echo '--- killed at %s (bpf rebuild, round %d)' >>%s/n1/agent.log", pt->fn, round, T.dir);
+	start_agent(1);
+	tconv = converge(tag);
+	/* the rebuild completed: the current layout only */
+	for (double t1 = gt_now(); gt_now() - t1 < 20 && topo_sh("test ! -e %s/v0", pins); usleep(100 * 1000))
+		;
+	ck_assert_int_eq(topo_out(out, sizeof(out), "ls %s | tr '\\n' ' '", pins), 0);
+	ck_assert_msg(!strcmp(out, "v1"), "%s: layouts left in %s: %s", tag, pins, out);
+	{
+		char caller[128] = "";
+
+		topo_out(caller, sizeof(caller), "sed -n 's/^#1 .* in \\([A-Za-z_0-9]*\\) .*/\\1/p; s/^#1  \\([A-Za-z_0-9]*\\) .*/\\1/p' %s | head -1",
+			 log);
+		printf("fault bpf: %s [called from %s]: dead %.2f s after the start under gdb, converged %.2f s after the "
+		       "restart, old layout pruned\n", tag, caller[0] ? caller : "?", tdead, tconv);
+	}
+}
+
+START_TEST(t_agent_kill9_in_bpf_map_rebuild)
+{
+	int rounds = 1, done = 0;
+	long tx, rx;
+	struct fpod *p;
+	char out[8192];
+
+	if (geteuid() != 0)
+		GT_SKIP("needs root for network namespaces");
+	ck_assert_msg(setup_ok, "setup failed: %s (logs in %s, %s)", setup_why, T.dir, cp.dir);
+	if (topo_sh("build/rel/bin/galactic-bpf preflight --bpffs /sys/fs/bpf/galactic-preflight-%d >/dev/null 2>&1",
+		    (int)getpid()))
+		GT_SKIP("bpf preflight refused on this kernel (bpf prog sched_cls (tc))");
+	if (soak()) {
+		const char *r = getenv("GT_SOAK_ROUNDS");
+
+		rounds = r && atoi(r) > 0 ? atoi(r) : 3;
+	}
+	/* both nodes on the bpf backend */
+	for (int n = 1; n <= 2; n++) {
+		pid_t pid = topo_agent_pid(&T, n);
+
+		if (pid > 0 && !dead(pid))
+			topo_agent_stop(&T, n, SIGTERM);
+	}
+	bpf_mode = 1;
+	bring_up();
+	p = new_pod("r", 1); /* a pod of n1 besides s1: its routes and veth are in the rebuilt maps */
+	ck_assert_int_eq(prepare(p), 0);
+	add_ok(p);
+	converge("on the bpf backend");
+	ping_start();
+	for (int r = 1; r <= rounds; r++)
+		for (size_t i = 0; i < sizeof(bpf_points) / sizeof(bpf_points[0]); i++) {
+			if (!soak() && !bpf_points[i].short_form)
+				continue;
+			bpf_crash_at(&bpf_points[i], r);
+			done++;
+		}
+	ping_stop(&tx, &rx);
+	printf("fault bpf: %d crash points in a map rebuild (%d rounds): continuous ping s1 -> s2 across nodes: %ld sent, "
+	       "%ld received, %ld lost\n", done, rounds, tx, rx, tx - rx);
+	ck_assert_int_gt(tx, 20);
+	ck_assert_msg(tx - rx <= 1, "running pods lost %ld of %ld echoes across %d kills in a bpf map rebuild", tx - rx, tx,
+		      done);
+	ck_assert_msg(rt(p, "del", out, sizeof(out)) == 0, "del %s: %s", p->name, out);
+	p->up = 0;
+	converge("bpf pod deleted");
+	/* back to nothing: agents stopped, pins removed (the filters go with the namespaces) */
+	for (int n = 1; n <= 2; n++)
+		topo_agent_stop(&T, n, SIGTERM);
+	topo_sh("rm -rf /sys/fs/bpf/%s-n1 /sys/fs/bpf/%s-n2", T.prefix, T.prefix);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("fault_agent");
@@ -851,6 +1102,8 @@ int main(void)
 	tcase_add_test(tc, t_agent_kill9_at_crash_points);
 	tcase_add_test(tc, t_apiserver_down_during_add_burst);
 	tcase_add_test(tc, t_etcd_compaction_past_a_watcher);
+	tcase_add_test(tc, t_netlink_enomem_ebusy);
+	tcase_add_test(tc, t_agent_kill9_in_bpf_map_rebuild); /* last: the nodes leave the kernel backend */
 	suite_add_tcase(s, tc);
 	return gt_run(s);
 }
