@@ -714,7 +714,10 @@ START_TEST(t_apiserver_down_during_add_burst)
 			      b[i]->name, dst);
 	}
 	t_burst = gt_now() - t_stop;
-	ck_assert_msg(t_burst < down_s, "the burst outlasted the outage (%.1f s)", t_burst);
+	/* every ADD of the burst ran with the API away (still no answer after the
+	 * last); a burst slower than down_s (a loaded machine) makes the outage longer */
+	ck_assert_msg(kreq(&cp, "GET", "/readyz", NULL, NULL, NULL, NULL) == 0,
+		      "the API server answered right after the burst (%.1f s after the stop)", t_burst);
 	while (gt_now() - t_stop < down_s)
 		usleep(100 * 1000);
 	t_call = gt_now();
@@ -951,7 +954,9 @@ START_TEST(t_netlink_enomem_ebusy)
 		conv = converge(tag);
 		printf("fault netlink: %s injected into %d request(s) [%s] during an ADD on n1: the ADD %s; "
 		       "converged %.2f s later\n", cases[i].name, cases[i].count, callers,
-		       first_rc ? "failed and the runtime's retry succeeded" : "succeeded (retried inside the batch)", conv);
+		       first_rc ? "failed and the runtime's retry succeeded"
+		       : cases[i].err == 12 ? "succeeded (the request retried inside the batch)"
+					    : "succeeded (the pod is up; the failed route written again by the next pass)", conv);
 		/* ENOMEM is the kernel's transient allocation failure: retried in the batch, never surfaced */
 		if (cases[i].err == 12)
 			ck_assert_msg(first_rc == 0, "%s: the ADD failed", tag);
