@@ -165,7 +165,8 @@ int gnl_batch_add(struct gnl_batch *b, struct nl_msg *msg, void *tag)
 	size_t need = NLMSG_ALIGN(h->nlmsg_len);
 
 	if (b->len + need > b->cap) {
-		size_t nc = b->cap ? b->cap * 2 : 64 * 1024;
+		/* small first (one request of gnl_talk from each CNI thread), doubling after */
+		size_t nc = b->cap ? b->cap * 2 : 4096;
 		uint8_t *nb;
 
 		while (nc < b->len + need)
@@ -177,7 +178,7 @@ int gnl_batch_add(struct gnl_batch *b, struct nl_msg *msg, void *tag)
 		b->cap = nc;
 	}
 	if (b->n == b->capn) {
-		size_t nc = b->capn ? b->capn * 2 : 256;
+		size_t nc = b->capn ? b->capn * 2 : 8;
 		struct gnl_req *nv = realloc(b->v, nc * sizeof(*nv));
 
 		if (!nv)
