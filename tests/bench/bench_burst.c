@@ -41,6 +41,7 @@
  * <= 1 write per object per transition for each kind in ours. Result:
  * build/bench-results/bench_burst.json. BENCH_BURST_TIMEOUT: seconds for
  * every claim to become Ready after the burst started (120 + 0.6 N).
+ * BENCH_BURST_TRANSLATOR_WORKERS: the translator's --workers (default 2).
  * Needs root (network namespaces).
  */
 #include "common/informer.h"
@@ -470,7 +471,7 @@ static void *fill(void *arg)
 
 /* ---- the claims' readiness, from our own watch ---- */
 
-static double *t_add, *t_add_end, *t_ready;
+static double *t_add, *t_add_end, *t_ready, *t_prog, t_burst;
 static atomic_int n_ready, n_prepared;
 static atomic_bool burst_on;
 static char *prepared_seen;
@@ -497,6 +498,8 @@ static void seen(json_t *o)
 		prepared_seen[i] = 1;
 		atomic_fetch_add(&n_prepared, 1);
 	}
+	if (atomic_load(&burst_on) && t_prog[i] == 0 && !strcmp(cond_status(o, "Programmed"), "True"))
+		t_prog[i] = now_s();
 	if (atomic_load(&burst_on) && t_ready[i] == 0 && !strcmp(cond_status(o, "Ready"), "True")) {
 		t_ready[i] = now_s();
 		atomic_fetch_add(&n_ready, 1);
@@ -722,6 +725,9 @@ static void counts_read(const char *path, struct wcounts *w)
 struct result {
 	bool ok;
 	double p50, p90, p99, max, span, add_p50, add_p99;
+	double fb_p50, fb_p99; /* from the burst's start (every pod asked for at once) */
+	double ep_p50, ep_p99; /* ADD returned -> claim Programmed=True */
+	double pr_p50, pr_p99; /* claim Programmed=True -> Ready=True */
 	double req_total, writes_total, c409_total;
 	double writes_va, writes_ni, writes_nic; /* per object per transition */
 	struct wcounts w;                         /* per writer: requests and 409s */
@@ -795,11 +801,12 @@ static int run_pattern(enum pattern pat, int n, struct result *r)
 	t_add = calloc((size_t)n, sizeof(double));
 	t_add_end = calloc((size_t)n, sizeof(double));
 	t_ready = calloc((size_t)n, sizeof(double));
+	t_prog = calloc((size_t)n, sizeof(double));
 	prepared_seen = calloc((size_t)n, 1);
 	atomic_store(&n_ready, 0);
 	atomic_store(&n_prepared, 0);
 	atomic_store(&burst_on, false);
-	if (!m0 || !m1 || !a || !t_add || !t_add_end || !t_ready || !prepared_seen)
+	if (!m0 || !m1 || !a || !t_add || !t_add_end || !t_ready || !t_prog || !prepared_seen)
 		goto out;
 	r->load0 = loadavg1();
 	if (cp_up(&CP)) {
@@ -968,8 +975,12 @@ static int run_pattern(enum pattern pat, int n, struct result *r)
 		tport = gt_free_port();
 		snprintf(p, sizeof(p), "127.0.0.1:%d", tport);
 		snprintf(log, sizeof(log), "%s/translator.log", work);
+		/* BENCH_BURST_TRANSLATOR_WORKERS: --workers (the translator's default, 2, when unset) */
+		char wk[16];
+		snprintf(wk, sizeof(wk), "%s", getenv("BENCH_BURST_TRANSLATOR_WORKERS") ?: "2");
 		char *targv[] = { "build/rel/bin/galactic-translator", "--kubeconfig", CP.kubeconfig, "--namespace", RNS,
-				  "--watch-namespace", TNS, "--id", "burst", "--metrics-addr", p, "--log-level", "warn", NULL };
+				  "--watch-namespace", TNS, "--id", "burst", "--metrics-addr", p, "--log-level", "warn",
+				  "--workers", wk, NULL };
 		tr = gt_spawn(log, targv);
 		snprintf(r->procs[r->nprocs].name, sizeof(r->procs[0].name), "galactic-translator");
 		r->procs[r->nprocs++].pid = tr;
@@ -1040,6 +1051,7 @@ static int run_pattern(enum pattern pat, int n, struct result *r)
 	pthread_t *th = calloc((size_t)conc, sizeof(*th));
 	atomic_store(&burst_on, true);
 	double tb = now_s();
+	t_burst = tb;
 	for (int k = 0; k < conc; k++)
 		pthread_create(&th[k], NULL, adder, a);
 	for (int k = 0; k < conc; k++)
@@ -1071,10 +1083,14 @@ static int run_pattern(enum pattern pat, int n, struct result *r)
 	}
 	/* ---- results ---- */
 	double *lat = calloc((size_t)n, sizeof(double)), *ad = calloc((size_t)n, sizeof(double)), first = 1e18,
-	       lastr = 0;
+	       lastr = 0, *fb = calloc((size_t)n, sizeof(double)), *ep = calloc((size_t)n, sizeof(double)),
+	       *pr = calloc((size_t)n, sizeof(double));
 	for (int i = 0; i < n; i++) {
 		lat[i] = t_ready[i] - t_add[i];
 		ad[i] = t_add_end[i] - t_add[i];
+		fb[i] = t_ready[i] - t_burst;
+		ep[i] = (t_prog[i] > 0 ? t_prog[i] : t_ready[i]) - t_add_end[i];
+		pr[i] = t_ready[i] - (t_prog[i] > 0 ? t_prog[i] : t_ready[i]);
 		if (t_add[i] < first)
 			first = t_add[i];
 		if (t_ready[i] > lastr)
@@ -1086,8 +1102,17 @@ static int run_pattern(enum pattern pat, int n, struct result *r)
 	r->p50 = pct(lat, (size_t)n, 0.5), r->p90 = pct(lat, (size_t)n, 0.9), r->p99 = pct(lat, (size_t)n, 0.99);
 	r->max = lat[n - 1], r->span = lastr - first;
 	r->add_p50 = pct(ad, (size_t)n, 0.5), r->add_p99 = pct(ad, (size_t)n, 0.99);
+	qsort(fb, (size_t)n, sizeof(double), cmp_d);
+	qsort(ep, (size_t)n, sizeof(double), cmp_d);
+	qsort(pr, (size_t)n, sizeof(double), cmp_d);
+	r->fb_p50 = pct(fb, (size_t)n, 0.5), r->fb_p99 = pct(fb, (size_t)n, 0.99);
+	r->ep_p50 = pct(ep, (size_t)n, 0.5), r->ep_p99 = pct(ep, (size_t)n, 0.99);
+	r->pr_p50 = pct(pr, (size_t)n, 0.5), r->pr_p99 = pct(pr, (size_t)n, 0.99);
 	free(lat);
 	free(ad);
+	free(fb);
+	free(ep);
+	free(pr);
 	r->req_total = mdelta(m0, m1, NULL, false, NULL);
 	r->writes_total = mdelta(m0, m1, NULL, true, NULL);
 	r->c409_total = mdelta(m0, m1, NULL, false, "409");
@@ -1133,6 +1158,9 @@ static int run_pattern(enum pattern pat, int n, struct result *r)
 	printf("%s N=%d: CNI ADD -> claim Ready=True p50 %.2f s, p90 %.2f s, p99 %.2f s, max %.2f s; first ADD -> last "
 	       "Ready %.1f s; ADD p50 %.0f ms, p99 %.0f ms\n",
 	       pname[pat], n, r->p50, r->p90, r->p99, r->max, r->span, r->add_p50 * 1e3, r->add_p99 * 1e3);
+	printf("%s N=%d: from the burst's start (all pods at once) -> Ready p50 %.2f s, p99 %.2f s; ADD returned -> claim "
+	       "Programmed p50 %.2f s, p99 %.2f s; Programmed -> Ready p50 %.2f s, p99 %.2f s\n",
+	       pname[pat], n, r->fb_p50, r->fb_p99, r->ep_p50, r->ep_p99, r->pr_p50, r->pr_p99);
 	printf("%s N=%d: API requests %.0f (writes %.0f, 409s %.0f); writes per object per transition: VPCAttachment "
 	       "%.2f, NetworkInterface %.2f, claim %.2f\n",
 	       pname[pat], n, r->req_total, r->writes_total, r->c409_total, r->writes_va, r->writes_ni, r->writes_nic);
@@ -1173,8 +1201,9 @@ out:
 	free(t_add);
 	free(t_add_end);
 	free(t_ready);
+	free(t_prog);
 	free(prepared_seen);
-	t_add = t_add_end = t_ready = NULL;
+	t_add = t_add_end = t_ready = t_prog = NULL;
 	prepared_seen = NULL;
 	return rc;
 }
@@ -1197,6 +1226,12 @@ static void facts_of(const struct result *r, enum pattern pat, int n)
 	FACT("claim Ready p99", "s", r->p99, "CNI ADD start -> claim Ready=True");
 	FACT("claim Ready max", "s", r->max, "CNI ADD start -> claim Ready=True");
 	FACT("first ADD -> last Ready", "s", r->span, "the whole burst");
+	FACT("burst start -> claim Ready p50", "s", r->fb_p50, "every pod asked for at the burst's start (ADD queueing counted)");
+	FACT("burst start -> claim Ready p99", "s", r->fb_p99, "every pod asked for at the burst's start (ADD queueing counted)");
+	FACT("ADD returned -> claim Programmed p50", "s", r->ep_p50, "after the ADD: reports/advertisements and status writers");
+	FACT("ADD returned -> claim Programmed p99", "s", r->ep_p99, "after the ADD: reports/advertisements and status writers");
+	FACT("claim Programmed -> Ready p50", "s", r->pr_p50, "NSO's derivation of Ready");
+	FACT("claim Programmed -> Ready p99", "s", r->pr_p99, "NSO's derivation of Ready");
 	FACT("ADD p50", "ms", r->add_p50 * 1e3, "both plugins of the conflist");
 	FACT("ADD p99", "ms", r->add_p99 * 1e3, "both plugins of the conflist");
 	FACT("API requests", "requests", r->req_total, "apiserver_request_total, after - before the burst");
