@@ -218,9 +218,19 @@ static int do_list(struct informer *inf, struct kube_error *err)
 	};
 	struct kube_store_replace *r = NULL;
 	json_t *page = NULL, *it;
-	char rv[64] = "", *cont = NULL;
+	char rv[64] = "", *cont = NULL, last[64];
 	bool restarted = false;
 	size_t n = 0, i;
+
+	/* From the API server's watch cache, as client-go's reflector lists:
+	 * the first list at any version it has ("0"), later ones not older
+	 * than what we saw. Only the first page names a version (the continue
+	 * token carries it). */
+	if (inf->o.list_from_cache) {
+		snprintf(last, sizeof(last), "%s", inf->rv);
+		lo.resource_version = last[0] ? last : "0";
+		lo.resource_version_match = last[0] ? "NotOlderThan" : NULL;
+	}
 
 	stat_add(inf, &inf->st.lists);
 	if (!(r = kube_store_replace_begin(inf->store)))
@@ -235,6 +245,7 @@ static int do_list(struct informer *inf, struct kube_error *err)
 				free(cont);
 				cont = NULL;
 				lo.continue_token = NULL;
+				lo.resource_version = lo.resource_version_match = NULL;
 				lo.limit = 0;
 				rv[0] = 0;
 				n = 0;
@@ -270,6 +281,7 @@ static int do_list(struct informer *inf, struct kube_error *err)
 		if (!cont)
 			break;
 		lo.continue_token = cont;
+		lo.resource_version = lo.resource_version_match = NULL;
 	}
 	if (kube_store_replace_end(r, diff_cb, inf) < 0) {
 		r = NULL;

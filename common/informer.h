@@ -4,6 +4,7 @@
  *
  * Loop (one thread per informer, started by informer_start):
  *   1. LIST with paging (limit/continue), page by page into the store
+ *      (consistent, or from the watch cache with opts.list_from_cache)
  *      (only one page is held decoded), emitting add/update for each page
  *      and delete for what no page had; mark synced. A continue token that
  *      expired (410) restarts the list once, unpaged.
@@ -58,6 +59,14 @@ struct informer_opts {
 	void *transform_ud;
 	/* Keep the cache compact (kube_store_set_compact): every read decodes. */
 	bool compact;
+	/* List from the API server's watch cache (resourceVersion "0" first,
+	 * then NotOlderThan the last version seen), as client-go's reflector
+	 * does, instead of a consistent list: a paged list with a label
+	 * selector that matches few of many objects is otherwise read from
+	 * etcd page by page (at 100,000 reports, 60 s and more). The first
+	 * list may be slightly behind the newest write; the watch that
+	 * follows brings the rest. */
+	bool list_from_cache;
 };
 
 struct informer_stats {

@@ -567,6 +567,9 @@ static struct informer *learner_informer(struct rpt *r, const char *sel, const c
 	io.backoff_max_s = 5;
 	io.label_selector = sel;
 	io.name = name;
+	/* A selective selector over every node's reports: from the watch cache
+	 * (the unscoped reference lists as before: consistent, paged). */
+	io.list_from_cache = sel != NULL;
 	inf = informer_new(r->rkc, &io);
 	if (!inf || informer_add_handlers(inf, &(struct informer_handlers){ all_add, all_update, all_add, r })) {
 		informer_free(inf);
@@ -755,6 +758,8 @@ int rpt_start(struct rpt **out, const struct rpt_opts *o, char *err, size_t errl
 	io.backoff_max_s = 5;
 	io.label_selector = r->selector;
 	io.name = "own-nodeattachments";
+	/* A selective selector over every node's reports: from the watch cache. */
+	io.list_from_cache = true;
 	if (!r->pq || !r->lq || !(r->own = informer_new(r->rkc, &io)) ||
 	    informer_add_handlers(r->own, &(struct informer_handlers){ own_add, own_update, own_delete, r }))
 		goto nomem;

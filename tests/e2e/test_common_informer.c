@@ -395,6 +395,38 @@ START_TEST(scale_small)
 	ck_assert_uint_eq(json_array_size(odd), (size_t)N / 2);
 	json_decref(odd);
 	printf("scale: %d objects synced in %.3fs (pages of 500)\n", N, synced);
+	{
+		/* From the watch cache, with a label selector (the route learner's
+		 * informers): exactly the selected half, then a later change. */
+		struct rec r2 = { .mu = PTHREAD_MUTEX_INITIALIZER };
+		struct informer_opts o = { .res = CE_CONFIGMAPS, .ns = "e2e-scale", .page_size = 100,
+					   .label_selector = "set in (odd)", .list_from_cache = true };
+		struct informer *ci = informer_new(kc, &o);
+		struct informer_stats st;
+		json_t *ob;
+
+		ck_assert_ptr_nonnull(ci);
+		ck_assert_int_eq(informer_add_handlers(ci, &(struct informer_handlers){ on_add, on_update,
+											on_delete, &r2 }), 0);
+		ck_assert_int_eq(informer_start(ci), 0);
+		ck_assert(informer_wait_synced(ci, 60));
+		ck_assert_uint_eq(kube_store_len(informer_store(ci)), (size_t)N / 2);
+		ck_assert_int_eq(r2.adds, N / 2);
+		informer_get_stats(ci, &st);
+		ck_assert_uint_eq(st.lists, 1);
+		ob = ce_cm("e2e-scale", "s-00000", "v", "y"); /* even -> odd: now selected */
+		gj_set(ob, "metadata.labels.set", json_string("odd"));
+		{
+			struct kube_error e;
+			ck_assert_msg(kube_apply(kc, &CE_CONFIGMAPS, "e2e-scale", "s-00000", NULL, ob, "e2e", true,
+						 NULL, &e) == 0, "%s", e.message);
+		}
+		json_decref(ob);
+		for (double t1 = ce_now(); ce_now() - t1 < 10 && kube_store_len(informer_store(ci)) != (size_t)N / 2 + 1;)
+			usleep(20 * 1000);
+		ck_assert_uint_eq(kube_store_len(informer_store(ci)), (size_t)N / 2 + 1);
+		informer_free(ci);
+	}
 	informer_free(inf);
 	kube_client_free(kc);
 	kube_config_free(cfg);
