@@ -16,9 +16,13 @@
  * --workers 2) is started as a process, and measured:
  *   - per claim, the time from the translator's start to the claim's
  *     Programmed=True, seen by this process's own watch (p50, p90, p99, max);
- *   - the ratio of the median to the last claim (a translator that works
- *     kind by kind makes nearly every claim wait for the last: ~0.9; one
- *     that finishes chain by chain: ~0.5);
+ *   - the order of work: the share of the translator's writes done when
+ *     half of the claims were ready (a translator that works kind by kind
+ *     makes nearly every claim wait for the last: ~0.9; one that finishes
+ *     chain by chain: ~0.5), from a once-a-second timeline of claims ready
+ *     and writes per kind (printed); the same in time (median / last
+ *     claim) is kept as a fact: it moves with the API server's write rate,
+ *     which on a shared machine changes during a run;
  *   - the translator's peak RSS (VmHWM of /proc/PID/status, once every claim
  *     is ready and its write counters have stopped moving);
  *   - status writes per object, per kind, from its own metrics
@@ -32,8 +36,8 @@
  * BENCH_TRANSLATOR_BIN runs another build of the translator (e.g. an older
  * commit's, for a before/after in the same conditions).
  * Targets (make bench fails when one is missed): peak RSS <= 64 MB
- * (61.04 MiB), writes per object <= 1 for each kind, 0 409s, median/last
- * claim <= 0.6. Results in build/bench-results/bench_translator.json.
+ * (61.04 MiB), writes per object <= 1 for each kind, 0 409s, writes done at
+ * the median claim / all writes <= 0.6. Results in build/bench-results/bench_translator.json.
  *   bench_translator [N]
  */
 #include "common/informer.h"
@@ -449,6 +453,13 @@ int main(int argc, char **argv)
 		printf("timeline %6.1f s: %6.0f claims ready; writes attachment %6.0f interface %6.0f "
 		       "claim %6.0f\n", tline[i].t, tline[i].ready, tline[i].w[0], tline[i].w[1],
 		       tline[i].w[2]);
+	/* The order in the translator's own units: the share of all its writes
+	 * done when half of the claims were ready (chain by chain: ~0.5; kind by
+	 * kind: ~0.9), whatever the API server's write rate did meanwhile. */
+	double w_half = -1, w_all = 0;
+	for (size_t i = 0; i < ntl; i++)
+		if (w_half < 0 && tline[i].ready >= n / 2.0)
+			w_half = tline[i].w[0] + tline[i].w[1] + tline[i].w[2];
 	free(tline);
 	all_s = gt_now() - t_start;
 	if (atomic_load(&n_ready) < n) {
@@ -531,12 +542,22 @@ int main(int argc, char **argv)
 	}
 	bench_limit(B, "409s of the translator", "conflicts",
 		    &(struct bench_side){ "galactic_translator_conflicts_total", &conflicts, 1 }, 0);
+	w_all = w[0] + w[1] + w[2];
 	{
-		double p50s[1] = { p50 }, lasts[1] = { last };
-		bench_target(B, "ordering: median claim ready / last claim ready", "s",
-			     &(struct bench_side){ "median claim: translator start -> Programmed=True", p50s, 1 },
-			     &(struct bench_side){ "last claim: translator start -> Programmed=True", lasts, 1 },
-			     0.6);
+		double q = p50 / last;
+		bench_fact(B, "ordering in time: median claim ready / last claim ready", "x",
+			   "translator start -> Programmed=True, median / last (moves with the API server's "
+			   "write rate during the run)", &q, 1);
+		if (w_half >= 0 && w_all > 0) {
+			double a[1] = { w_half }, b[1] = { w_all };
+			bench_target(B, "ordering: writes done when half the claims are ready / all writes",
+				     "writes", &(struct bench_side){ "status writes (3 kinds) when the median "
+				     "claim was Programmed=True (sampled each second)", a, 1 },
+				     &(struct bench_side){ "status writes (3 kinds) once settled", b, 1 }, 0.6);
+		} else {
+			bench_not_measured(B, "ordering: writes done when half the claims are ready / all writes",
+					   0.6, "the timeline has no sample with half of the claims ready");
+		}
 	}
 	snprintf(what, sizeof(what), "translator start -> claim Programmed=True, %d claims, %s lists", n,
 		 variant);
