@@ -916,10 +916,14 @@ fail:
 	free(w.veths);
 	/* Requests in progress finish (their passes still run), then the rest. */
 	gcni_listener_stop(cni);
-	gid_daemon_stop(ag.ident);
+	/* No identity callback (which kicks the pipeline) from here on; the
+	 * daemon itself stays until the pipeline's last pass has reported the
+	 * datapath to it (gid_daemon_datapath: ASan saw it freed there). */
+	gid_daemon_quiesce(ag.ident);
 	ges_daemon_stop(ag.egress);
 	ag.egress = NULL;
 	pipeline_free(ag.pl);
+	gid_daemon_stop(ag.ident);
 	gcni_verbs_free(verbs);
 	rpt_stop(ag.rpt);
 	ghealth_stop(ag.health);

@@ -315,7 +315,7 @@ fail:
 	return -EINVAL;
 }
 
-void gid_daemon_stop(struct gid_daemon *d)
+void gid_daemon_quiesce(struct gid_daemon *d)
 {
 	if (!d)
 		return;
@@ -327,6 +327,13 @@ void gid_daemon_stop(struct gid_daemon *d)
 	if (d->ids)
 		informer_stop(d->ids);
 	sw_join(&d->w);
+}
+
+void gid_daemon_stop(struct gid_daemon *d)
+{
+	if (!d)
+		return;
+	gid_daemon_quiesce(d);
 	informer_free(d->ndp);
 	informer_free(d->ids);
 	sw_free(&d->w);

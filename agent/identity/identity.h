@@ -72,6 +72,9 @@ struct gid_daemon_stats {
 };
 void gid_daemon_stats(struct gid_daemon *d, struct gid_daemon_stats *out);
 
+/* Stops its informers and writer thread (no callback after it returns);
+ * the gid_daemon_* setters stay safe to call until gid_daemon_stop. */
+void gid_daemon_quiesce(struct gid_daemon *d);
 void gid_daemon_stop(struct gid_daemon *d);
 
 #endif
