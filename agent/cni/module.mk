@@ -25,9 +25,9 @@ $(eval $(call unit_test,test_cni_learn,tests/unit/test_cni_learn.c,gcniagent gag
 $(eval $(call unit_test,test_cni_proto,tests/unit/test_cni_proto.c,gcni,jansson pthread))
 $(eval $(call fuzzer,fuzz_cni_config,tests/fuzz/fuzz_cni_config.c,gcni,jansson))
 $(eval $(call fuzzer,fuzz_cni_proto,tests/fuzz/fuzz_cni_proto.c,gcni,jansson))
-$(eval $(call netns_test,test_cni_plugin,tests/netns/test_cni_plugin.c tests/lib/topo.c,gagent gdp gnl gcommon,jansson nl pthread))
+$(eval $(call netns_test,test_cni_plugin,tests/netns/test_cni_plugin.c tests/lib/topo.c tests/lib/noderec.c,gagent gdp gnl gcommon,jansson nl pthread))
 # libcni's cnitool + tuning (tests/controlplane/build-cni.sh) against real agents.
-$(eval $(call netns_test,test_cnitool,tests/netns/test_cnitool.c tests/lib/cnirt.c tests/lib/topo.c,gagent gdp gnl gcommon,jansson nl pthread))
+$(eval $(call netns_test,test_cnitool,tests/netns/test_cnitool.c tests/lib/cnirt.c tests/lib/topo.c tests/lib/noderec.c,gagent gdp gnl gcommon,jansson nl pthread))
 # Issue 9 end to end: real control plane, agents reporting, the translator and
 # the stand-in incumbents, the VPC operator's conflists through libcni (cnirt).
 UPSTREAM_E2E_SRCS := tests/lib/cnirt.c tests/lib/topo.c tests/lib/cp.c tests/lib/crds.c tests/lib/kreq.c tests/lib/daemon.c

@@ -30,6 +30,7 @@
 #include "agent/dp/model.h"
 #include "tests/lib/gtest.h"
 #include "agent/record.h"
+#include "tests/lib/noderec.h"
 #include "tests/lib/topo.h"
 
 static struct topo T;
@@ -245,33 +246,6 @@ static const char *snap_diff(const char *a, const char *b, char *out, size_t n)
 	return out;
 }
 
-/* The agent's record as one record.json document (its journal applied). */
-static json_t *recorded(int node)
-{
-	char p[600], err[512], *text;
-	json_t *o;
-
-	snprintf(p, sizeof(p), "%s/n%d", T.dir, node);
-	text = record_dump(p, err, sizeof(err));
-	if (!text)
-		return NULL;
-	o = json_loads(text, 0, NULL);
-	free(text);
-	return o;
-}
-
-static json_t *recorded_att(int node, const char *att)
-{
-	json_t *r = recorded(node), *a, *hit = NULL;
-	size_t i;
-
-	json_array_foreach(json_object_get(r, "attachments"), i, a)
-		if (!strcmp(jstr(json_object_get(a, "config"), "vpcattachment"), att))
-			hit = json_incref(a);
-	json_decref(r);
-	return hit;
-}
-
 static int link_exists(int node, const char *ifn)
 {
 	return topo_sh("ip -n %s-n%d link show %s >/dev/null 2>&1", T.prefix, node, ifn) == 0;
@@ -315,7 +289,7 @@ static int write_remotes(void)
 
 			if (pods[i].node == node)
 				continue;
-			a = recorded_att(pods[i].node, pods[i].att);
+			a = noderec_att(&T, pods[i].node, pods[i].att);
 			if (!a)
 				continue; /* deleted pods have no remote */
 			arg = (int)json_integer_value(json_object_get(a, "arg"));
@@ -516,7 +490,7 @@ START_TEST(t_add_result_and_kernel_state)
 		 T.prefix, GDE_MARK_MASK, TOPO_TABLE_A, T.prefix, GDS_TABLE, GDS_MAP, jstr(json_array_get(ifs, 0), "name"));
 	ck_assert_str_eq(out, "1");
 	/* The attachment is in the durable record with the pod's identity. */
-	rec = recorded_att(1, "P1");
+	rec = noderec_att(&T, 1, "P1");
 	ck_assert_ptr_nonnull(rec);
 	ck_assert_str_eq(jstr(rec, "podName"), "p1");
 	ck_assert_str_eq(jstr(rec, "ifname"), "eth0");
@@ -867,8 +841,8 @@ START_TEST(t_gc_and_del)
 	run_plugin(&v, &o);
 	ck_assert_msg(o.exit == 0, "GC: %s", o.out);
 	outcome_free(&o);
-	keep = recorded_att(1, "G1");
-	gone = recorded_att(1, "G2");
+	keep = noderec_att(&T, 1, "G1");
+	gone = noderec_att(&T, 1, "G2");
 	ck_assert_ptr_nonnull(keep);
 	ck_assert_ptr_null(gone);
 	json_decref(keep);
@@ -876,7 +850,7 @@ START_TEST(t_gc_and_del)
 	ck_assert(!link_exists(1, gone_host));
 	ck_assert(!link_exists(1, "gc00000000000ab"));
 	ck_assert(link_exists(1, "gcnotours"));
-	keep = recorded_att(1, "P1");
+	keep = noderec_att(&T, 1, "P1");
 	ck_assert_ptr_nonnull(keep);
 	json_decref(keep);
 	ck_assert_msg(wait_ping("p1", "fd00:a::12", 10) == 0, "GC of another network broke p1");
@@ -895,7 +869,7 @@ START_TEST(t_gc_and_del)
 	ck_assert(!link_exists(1, keep_host));
 	ck_assert_int_ne(topo_sh("ip -n %s-g1 link show net1 >/dev/null 2>&1", T.prefix), 0);
 	outcome_free(&o);
-	keep = recorded_att(1, "G1");
+	keep = noderec_att(&T, 1, "G1");
 	ck_assert_ptr_null(keep);
 	run_plugin(&v, &o);
 	ck_assert_msg(o.exit == 0, "second DEL: %s", o.out);
@@ -1011,7 +985,7 @@ START_TEST(t_concurrent_adds)
 	}
 	ck_assert_int_eq(ok, N);
 	{
-		json_t *r = recorded(1), *a;
+		json_t *r = noderec(&T, 1), *a;
 		size_t i, n = 0;
 		int args[GDP_ARG_MAX + 1] = { 0 };
 
@@ -1056,7 +1030,7 @@ START_TEST(t_vpc_state_follows_last_attachment)
 	run_plugin(&v, &o);
 	ck_assert_msg(o.exit == 0, "ADD v1: %s", o.out);
 	outcome_free(&o);
-	rec = recorded(1);
+	rec = noderec(&T, 1);
 	arg = 0;
 	{
 		json_t *x;
@@ -1105,7 +1079,7 @@ START_TEST(t_vpc_state_follows_last_attachment)
 
 		ck_assert_msg(!strcmp(before, after), "vpcC left state behind:\n%s", snap_diff(before, after, d, sizeof(d)));
 	}
-	rec = recorded(1);
+	rec = noderec(&T, 1);
 	{
 		char *dump = json_dumps(rec, 0);
 
@@ -1164,7 +1138,7 @@ START_TEST(t_same_add_concurrently)
 		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "ADD #%d failed", k);
 		ck_assert_str_eq(macs[k], macs[0]);
 	}
-	rec = recorded(1);
+	rec = noderec(&T, 1);
 	json_array_foreach(json_object_get(rec, "attachments"), i, a)
 		count += !strcmp(jstr(a, "containerID"), "cs1");
 	json_decref(rec);
@@ -1238,7 +1212,7 @@ START_TEST(t_upstream_names)
 	ck_assert_str_eq(jstr(json_array_get(json_object_get(o.j, "ips"), 0), "address"), "10.1.0.71/32");
 	res = json_incref(o.j);
 	outcome_free(&o);
-	rec = recorded_att(1, "U1");
+	rec = noderec_att(&T, 1, "U1");
 	ck_assert_ptr_nonnull(rec);
 	ck_assert_str_eq(jstr(json_object_get(rec, "config"), "namespace"), "galactic-system");
 	json_decref(rec);
@@ -1282,7 +1256,7 @@ START_TEST(t_upstream_names)
 	ck_assert_msg(o.exit == 1 && err_code(&o) == 2 && strstr(jstr(o.j, "details"), "galactic-tap"),
 		      "galactic-tap ADD: %s", o.out);
 	outcome_free(&o);
-	ck_assert_ptr_null(recorded_att(1, "U2"));
+	ck_assert_ptr_null(noderec_att(&T, 1, "U2"));
 	v.cmd = "DEL";
 	run_plugin(&v, &o);
 	ck_assert_msg(o.exit == 0, "galactic-tap DEL: %s", o.out);
@@ -1295,7 +1269,7 @@ START_TEST(t_upstream_names)
 	run_plugin(&v, &o);
 	ck_assert_msg(o.exit == 0, "galactic-veth DEL: %s", o.out);
 	outcome_free(&o);
-	ck_assert_ptr_null(recorded_att(1, "U1"));
+	ck_assert_ptr_null(noderec_att(&T, 1, "U1"));
 
 	/* A delegated block whose gateway lies inside it (the pod's address has
 	 * no prefix route, so the gateway gets a route of its own). */
@@ -1315,7 +1289,7 @@ START_TEST(t_upstream_names)
 	run_plugin(&v, &o);
 	ck_assert_msg(o.exit == 0, "DEL U3: %s", o.out);
 	outcome_free(&o);
-	ck_assert_ptr_null(recorded_att(1, "U3"));
+	ck_assert_ptr_null(noderec_att(&T, 1, "U3"));
 	json_decref(res);
 	topo_sh("ip netns del %s-u1", T.prefix);
 }

@@ -44,6 +44,7 @@
 #include "tests/lib/cnirt.h"
 #include "tests/lib/gtest.h"
 #include "agent/record.h"
+#include "tests/lib/noderec.h"
 #include "tests/lib/topo.h"
 
 static struct topo T;
@@ -115,33 +116,6 @@ static int cnitool_add(const struct cpod *p, json_t **res, char *out, size_t n)
 
 /* ---- node state ------------------------------------------------------------ */
 
-/* The agent's record as one record.json document (its journal applied). */
-static json_t *recorded(int node)
-{
-	char p[600], err[512], *text;
-	json_t *o;
-
-	snprintf(p, sizeof(p), "%s/n%d", T.dir, node);
-	text = record_dump(p, err, sizeof(err));
-	if (!text)
-		return NULL;
-	o = json_loads(text, 0, NULL);
-	free(text);
-	return o;
-}
-
-static json_t *recorded_att(int node, const char *att)
-{
-	json_t *r = recorded(node), *a, *hit = NULL;
-	size_t i;
-
-	json_array_foreach(json_object_get(r, "attachments"), i, a)
-		if (!strcmp(jstr(json_object_get(a, "config"), "vpcattachment"), att))
-			hit = json_incref(a);
-	json_decref(r);
-	return hit;
-}
-
 /* GC requests node's agent answered for network net (its log lines). */
 static long gc_count(int node, const char *net)
 {
@@ -184,7 +158,7 @@ static int write_remotes(void)
 
 			if (p->node == node)
 				continue;
-			a = recorded_att(p->node, p->att);
+			a = noderec_att(&T, p->node, p->att);
 			if (!a)
 				continue;
 			arg = (int)json_integer_value(json_object_get(a, "arg"));
@@ -375,7 +349,7 @@ START_TEST(t_operator_conflists_attach)
 	ck_assert_int_eq(json_array_size(ips), 2);
 	ck_assert_str_eq(jstr(json_array_get(ips, 0), "address"), "10.1.0.81/32");
 	ck_assert_str_eq(jstr(json_array_get(ips, 1), "address"), "fd00:a::81/128");
-	rec = recorded_att(1, "PA");
+	rec = noderec_att(&T, 1, "PA");
 	ck_assert_ptr_nonnull(rec);
 	ck_assert_str_eq(jstr(json_object_get(rec, "config"), "namespace"), "galactic-system");
 	ck_assert_str_eq(jstr(json_object_get(rec, "config"), "type"), "galactic-veth");
@@ -498,7 +472,7 @@ START_TEST(t_operator_traffic_and_isolation)
 
 		while (cnirt_now() < end) {
 			json_decref(a);
-			a = recorded_att(1, "PN");
+			a = noderec_att(&T, 1, "PN");
 			free(addrs);
 			addrs = a ? json_dumps(json_object_get(a, "addrs"), JSON_COMPACT) : NULL;
 			if (addrs && strstr(addrs, "fd00:a::83/128") && strstr(addrs, "10.1.0.83/32"))
@@ -537,7 +511,7 @@ START_TEST(t_operator_traffic_and_isolation)
 		ck_assert_int_eq(topo_sh("for _ in $(seq 50); do grep -q 'not learned: 10.9.0.83/32 is outside the address ranges of vpc vpcA' %s/n1/agent.log && "
 					 "grep -q 'not learned: fd00:b::83/128 is outside' %s/n1/agent.log && exit 0; sleep 0.1; done; exit 1",
 					 T.dir, T.dir), 0);
-		a = recorded_att(1, "PN");
+		a = noderec_att(&T, 1, "PN");
 		addrs = a ? json_dumps(json_object_get(a, "addrs"), JSON_COMPACT) : NULL;
 		ck_assert_msg(addrs && !strstr(addrs, "10.9.0.83") && !strstr(addrs, "fd00:b::83") &&
 			      strstr(addrs, "fd00:a::83/128"), "pn's record: %s", addrs ? addrs : "(none)");
@@ -601,7 +575,7 @@ START_TEST(t_cnitool_every_verb)
 	ck_assert_str_eq(jstr(json_array_get(json_object_get(r, "ips"), 1), "address"), "fd00:a::84/128");
 	json_decref(r);
 	ck_assert_int_eq(topo_sh("ip -n %s-pt link show eth0 | grep -q 'qlen %d'", T.prefix, VERBS_TXQLEN), 0);
-	rec = recorded_att(1, "PT");
+	rec = noderec_att(&T, 1, "PT");
 	ck_assert_ptr_nonnull(rec);
 	snprintf(cid, sizeof(cid), "%s", jstr(rec, "containerID"));
 	ck_assert_msg(!strncmp(cid, "cnitool-", 8), "container id %s", cid);
@@ -622,15 +596,15 @@ START_TEST(t_cnitool_every_verb)
 	 * own cache (pt) and then sends GC naming no attachments: the agent
 	 * must keep the other runtime's T2. */
 	ck_assert_msg(other_runtime_add("other-runtime-1", out, sizeof(out)) == 0, "direct ADD T2: %s", out);
-	ck_assert_ptr_nonnull((rec = recorded_att(1, "T2")));
+	ck_assert_ptr_nonnull((rec = noderec_att(&T, 1, "T2")));
 	json_decref(rec);
 	gcs = gc_count(1, net);
 	ck_assert_msg(cnirt_tool(&T, 1, NULL, NULL, out, sizeof(out), "cnitool gc %s %s", net, nsp) == 0, "cnitool gc: %s", out);
 	ck_assert_int_eq(gc_count(1, net), gcs + 1); /* libcni did send GC (1.1.0) to galactic-veth */
-	rec = recorded_att(1, "T2");
+	rec = noderec_att(&T, 1, "T2");
 	ck_assert_msg(rec != NULL, "a GC naming no attachments removed T2");
 	json_decref(rec);
-	ck_assert_ptr_null(recorded_att(1, "PT")); /* libcni's own DEL of its cached attachment */
+	ck_assert_ptr_null(noderec_att(&T, 1, "PT")); /* libcni's own DEL of its cached attachment */
 	ck_assert(!link_exists(1, host));
 
 	/* GC with GC args: pt (re-added) is valid, T2 is not: T2 goes, pt stays */
@@ -638,8 +612,8 @@ START_TEST(t_cnitool_every_verb)
 	snprintf(pair, sizeof(pair), "%s/eth0", cid);
 	ck_assert_msg(cnirt_tool(&T, 1, NULL, NULL, out, sizeof(out), "cnigc %s %s", net, pair) == 0, "cnigc: %s", out);
 	ck_assert_int_eq(gc_count(1, net), gcs + 2);
-	ck_assert_ptr_null(recorded_att(1, "T2"));
-	rec = recorded_att(1, "PT");
+	ck_assert_ptr_null(noderec_att(&T, 1, "T2"));
+	rec = noderec_att(&T, 1, "PT");
 	ck_assert_msg(rec != NULL, "GC removed the valid attachment");
 	json_decref(rec);
 	ck_assert(link_exists(1, host));
@@ -648,7 +622,7 @@ START_TEST(t_cnitool_every_verb)
 
 	/* DEL, twice: the second succeeds */
 	ck_assert_msg(cnirt_tool(&T, 1, NULL, NULL, out, sizeof(out), "cnitool del %s %s", net, nsp) == 0, "cnitool del: %s", out);
-	ck_assert_ptr_null(recorded_att(1, "PT"));
+	ck_assert_ptr_null(noderec_att(&T, 1, "PT"));
 	ck_assert(!link_exists(1, host));
 	ck_assert_msg(cnirt_tool(&T, 1, NULL, NULL, out, sizeof(out), "cnitool del %s %s", net, nsp) == 0, "second cnitool del: %s", out);
 
@@ -656,9 +630,9 @@ START_TEST(t_cnitool_every_verb)
 	 * attachment of the network goes, the other runtime's too */
 	ck_assert_msg(other_runtime_add("other-runtime-2", out, sizeof(out)) == 0, "direct ADD T2 again: %s", out);
 	ck_assert_msg(cnirt_tool(&T, 1, NULL, NULL, out, sizeof(out), "cnigc %s", net) == 0, "cnigc (null list): %s", out);
-	ck_assert_ptr_null(recorded_att(1, "T2"));
+	ck_assert_ptr_null(noderec_att(&T, 1, "T2"));
 	/* other networks are untouched throughout */
-	rec = recorded_att(1, "PA");
+	rec = noderec_att(&T, 1, "PA");
 	ck_assert_ptr_nonnull(rec);
 	json_decref(rec);
 	ck_assert_msg(cnirt_wait_ping(&T, "pa", "fd00:a::82", 10) == 0, "GC of another network broke pa");
@@ -687,7 +661,7 @@ START_TEST(t_operator_tap_refused)
 	topo_out(before, 65536, "ip -n %s-n1 -o link show | cut -d: -f2 | sort", T.prefix);
 	ck_assert_msg(cnirt_tool(&T, 1, NULL, NULL, out, sizeof(out), "cnitool add %s %s", net, nsp) != 0, "tap ADD succeeded: %s", out);
 	ck_assert_msg(strstr(out, "galactic-tap") && strstr(out, "Hypervisor"), "tap ADD error: %s", out);
-	ck_assert_ptr_null(recorded_att(1, "TP"));
+	ck_assert_ptr_null(noderec_att(&T, 1, "TP"));
 	topo_out(after, 65536, "ip -n %s-n1 -o link show | cut -d: -f2 | sort", T.prefix);
 	ck_assert_str_eq(before, after);
 	ck_assert_msg(cnirt_tool(&T, 1, NULL, NULL, out, sizeof(out), "cnitool del %s %s", net, nsp) == 0, "tap DEL: %s", out);
@@ -712,7 +686,7 @@ START_TEST(t_operator_conflists_del)
 			      "del %s: %s", pods[i].name, out);
 		ck_assert_msg(cnirt_tool(&T, pods[i].node, NULL, NULL, out, sizeof(out), "cnitool del %s %s", net, nsp) == 0,
 			      "second del %s: %s", pods[i].name, out);
-		ck_assert_ptr_null(recorded_att(pods[i].node, pods[i].att));
+		ck_assert_ptr_null(noderec_att(&T, pods[i].node, pods[i].att));
 		ck_assert(!link_exists(pods[i].node, host));
 	}
 	topo_out(out, sizeof(out), "ip -n %s-n1 -6 route show table %d", T.prefix, TOPO_TABLE_A);
