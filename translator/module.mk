@@ -11,7 +11,7 @@ $(eval $(call prog,galactic-translator,translator/main.c,gtranslator gcommon,$(T
 $(eval $(call unit_test,test_translator_mapping,tests/unit/test_translator_mapping.c,gtranslator gcommon,$(TRANSLATOR_LDLIBS)))
 $(eval $(call unit_test,test_translator_intent,tests/unit/test_translator_intent.c,gtranslator gcommon,$(TRANSLATOR_LDLIBS)))
 # Each translator e2e suite runs on both NI/NIC condition-list variants (atomic as upstream today, maplist).
-TRANSLATOR_E2E_LIB := tests/lib/cp.c tests/lib/kreq.c tests/lib/daemon.c tests/lib/crds.c
+TRANSLATOR_E2E_LIB := tests/lib/cp.c tests/lib/kreq.c tests/lib/daemon.c tests/lib/crds.c tests/lib/translator_e2e.c
 $(eval $(call e2e_test,test_translator_vpcatt,tests/e2e/test_translator_vpcatt.c $(TRANSLATOR_E2E_LIB),,curl jansson pthread))
 $(eval $(call e2e_test,test_translator_vpcatt_maplist,tests/e2e/test_translator_vpcatt_maplist.c $(TRANSLATOR_E2E_LIB),,curl jansson pthread))
 $(eval $(call unit_test,test_translator_patch,tests/unit/test_translator_patch.c,gtranslator gcommon,$(TRANSLATOR_LDLIBS)))

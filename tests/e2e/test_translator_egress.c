@@ -24,6 +24,7 @@
 #include "tests/lib/daemon.h"
 #include "tests/lib/gtest.h"
 #include "tests/lib/kreq.h"
+#include "tests/lib/translator_e2e.h"
 
 #include <curl/curl.h>
 #include <pthread.h>
@@ -371,16 +372,7 @@ static void start(void)
 
 static void setup(void)
 {
-	char cmd[1024];
-
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-	ck_assert_msg(cp_up(&cp) == 0, "control plane did not start");
-	ck_assert_msg(crds_install(&cp, "atomic") == 0, "CRDs not installed");
-	snprintf(cmd, sizeof(cmd),
-		 "%s/kubectl --kubeconfig %s create namespace " RNS " >/dev/null && "
-		 "%s/kubectl --kubeconfig %s create namespace " TNS " >/dev/null",
-		 cp.bin, cp.kubeconfig, cp.bin, cp.kubeconfig);
-	ck_assert_msg(system(cmd) == 0, "namespaces not ready");
+	te_up(&cp, "atomic", false, (const char *const[]){ RNS, TNS, NULL });
 	start();
 	/* The networks: one with IPv6 internet egress, one that declares none. */
 	nc("vpc-e", "{\"mode\":\"Enabled\",\"reach\":[\"IPv6\"]}");
@@ -388,18 +380,8 @@ static void setup(void)
 
 static void teardown(void)
 {
-	if (pid > 0) {
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-	}
-	if (getenv("GT_KEEP_LOGS")) {
-		char cmd[512];
-		snprintf(cmd, sizeof(cmd), "cat %s/translator-e.log >&2", cp.dir);
-		if (system(cmd))
-			fprintf(stderr, "no translator logs\n");
-	}
-	cp_down(&cp);
-	curl_global_cleanup();
+	te_kill(&pid);
+	te_down(&cp, "translator-e.log");
 }
 
 /* ---- tests ---- */

@@ -23,6 +23,7 @@
 #include "tests/lib/daemon.h"
 #include "tests/lib/gtest.h"
 #include "tests/lib/kreq.h"
+#include "tests/lib/translator_e2e.h"
 #include "translator/nic.h"
 
 #include <arpa/inet.h>
@@ -720,18 +721,7 @@ static void o_check_lost(void)
 
 static void setup(void)
 {
-	char cmd[1400];
-
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-	ck_assert_msg(cp_up(&cp) == 0, "control plane did not start");
-	ck_assert_msg(crds_install(&cp, GT_CRD_VARIANT) == 0, "CRDs (%s) not installed", GT_CRD_VARIANT);
-	printf("MEASURE: CRD variant %s\n", GT_CRD_VARIANT);
-	snprintf(cmd, sizeof(cmd),
-		 "%s/kubectl --kubeconfig %s create namespace " RNS " >/dev/null && "
-		 "%s/kubectl --kubeconfig %s create namespace " TNS " >/dev/null && "
-		 "%s/kubectl --kubeconfig %s create namespace " GNS " >/dev/null",
-		 cp.bin, cp.kubeconfig, cp.bin, cp.kubeconfig, cp.bin, cp.kubeconfig);
-	ck_assert_msg(system(cmd) == 0, "CRDs or namespaces not ready");
+	te_up(&cp, GT_CRD_VARIANT, true, (const char *const[]){ RNS, TNS, GNS, NULL });
 	pthread_mutex_init(&nso.mu, NULL);
 	table_rows();
 	for (int i = 0; i < 2; i++) {
@@ -756,19 +746,8 @@ static void teardown(void)
 	for (int i = 0; i < nso.n; i++)
 		json_decref(nso.o[i].last);
 	for (int i = 0; i < 2; i++)
-		if (rep[i].pid > 0) {
-			kill(rep[i].pid, SIGKILL);
-			waitpid(rep[i].pid, NULL, 0);
-			rep[i].pid = 0;
-		}
-	if (getenv("GT_KEEP_LOGS")) {
-		char cmd[512];
-		snprintf(cmd, sizeof(cmd), "cat %s/translator-*.log >&2", cp.dir);
-		if (system(cmd))
-			fprintf(stderr, "no translator logs\n");
-	}
-	cp_down(&cp);
-	curl_global_cleanup();
+		te_kill(&rep[i].pid);
+	te_down(&cp, "translator-*.log");
 }
 
 /* ---- tests (in order, sharing the control plane, the replicas and the NSO thread) ---- */

@@ -26,6 +26,7 @@
 #include "tests/lib/daemon.h"
 #include "tests/lib/gtest.h"
 #include "tests/lib/kreq.h"
+#include "tests/lib/translator_e2e.h"
 
 #include <curl/curl.h>
 #include <signal.h>
@@ -271,17 +272,7 @@ static const json_t *owned(const json_t *o, const char *mgr, const char *op)
 
 static void setup(void)
 {
-	char cmd[1024];
-
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-	ck_assert_msg(cp_up(&cp) == 0, "control plane did not start");
-	ck_assert_msg(crds_install(&cp, GT_CRD_VARIANT) == 0, "CRDs (%s) not installed", GT_CRD_VARIANT);
-	printf("MEASURE: CRD variant %s\n", GT_CRD_VARIANT);
-	snprintf(cmd, sizeof(cmd),
-		 "%s/kubectl --kubeconfig %s create namespace " RNS " >/dev/null && "
-		 "%s/kubectl --kubeconfig %s create namespace " TNS " >/dev/null",
-		 cp.bin, cp.kubeconfig, cp.bin, cp.kubeconfig);
-	ck_assert_msg(system(cmd) == 0, "namespaces not ready");
+	te_up(&cp, GT_CRD_VARIANT, true, (const char *const[]){ RNS, TNS, NULL });
 	snprintf(gate_dir, sizeof(gate_dir), "%s/gate", cp.dir);
 	ck_assert_int_eq(mkdir(gate_dir, 0700), 0);
 	start(NULL);
@@ -289,18 +280,8 @@ static void setup(void)
 
 static void teardown(void)
 {
-	if (pid > 0) {
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-	}
-	if (getenv("GT_KEEP_LOGS")) {
-		char cmd[512];
-		snprintf(cmd, sizeof(cmd), "cat %s/translator-u.log >&2", cp.dir);
-		if (system(cmd))
-			fprintf(stderr, "no translator logs\n");
-	}
-	cp_down(&cp);
-	curl_global_cleanup();
+	te_kill(&pid);
+	te_down(&cp, "translator-u.log");
 }
 
 #define WITHHELD_CID "galactic_translator_fields_withheld_total{resource=\"vpcattachments\",field=\"status.containerID\"}"

@@ -28,6 +28,7 @@
 #include "tests/lib/daemon.h"
 #include "tests/lib/gtest.h"
 #include "tests/lib/kreq.h"
+#include "tests/lib/translator_e2e.h"
 
 #include <arpa/inet.h>
 #include <curl/curl.h>
@@ -374,17 +375,7 @@ static void create_att(const char *name)
 
 static void setup(void)
 {
-	char cmd[1024];
-
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-	ck_assert_msg(cp_up(&cp) == 0, "control plane did not start");
-	ck_assert_msg(crds_install(&cp, GT_CRD_VARIANT) == 0, "CRDs (%s) not installed", GT_CRD_VARIANT);
-	printf("MEASURE: CRD variant %s\n", GT_CRD_VARIANT);
-	snprintf(cmd, sizeof(cmd),
-		 "%s/kubectl --kubeconfig %s create namespace " RNS " >/dev/null && "
-		 "%s/kubectl --kubeconfig %s create namespace " TNS " >/dev/null",
-		 cp.bin, cp.kubeconfig, cp.bin, cp.kubeconfig);
-	ck_assert_msg(system(cmd) == 0, "CRDs or namespaces not ready");
+	te_up(&cp, GT_CRD_VARIANT, true, (const char *const[]){ RNS, TNS, NULL });
 	for (int i = 0; i < 2; i++) {
 		snprintf(rep[i].id, sizeof(rep[i].id), "tr-%c", 'a' + i);
 		rep[i].port = gt_free_port();
@@ -395,19 +386,8 @@ static void setup(void)
 static void teardown(void)
 {
 	for (int i = 0; i < 3; i++)
-		if (rep[i].pid > 0) {
-			kill(rep[i].pid, SIGKILL);
-			waitpid(rep[i].pid, NULL, 0);
-			rep[i].pid = 0;
-		}
-	if (getenv("GT_KEEP_LOGS")) {
-		char cmd[512];
-		snprintf(cmd, sizeof(cmd), "cat %s/translator-*.log >&2", cp.dir);
-		if (system(cmd))
-			fprintf(stderr, "no translator logs\n");
-	}
-	cp_down(&cp);
-	curl_global_cleanup();
+		te_kill(&rep[i].pid);
+	te_down(&cp, "translator-*.log");
 }
 
 /* ---- tests (run in order, sharing the control plane and the replicas) ---- */
