@@ -37,6 +37,7 @@
 #include "tests/lib/daemon.h"
 #include "tests/lib/gtest.h"
 #include "tests/lib/kreq.h"
+#include "tests/lib/noderec.h"
 #include "tests/lib/topo.h"
 
 #include <curl/curl.h>
@@ -292,21 +293,6 @@ static void desired(int node, char *buf, size_t n)
 		snprintf(buf + strlen(buf), n - strlen(buf), "%s%s", i ? "," : "", ids[i]);
 }
 
-/* The agent's record as one record.json document (its journal applied), or NULL. */
-static json_t *recorded(int node)
-{
-	char p[600], err[512], *text;
-	json_t *o;
-
-	snprintf(p, sizeof(p), "%s/n%d", T.dir, node);
-	text = record_dump(p, err, sizeof(err));
-	if (!text)
-		return NULL;
-	o = json_loads(text, 0, NULL);
-	free(text);
-	return o;
-}
-
 static const char *jstr(const json_t *j, const char *k)
 {
 	const char *s = json_string_value(json_object_get(j, k));
@@ -318,7 +304,7 @@ static const char *jstr(const json_t *j, const char *k)
 static int record_matches(int node, char *got, size_t n)
 {
 	char want[1024];
-	json_t *r = recorded(node), *a;
+	json_t *r = noderec(&T, node), *a;
 	const char *ids[MAXP];
 	size_t i;
 	int k = 0;
@@ -406,7 +392,7 @@ static int kernel_matches(int node, char *why, size_t wn)
 	for (int i = 0; i < np; i++) {
 		if (!P[i].up || P[i].node != node)
 			continue;
-		json_t *r = recorded(node), *a;
+		json_t *r = noderec(&T, node), *a;
 		size_t k;
 
 		hif[0] = 0;
