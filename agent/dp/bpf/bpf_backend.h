@@ -1,6 +1,6 @@
 /*
  * The bpf backend (backend.h ops "bpf"). It leaves pod plumbing to the
- * kernel backend (VPC tables, iif rules, pod routes, permanent neighbours,
+ * kernel backend (VPC tables, pod steering, pod routes, permanent neighbours,
  * and the seg6local SIDs, which stay as a standby should a filter go) and
  * replaces the part that does not scale, the seg6 encap routes, with the
  * LPM trie; decap and encap run in TC (see docs/dataplane-bpf.md).
