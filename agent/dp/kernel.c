@@ -2575,9 +2575,18 @@ static int kb_apply_delta(struct gdp_backend *b, const struct gdp_state *d, cons
 			snprintf(err, sizeof(err), "attachment %s/%s: vpc %s is not programmed", a->vpc, a->id, a->vpc);
 			e = -EAGAIN;
 		}
-		if (!e && (k->n_dumps++, e = gnl_link_get(k->nl, a->host_ifname, &hl)))
-			snprintf(err, sizeof(err), "attachment %s/%s: host interface %s not found", a->vpc, a->id,
-				 a->host_ifname);
+		gnl_link_init(&hl);
+		if (!e) {
+			int ix = (k->n_dumps++, gnl_ifindex_rcu(k->nl, a->host_ifname));
+
+			if (ix < 0) {
+				e = ix;
+				snprintf(err, sizeof(err), "attachment %s/%s: host interface %s not found", a->vpc, a->id,
+					 a->host_ifname);
+			} else {
+				hl.ifindex = (uint32_t)ix; /* all the plan needs of the link */
+			}
+		}
 		if (e) {
 			gdp_result_fail(ar, e, "%s", err);
 			rc = rc ? rc : e;
@@ -2598,8 +2607,12 @@ static int kb_apply_delta(struct gdp_backend *b, const struct gdp_state *d, cons
 		}
 		gnl_link_init(&hl);
 		k->n_dumps++;
-		if (gnl_link_get(k->nl, a->host_ifname, &hl))
-			hl.ifindex = 0; /* gone with its veth: its routes went with it; rules stay */
+		{
+			int ix = gnl_ifindex_rcu(k->nl, a->host_ifname);
+
+			/* gone with its veth: its routes went with it; its steering element goes by name */
+			hl.ifindex = ix > 0 ? (uint32_t)ix : 0;
+		}
 		if (plan_attachment(k, &pdel, d, a, v, &hl, NULL))
 			goto nomem;
 		if (!hl.ifindex) /* neighbours and addresses of a device that is gone */

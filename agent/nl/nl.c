@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -630,6 +632,21 @@ int gnl_read_notifications(struct gnl_sock *s, gnl_dump_cb cb, void *arg)
 }
 
 /* ---------------------------------------------------------------- helpers */
+
+int gnl_ifindex_rcu(struct gnl_sock *s, const char *name)
+{
+	struct ifreq ifr;
+	size_t n = strlen(name);
+
+	if (!n || n >= IFNAMSIZ)
+		return -EINVAL;
+	memset(&ifr, 0, sizeof(ifr));
+	memcpy(ifr.ifr_name, name, n);
+	/* any socket's ioctl answers for its namespace (sock_do_ioctl -> dev_ioctl) */
+	if (ioctl(gnl_fd(s), SIOCGIFINDEX, &ifr) < 0)
+		return -errno;
+	return ifr.ifr_ifindex > 0 ? ifr.ifr_ifindex : -ENODEV;
+}
 
 bool gnl_addr_eq(const struct gnl_addr *x, const struct gnl_addr *y)
 {
