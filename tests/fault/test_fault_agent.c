@@ -631,6 +631,7 @@ static void crash_at(const struct point *pt, int round)
 
 START_TEST(t_agent_kill9_at_crash_points)
 {
+	const double t_test = gt_now();
 	int rounds = 1, done = 0;
 	long tx, rx;
 
@@ -656,6 +657,7 @@ START_TEST(t_agent_kill9_at_crash_points)
 	       "%ld lost\n", done, rounds, tx, rx, tx - rx);
 	ck_assert_int_gt(tx, 20); /* the ping ran throughout (10 pps) */
 	ck_assert_msg(tx - rx <= 1, "running pods lost %ld of %ld echoes across %d agent kills", tx - rx, tx, done);
+	printf("fault time: %s %.1f s\n", __func__, gt_now() - t_test);
 }
 END_TEST
 
@@ -669,6 +671,7 @@ END_TEST
  */
 START_TEST(t_apiserver_down_during_add_burst)
 {
+	const double t_test = gt_now();
 	int burst = soak() ? 200 : 30, before = soak() ? 20 : 6;
 	double down_s = soak() ? 60 : 12, t_stop, t_call, t_up, t_burst, worst = 0, conv;
 	struct fpod *b[200];
@@ -732,6 +735,7 @@ START_TEST(t_apiserver_down_during_add_burst)
 		ck_assert_msg(topo_sh("grep -q 'exiting; kernel state left in place' %s/n%d/agent.log", T.dir, n) == 0,
 			      "agent n%d did not exit cleanly on SIGTERM", n);
 	}
+	printf("fault time: %s %.1f s\n", __func__, gt_now() - t_test);
 }
 END_TEST
 
@@ -762,6 +766,7 @@ static int learned_pod(int node, const struct fpod *p)
 
 START_TEST(t_etcd_compaction_past_a_watcher)
 {
+	const double t_test = gt_now();
 	struct tproxy *px;
 	struct fpod *d, *e, *f;
 	char kc[700], out[8192], rev[64], a6[48];
@@ -842,6 +847,7 @@ START_TEST(t_etcd_compaction_past_a_watcher)
 	for (int n = 1; n <= 2; n++)
 		topo_agent_stop(&T, n, SIGTERM);
 	tproxy_stop(px);
+	printf("fault time: %s %.1f s\n", __func__, gt_now() - t_test);
 }
 END_TEST
 
@@ -912,6 +918,7 @@ static void inject(int err, int count, int type, const char *caller, int *first_
 
 START_TEST(t_netlink_enomem_ebusy)
 {
+	const double t_test = gt_now();
 	/* type 0: the first request sent (the ADD's pod setup); RTM_NEWROUTE (24)
 	 * under kb_apply: a route of the kernel backend's apply pass. EBUSY once:
 	 * the operation fails, and its retry (the runtime's, or the next pass)
@@ -954,6 +961,7 @@ START_TEST(t_netlink_enomem_ebusy)
 	printf("fault netlink: continuous ping s1 -> s2 across nodes: %ld sent, %ld received, %ld lost\n", tx, rx, tx - rx);
 	ck_assert_int_gt(tx, 20);
 	ck_assert_msg(tx - rx <= 1, "running pods lost %ld of %ld echoes", tx - rx, tx);
+	printf("fault time: %s %.1f s\n", __func__, gt_now() - t_test);
 }
 END_TEST
 
@@ -1030,6 +1038,7 @@ static void bpf_crash_at(const struct point *pt, int round)
 
 START_TEST(t_agent_kill9_in_bpf_map_rebuild)
 {
+	const double t_test = gt_now();
 	int rounds = 1, done = 0;
 	long tx, rx;
 	struct fpod *p;
@@ -1080,6 +1089,7 @@ START_TEST(t_agent_kill9_in_bpf_map_rebuild)
 	for (int n = 1; n <= 2; n++)
 		topo_agent_stop(&T, n, SIGTERM);
 	topo_sh("rm -rf /sys/fs/bpf/%s-n1 /sys/fs/bpf/%s-n2", T.prefix, T.prefix);
+	printf("fault time: %s %.1f s\n", __func__, gt_now() - t_test);
 }
 END_TEST
 

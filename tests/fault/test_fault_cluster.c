@@ -573,6 +573,7 @@ static double apiserver_status_patch_409s(void)
  */
 START_TEST(t_translator_killed_during_burst)
 {
+	const double t_test = gt_now();
 	int burst = soak() ? 36 : 12, kills = soak() ? 6 : 3, every = burst / (kills + 1), done = 0, checked;
 	double handover[8], worst = 0, conf = 0, conv, p409;
 	char out[8192];
@@ -635,6 +636,7 @@ START_TEST(t_translator_killed_during_burst)
 			ck_assert_msg(rt(&P[i], "del", out, sizeof(out)) == 0, "del %s: %s", P[i].name, out);
 			P[i].up = 0;
 		}
+	printf("fault time: %s %.1f s\n", __func__, gt_now() - t_test);
 }
 END_TEST
 
@@ -653,6 +655,7 @@ static double unauthorized(int port)
  */
 START_TEST(t_token_rotated)
 {
+	const double t_test = gt_now();
 	int ports[4], nd = 0;
 	pid_t pids[4];
 	double before[4], after[4], later[4], t0, t_invalid, conv;
@@ -722,6 +725,7 @@ START_TEST(t_token_rotated)
 		ck_assert_msg(rt(p[i], "del", out, sizeof(out)) == 0, "del %s: %s", p[i]->name, out);
 		p[i]->up = 0;
 	}
+	printf("fault time: %s %.1f s\n", __func__, gt_now() - t_test);
 }
 END_TEST
 
@@ -780,6 +784,7 @@ static int reports_of(const char *node, const char *uid, int *owned)
  */
 START_TEST(t_node_deleted)
 {
+	const double t_test = gt_now();
 	struct fpod *d[2], *e;
 	char uid[64], out[8192];
 	double t0, t_reports = -1, t_routes = -1;
@@ -845,6 +850,7 @@ START_TEST(t_node_deleted)
 	ck_assert_msg(rt(e, "del", out, sizeof(out)) == 0, "del %s: %s", e->name, out);
 	e->up = 0;
 	d[0]->up = d[1]->up = 0; /* the node is gone */
+	printf("fault time: %s %.1f s\n", __func__, gt_now() - t_test);
 }
 END_TEST
 
