@@ -125,6 +125,18 @@ START_TEST(crud_preconditions_errors)
 	ck_assert_double_eq(metric_value(metric_lookup(reg, "galactic_kube_requests_total"), "POST,409"), 1);
 	ck_assert_double_eq(metric_value(metric_lookup(reg, "galactic_kube_requests_total"), "POST,422"), 1);
 	ck_assert_double_eq(metric_value(metric_lookup(reg, "galactic_kube_requests_total"), "GET,404"), 2);
+	/* A second client given the same registry (the agent's modules) counts into the same series. */
+	{
+		struct kube_config *cfg2;
+		struct kube_client *kc2 = ce_client_token(&cp, NULL, &cfg2);
+
+		ck_assert_int_eq(kube_client_set_metrics(kc2, reg), 0);
+		ck_assert_int_eq(kube_get(kc2, &CE_CONFIGMAPS, "e2e-crud", "missing", &got, &e), -1);
+		ck_assert_int_eq(e.code, KUBE_ERR_NOT_FOUND);
+		ck_assert_double_eq(metric_value(metric_lookup(reg, "galactic_kube_requests_total"), "GET,404"), 3);
+		kube_client_free(kc2);
+		kube_config_free(cfg2);
+	}
 	kube_client_free(kc);
 	metrics_free(reg);
 	kube_config_free(cfg);
