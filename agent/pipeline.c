@@ -27,8 +27,12 @@ struct pipeline {
 	unsigned long applied_gen, passes;
 	struct gdp_results last;      /* results of every object as of the last pass (indexed) */
 	char why_not[512];            /* last reason a pass did not apply (logged once) */
-	/* Incremental passes: what the last applied pass had, and what asks for a full one. */
-	struct rec_snap prev;         /* snapshot the last pass applied (pass thread only) */
+	/* Incremental passes (pass thread only): the record's view (agent/record.h)
+	 * and, of the state the last applied pass had, what a delta compares
+	 * whole: node, VPCs, egress, remotes (prev.atts stays empty: the view
+	 * lists the attachments that changed). */
+	struct rec_view view;
+	struct gdp_state prev;        /* vpcs owned; remotes borrowed from the view (or the changes) */
 	bool have_prev;
 	bool want_full;               /* kicked for a full reconcile (guarded by mu) */
 	bool remotes_whole;           /* the last full pass gave a result for every remote */
@@ -112,10 +116,31 @@ static void not_applied(struct pipeline *p, struct gdp_results *res, int err, co
  * events that can fix them, SIGHUP, drift, and every interval), not by each
  * incremental one: one broken object must not make every ADD a full pass.
  */
-static bool delta_scope(struct pipeline *p, const struct rec_snap *snap, struct gdp_delta *dl)
+static bool delta_scope(struct pipeline *p, const struct rec_snap *snap, const struct rec_changes *ch,
+			struct gdp_delta *dl)
 {
-	return p->have_prev && p->o.be->ops->apply_delta &&
-	       !gdp_delta_compute(&p->prev.st, &snap->st, dl) && !dl->full;
+	return p->have_prev && !ch->whole && p->o.be->ops->apply_delta &&
+	       !gdp_delta_compute_changes(&p->prev, &snap->st, ch->atts, ch->n_atts, dl) && !dl->full;
+}
+
+/* The view's state became the applied one: what the next delta compares whole. */
+static void set_prev(struct pipeline *p, const struct gdp_state *st)
+{
+	struct gdp_vpc *nv = st->n_vpcs ? realloc(p->prev.vpcs, st->n_vpcs * sizeof(*nv)) : p->prev.vpcs;
+
+	if (st->n_vpcs && !nv) {
+		p->have_prev = false; /* the next pass is a full one */
+		return;
+	}
+	p->prev.vpcs = nv;
+	if (st->n_vpcs)
+		memcpy(nv, st->vpcs, st->n_vpcs * sizeof(*nv));
+	p->prev.n_vpcs = p->prev.cap_vpcs = st->n_vpcs;
+	p->prev.node = st->node;
+	p->prev.egress = st->egress;
+	p->prev.remotes = st->remotes;
+	p->prev.n_remotes = st->n_remotes;
+	p->have_prev = true;
 }
 
 /* A delta pass's results replace those of the same objects; the objects
@@ -163,7 +188,8 @@ static int run_pass(struct pipeline *p, bool full)
 {
 	struct gdp_results res;
 	struct gdp_delta dl;
-	struct rec_snap snap;
+	struct rec_changes ch;
+	const struct rec_snap *sp;
 	char err[512], held[512];
 	double t0 = now_ms();
 	bool applied = false, delta = false, noop = false, unread = false;
@@ -177,21 +203,24 @@ static int run_pass(struct pipeline *p, bool full)
 	full = full || p->want_full;
 	p->want_full = false;
 	pthread_mutex_unlock(&p->mu);
-	rc = record_snapshot(p->o.rec, &snap);
+	rc = record_view_update(p->o.rec, &p->view, &ch);
 	if (rc) {
+		p->have_prev = false; /* the view is rebuilt whole: the next pass is a full one */
+		rec_changes_free(&ch);
 		pthread_mutex_unlock(&p->pass_mu);
 		glogf(GLOG_ERROR, COMP, "snapshot of the record: out of memory");
 		return rc;
 	}
+	sp = &p->view.s;
 	if (record_held(p->o.rec, held, sizeof(held))) {
 		snprintf(err, sizeof(err), "the node's record is damaged: %s", held);
 		not_applied(p, &res, -EBUSY, err);
 		rc = -EBUSY;
-	} else if (!snap.have_node) {
+	} else if (!sp->have_node) {
 		not_applied(p, &res, -ENODATA,
 			    "no node identity yet (SID block and node ID: NodeDataplane, or state.json)");
 		rc = -ENODATA;
-	} else if ((rc = record_commit(p->o.rec, &snap, err, sizeof(err)))) {
+	} else if ((rc = record_commit(p->o.rec, sp, err, sizeof(err)))) {
 		char why[600];
 
 		/* Never program what a restart would not know. */
@@ -201,13 +230,13 @@ static int run_pass(struct pipeline *p, bool full)
 		p->why_not[0] = 0;
 		applied = true;
 		t_apply = now_ms();
-		if (!full && delta_scope(p, &snap, &dl)) {
+		if (!full && delta_scope(p, sp, &ch, &dl)) {
 			if (gdp_delta_empty(&dl)) {
 				noop = true; /* nothing changed and nothing failed: nothing to write */
 				rc = 0;
 			} else {
 				delta = true;
-				rc = p->o.be->ops->apply_delta(p->o.be, &snap.st, &dl, &res);
+				rc = p->o.be->ops->apply_delta(p->o.be, &sp->st, &dl, &res);
 				if (rc) {
 					glogf(GLOG_INFO, COMP, "incremental apply: %s: reconciling in full",
 					      res.n && res.v[0].err ? res.v[0].msg : strerror(rc < 0 ? -rc : rc));
@@ -222,7 +251,7 @@ static int run_pass(struct pipeline *p, bool full)
 		}
 		if (!delta && !noop) {
 			gdp_results_reset(&res);
-			rc = p->o.be->ops->apply(p->o.be, &snap.st, &res);
+			rc = p->o.be->ops->apply(p->o.be, &sp->st, &res);
 			/* the datapath could not be read: nothing changed, what the last pass
 			 * verified stands (a failed dump never withdraws what is programmed) */
 			unread = rc && res.unread && p->have_prev;
@@ -240,12 +269,12 @@ static int run_pass(struct pipeline *p, bool full)
 		gdp_delta_free(&dl);
 		/* the level is unchanged: the last results stand */
 		pthread_mutex_lock(&p->mu);
-		if (snap.gen > p->applied_gen)
-			p->applied_gen = snap.gen;
+		if (sp->gen > p->applied_gen)
+			p->applied_gen = sp->gen;
 		pthread_cond_broadcast(&p->cv);
 		pthread_mutex_unlock(&p->mu);
-		record_snap_free(&p->prev);
-		p->prev = snap;
+		set_prev(p, &sp->st);
+		rec_changes_free(&ch);
 		pthread_mutex_unlock(&p->pass_mu);
 		gdp_results_free(&res);
 		return 0;
@@ -271,7 +300,7 @@ static int run_pass(struct pipeline *p, bool full)
 		 * failed entry or was programmed (a changed remote was counted twice). */
 		left = remote_entries(&p->last);
 		if (p->remotes_whole)
-			p->last.remotes_ok = snap.st.n_remotes > left ? snap.st.n_remotes - left : 0;
+			p->last.remotes_ok = sp->st.n_remotes > left ? sp->st.n_remotes - left : 0;
 	} else if (unread) {
 		p->want_full = true; /* read again soon; until then the last results stand */
 		gdp_results_free(&res);
@@ -280,7 +309,7 @@ static int run_pass(struct pipeline *p, bool full)
 		size_t nrem = remote_entries(&res);
 
 		gdp_results_fold_remotes(&res);
-		p->remotes_whole = applied && nrem + res.remotes_ok == snap.st.n_remotes;
+		p->remotes_whole = applied && nrem + res.remotes_ok == sp->st.n_remotes;
 		gdp_results_free(&p->last);
 		p->last = res;
 	}
@@ -290,10 +319,10 @@ static int run_pass(struct pipeline *p, bool full)
 	/* p->last changes only on this thread, under pass_mu: read here without mu */
 	write_status(p, &p->last, rc, now_ms() - t0);
 	if (p->o.on_pass)
-		p->o.on_pass(p->o.ctx, &snap, &p->last);
+		p->o.on_pass(p->o.ctx, sp, &p->last);
 	pthread_mutex_lock(&p->mu);
-	if (snap.gen > p->applied_gen)
-		p->applied_gen = snap.gen;
+	if (sp->gen > p->applied_gen)
+		p->applied_gen = sp->gen;
 	pthread_cond_broadcast(&p->cv);
 	pthread_mutex_unlock(&p->mu);
 #ifdef __GLIBC__
@@ -302,18 +331,17 @@ static int run_pass(struct pipeline *p, bool full)
 	if (applied && !delta)
 		malloc_trim(0);
 #endif
-	if (unread) {
+	/* the next pass's delta is taken from what this one applied; one
+	 * that did not apply (or could not read the datapath) left the kernel
+	 * as it was while the view moved on: the next is full */
+	if (unread)
 		glogf(GLOG_WARN, COMP, "reconcile #%lu: the datapath could not be read: nothing was changed, the last "
 		      "pass's results stand; a full pass follows", p->passes);
-		record_snap_free(&snap); /* the next delta is taken from what was last applied */
-	} else if (applied) {
-		/* the next pass's delta is taken from what this one applied */
-		record_snap_free(&p->prev);
-		p->prev = snap;
-		p->have_prev = true;
-	} else {
-		record_snap_free(&snap);
-	}
+	if (applied && !unread)
+		set_prev(p, &sp->st);
+	else
+		p->have_prev = false;
+	rec_changes_free(&ch);
 	pthread_mutex_unlock(&p->pass_mu);
 	return rc;
 }
@@ -346,8 +374,8 @@ int pipeline_verify(struct pipeline *p, struct gdp_results *res)
 	 * (a learned route, an ADD in flight) is no difference in the kernel. */
 	if (record_held(p->o.rec, held, sizeof(held)))
 		rc = -EBUSY;
-	else if (p->have_prev && p->prev.have_node)
-		rc = p->o.be->ops->observe(p->o.be, &p->prev.st, res);
+	else if (p->have_prev && p->view.s.have_node)
+		rc = p->o.be->ops->observe(p->o.be, &p->view.s.st, res);
 	else if (!snap.have_node)
 		rc = -ENODATA;
 	else
@@ -427,6 +455,8 @@ int pipeline_new(struct pipeline **out, const struct pipeline_opts *o, char *err
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->cv, NULL);
 	gdp_results_init(&p->last);
+	record_view_init(&p->view);
+	gdp_state_init(&p->prev);
 	*out = p;
 	return 0;
 }
@@ -509,7 +539,8 @@ void pipeline_free(struct pipeline *p)
 	if (p->th_on)
 		pthread_join(p->th, NULL);
 	gdp_results_free(&p->last);
-	record_snap_free(&p->prev);
+	record_view_free(&p->view);
+	free(p->prev.vpcs);
 	pthread_mutex_destroy(&p->pass_mu);
 	pthread_mutex_destroy(&p->mu);
 	pthread_cond_destroy(&p->cv);

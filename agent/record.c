@@ -43,10 +43,19 @@ struct record {
 	struct rec_key { char vpc[GDP_ID_MAX + 1], id[GDP_ID_MAX + 1]; } *gone; /* under mu: removed since the last commit, on disk */
 	size_t ngone, capgone;
 	char *saved_vpcs;           /* under mu: the "vpcs" as last committed (JSON text) */
+	bool jvpcs;                 /* under mu: the VPC list may differ from saved_vpcs */
+	struct rec_att **jdirty;    /* under mu: attachments changed since the last commit (a->jdirty) */
+	size_t njdirty, capjdirty;
 	pthread_mutex_t commit_mu;  /* one commit at a time (the pipeline, an import) */
 	unsigned long epoch;        /* under commit_mu: record.json's journal epoch */
 	int jfd;                    /* under commit_mu: record.journal open to append; -1: the next commit compacts */
 	size_t jlines;              /* under commit_mu: commits in the journal */
+	/* The pipeline's view (record_view_update): what changed since its last update. */
+	bool view_reset;            /* under mu: rebuild the view whole (load, import) */
+	struct rec_att **vdirty;    /* under mu: attachments changed since (a->vdirty set) */
+	size_t nvdirty, capvdirty;
+	struct rec_key *vgone;      /* under mu: keys of attachments removed since */
+	size_t nvgone, capvgone;
 };
 
 /* ---- small helpers -------------------------------------------------------- */
@@ -786,6 +795,101 @@ static void path_of(const struct record *r, const char *name, char *buf, size_t 
 	snprintf(buf, n, "%s/%s", r->dir, name);
 }
 
+/* Under mu: the pipeline's view is rebuilt whole at its next update (the
+ * record changed in a way the dirty set does not list: load, import). */
+static void view_reset_locked(struct record *r)
+{
+	for (size_t i = 0; i < r->natts; i++)
+		r->atts[i]->vdirty = false;
+	r->nvdirty = 0;
+	r->nvgone = 0;
+	r->view_reset = true;
+}
+
+/* Under mu: a changed for the next journal line (once in the list). */
+static void journal_dirty(struct record *r, struct rec_att *a)
+{
+	r->jvpcs = true; /* an attachment's state can change which VPCs are listed */
+	if (a->jdirty)
+		return;
+	if (r->njdirty == r->capjdirty) {
+		size_t nc = r->capjdirty ? r->capjdirty * 2 : 16;
+		struct rec_att **nv = realloc(r->jdirty, nc * sizeof(*nv));
+
+		if (!nv) {
+			r->full_dirty = true; /* the compaction writes it */
+			return;
+		}
+		r->jdirty = nv;
+		r->capjdirty = nc;
+	}
+	a->jdirty = true;
+	r->jdirty[r->njdirty++] = a;
+}
+
+/* Under mu: a leaves the journal's list (before it is freed). */
+static void journal_drop(struct record *r, struct rec_att *a)
+{
+	r->jvpcs = true;
+	if (!a->jdirty)
+		return;
+	for (size_t i = 0; i < r->njdirty; i++)
+		if (r->jdirty[i] == a) {
+			r->jdirty[i] = r->jdirty[--r->njdirty];
+			break;
+		}
+	a->jdirty = false;
+}
+
+/* Under mu: a changed for the view's next update (once in the list). */
+static void view_dirty(struct record *r, struct rec_att *a)
+{
+	if (a->vdirty || r->view_reset)
+		return;
+	if (r->nvdirty == r->capvdirty) {
+		size_t nc = r->capvdirty ? r->capvdirty * 2 : 16;
+		struct rec_att **nv = realloc(r->vdirty, nc * sizeof(*nv));
+
+		if (!nv) {
+			view_reset_locked(r); /* the view is rebuilt whole instead */
+			return;
+		}
+		r->vdirty = nv;
+		r->capvdirty = nc;
+	}
+	a->vdirty = true;
+	r->vdirty[r->nvdirty++] = a;
+}
+
+/* Under mu: a leaves the record (before it is freed). */
+static void view_gone(struct record *r, struct rec_att *a)
+{
+	if (a->vdirty) {
+		for (size_t i = 0; i < r->nvdirty; i++)
+			if (r->vdirty[i] == a) {
+				r->vdirty[i] = r->vdirty[--r->nvdirty];
+				break;
+			}
+		a->vdirty = false;
+	}
+	if (r->view_reset)
+		return;
+	if (r->nvgone == r->capvgone) {
+		size_t nc = r->capvgone ? r->capvgone * 2 : 16;
+		struct rec_key *ng = realloc(r->vgone, nc * sizeof(*ng));
+
+		if (!ng) {
+			view_reset_locked(r);
+			return;
+		}
+		r->vgone = ng;
+		r->capvgone = nc;
+	}
+	snprintf(r->vgone[r->nvgone].vpc, sizeof(r->vgone[0].vpc), "%s", a->m.vpc);
+	snprintf(r->vgone[r->nvgone].id, sizeof(r->vgone[0].id), "%s", a->m.id);
+	r->nvgone++;
+}
+
 /* Under mu (or before the record is shared): drops everything in memory. */
 static void clear_locked(struct record *r)
 {
@@ -800,6 +904,9 @@ static void clear_locked(struct record *r)
 	memset(&r->egress, 0, sizeof(r->egress));
 	remotes_unref(r->remotes);
 	r->remotes = NULL;
+	r->njdirty = 0; /* the next commit compacts (full_dirty) */
+	r->jvpcs = true;
+	view_reset_locked(r);
 }
 
 static int add_vpc_locked(struct record *r, const struct rec_vpc *v)
@@ -1150,6 +1257,7 @@ static void aside(const struct record *r, const char *name)
 /* Under mu: state.json's node, VPCs and attachments replace the declared ones. */
 static int import_state_locked(struct record *r, const struct gdp_state *st)
 {
+	view_reset_locked(r); /* declared attachments are replaced below */
 	if (st->node.node_id) {
 		r->node = st->node;
 		r->have_node = true;
@@ -1158,6 +1266,7 @@ static int import_state_locked(struct record *r, const struct gdp_state *st)
 		r->vpcs[i].declared = false;
 	for (size_t i = 0; i < r->natts;) {
 		if (r->atts[i]->src == REC_SRC_DECLARED) {
+			journal_drop(r, r->atts[i]);
 			rec_att_clear(r->atts[i]);
 			free(r->atts[i]);
 			r->atts[i] = r->atts[--r->natts];
@@ -1287,6 +1396,7 @@ int record_import_legacy(struct record *r, char *err, size_t errlen)
 	n += has_cni;
 	r->main_gen = ++r->gen;
 	r->full_dirty = true;
+	view_reset_locked(r);
 	pthread_mutex_unlock(&r->mu);
 	gdp_state_free(&st);
 	record_atts_free(ca, nca);
@@ -1393,6 +1503,9 @@ void record_close(struct record *r)
 	free(r->atts);
 	free(r->vpcs);
 	free(r->gone);
+	free(r->vdirty);
+	free(r->vgone);
+	free(r->jdirty);
 	free(r->saved_vpcs);
 	if (r->jfd >= 0)
 		close(r->jfd);
@@ -1569,6 +1682,8 @@ undo:
 unsigned long record_activate(struct record *r, struct rec_att *a)
 {
 	a->active = true;
+	view_dirty(r, a);
+	journal_dirty(r, a);
 	return a->jgen = r->main_gen = ++r->gen;
 }
 
@@ -1577,6 +1692,8 @@ unsigned long record_add_addr(struct record *r, struct rec_att *a, const struct 
 	if (a->m.n_addrs >= GDP_ADDRS_MAX)
 		return 0;
 	a->m.addrs[a->m.n_addrs++] = *p;
+	view_dirty(r, a);
+	journal_dirty(r, a);
 	return a->jgen = r->main_gen = ++r->gen; /* the journal puts it again */
 }
 
@@ -1595,6 +1712,8 @@ bool record_remote_overlaps(struct record *r, const char *vpc, const struct gdp_
 unsigned long record_deactivate(struct record *r, struct rec_att *a)
 {
 	a->active = false;
+	view_dirty(r, a);
+	journal_dirty(r, a);
 	return a->jgen = r->main_gen = ++r->gen;
 }
 
@@ -1631,6 +1750,8 @@ unsigned long record_remove(struct record *r, struct rec_att *a)
 		}
 	snprintf(vpc, sizeof(vpc), "%s", a->m.vpc);
 	note_gone(r, a);
+	view_gone(r, a);
+	journal_drop(r, a);
 	rec_att_clear(a);
 	free(a);
 	/* The VPC's table, rules and SID go with its last attachment. */
@@ -1666,14 +1787,13 @@ void record_snap_free(struct rec_snap *s)
 	memset(s, 0, sizeof(*s));
 }
 
-int record_snapshot(struct record *r, struct rec_snap *s)
+/* Under mu: node, VPCs and active attachments into s (remotes: a reference, not filtered yet). */
+static int snapshot_locked(struct record *r, struct rec_snap *s)
 {
 	size_t nact = 0;
-	bool filter = false;
 
 	memset(s, 0, sizeof(*s));
 	gdp_state_init(&s->st);
-	pthread_mutex_lock(&r->mu);
 	s->gen = r->gen;
 	s->have_node = r->have_node;
 	s->st.node = r->node;
@@ -1682,12 +1802,12 @@ int record_snapshot(struct record *r, struct rec_snap *s)
 		nact += r->atts[i]->active;
 	s->pods = calloc(nact + 1, sizeof(*s->pods));
 	if (!s->pods)
-		goto nomem;
+		return -ENOMEM;
 	for (size_t i = 0; i < r->nvpcs; i++)
 		/* A CNI VPC's SID and table come with its first desired attachment. */
 		if ((r->vpcs[i].declared || vpc_has_att(r, r->vpcs[i].m.id, true)) &&
 		    gdp_state_add_vpc(&s->st, &r->vpcs[i].m))
-			goto nomem;
+			return -ENOMEM;
 	for (size_t i = 0; i < r->natts; i++) {
 		const struct rec_att *a = r->atts[i];
 		struct rec_pod *p = &s->pods[s->st.n_atts];
@@ -1698,15 +1818,23 @@ int record_snapshot(struct record *r, struct rec_snap *s)
 		snprintf(p->name, sizeof(p->name), "%s", a->pod_name);
 		snprintf(p->guest_ifname, sizeof(p->guest_ifname), "%s", a->ifname);
 		if (gdp_state_add_attachment(&s->st, &a->m))
-			goto nomem;
+			return -ENOMEM;
 		s->st.atts[s->st.n_atts - 1].egress = a->egress; /* REC_FAM_* = GDP_FAM_* */
 	}
 	s->remotes = remotes_ref(r->remotes);
-	pthread_mutex_unlock(&r->mu);
+	return 0;
+}
+
+/* s->st.remotes from s->remotes: shared as they are unless some name a VPC
+ * s does not host (then a filtered copy: the learner's set always matches). */
+static int snapshot_remotes(struct rec_snap *s)
+{
+	bool filter = false;
+
+	s->st.remotes = NULL;
+	s->st.n_remotes = s->st.cap_remotes = 0;
 	if (!s->remotes)
 		return 0;
-	/* Shared as they are unless some name a VPC this node does not host
-	 * (then a filtered copy: the learner's set always matches). */
 	for (size_t i = 0; i < s->remotes->n && !filter; i++)
 		filter = !gdp_state_find_vpc(&s->st, s->remotes->v[i].vpc);
 	if (!filter) {
@@ -1715,16 +1843,370 @@ int record_snapshot(struct record *r, struct rec_snap *s)
 		return 0;
 	}
 	for (size_t i = 0; i < s->remotes->n; i++)
-		if (gdp_state_find_vpc(&s->st, s->remotes->v[i].vpc) &&
-		    gdp_state_add_remote(&s->st, &s->remotes->v[i])) {
-			record_snap_free(s);
+		if (gdp_state_find_vpc(&s->st, s->remotes->v[i].vpc) && gdp_state_add_remote(&s->st, &s->remotes->v[i]))
 			return -ENOMEM;
-		}
 	return 0;
-nomem:
+}
+
+int record_snapshot(struct record *r, struct rec_snap *s)
+{
+	int rc;
+
+	pthread_mutex_lock(&r->mu);
+	rc = snapshot_locked(r, s);
 	pthread_mutex_unlock(&r->mu);
-	record_snap_free(s);
-	return -ENOMEM;
+	if (!rc)
+		rc = snapshot_remotes(s);
+	if (rc)
+		record_snap_free(s);
+	return rc;
+}
+
+/* ---- the pipeline's incremental view ------------------------------------------ */
+
+static uint64_t key_hash(const char *vpc, const char *id)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	for (const char *p = vpc; *p; p++)
+		h = (h ^ (uint8_t)*p) * 1099511628211ULL;
+	h = (h ^ 0x1f) * 1099511628211ULL;
+	for (const char *p = id; *p; p++)
+		h = (h ^ (uint8_t)*p) * 1099511628211ULL;
+	return h;
+}
+
+/* The slot of key (vpc, id) in v's index: its entry, or the empty slot it would take. */
+static size_t view_slot(const struct rec_view *v, const char *vpc, const char *id)
+{
+	size_t s = key_hash(vpc, id) & v->ix_mask;
+
+	for (; v->ix[s]; s = (s + 1) & v->ix_mask) {
+		const struct gdp_attachment *a = &v->s.st.atts[v->ix[s] - 1];
+
+		if (!strcmp(a->vpc, vpc) && !strcmp(a->id, id))
+			break;
+	}
+	return s;
+}
+
+/* The index of key in v->s.st.atts, or SIZE_MAX. */
+static size_t view_find(const struct rec_view *v, const char *vpc, const char *id)
+{
+	size_t s = view_slot(v, vpc, id);
+
+	return v->ix[s] ? v->ix[s] - 1 : SIZE_MAX;
+}
+
+/* Rebuilds the index for n entries (at most half full). false: dup key or no memory. */
+static bool view_reindex(struct rec_view *v)
+{
+	size_t sz = 64, n = v->s.st.n_atts;
+
+	while (sz < 2 * n + 2)
+		sz *= 2;
+	free(v->ix);
+	v->ix = calloc(sz, sizeof(*v->ix));
+	v->ix_mask = sz - 1;
+	if (!v->ix)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		size_t s = view_slot(v, v->s.st.atts[i].vpc, v->s.st.atts[i].id);
+
+		if (v->ix[s])
+			return false; /* named twice: the view cannot say which (full passes) */
+		v->ix[s] = i + 1;
+	}
+	return true;
+}
+
+/* Removes slot s of the index (linear probing: the cluster after it moves up). */
+static void view_unslot(struct rec_view *v, size_t s)
+{
+	size_t j = s;
+
+	v->ix[s] = 0;
+	for (;;) {
+		size_t k, home;
+
+		j = (j + 1) & v->ix_mask;
+		if (!v->ix[j])
+			return;
+		k = v->ix[j] - 1;
+		home = key_hash(v->s.st.atts[k].vpc, v->s.st.atts[k].id) & v->ix_mask;
+		/* j's entry may fill s when its home is not cyclically in (s, j] */
+		if ((j > s && (home <= s || home > j)) || (j < s && home <= s && home > j)) {
+			v->ix[s] = v->ix[j];
+			v->ix[j] = 0;
+			s = j;
+		}
+	}
+}
+
+static struct rec_view_vpc *view_vpc(struct rec_view *v, const char *id, bool add)
+{
+	for (size_t i = 0; i < v->nvc; i++)
+		if (!strcmp(v->vc[i].id, id))
+			return &v->vc[i];
+	if (!add)
+		return NULL;
+	if (v->nvc == v->capvc) {
+		size_t nc = v->capvc ? v->capvc * 2 : 8;
+		struct rec_view_vpc *nv = realloc(v->vc, nc * sizeof(*nv));
+
+		if (!nv)
+			return NULL;
+		v->vc = nv;
+		v->capvc = nc;
+	}
+	snprintf(v->vc[v->nvc].id, sizeof(v->vc[0].id), "%s", id);
+	v->vc[v->nvc].n = 0;
+	return &v->vc[v->nvc++];
+}
+
+/* Entry i leaves the view (the last one takes its place). */
+static void view_remove(struct rec_view *v, size_t i)
+{
+	struct gdp_state *st = &v->s.st;
+	struct rec_view_vpc *c = view_vpc(v, st->atts[i].vpc, false);
+	size_t last = st->n_atts - 1;
+
+	if (c && c->n)
+		c->n--;
+	view_unslot(v, view_slot(v, st->atts[i].vpc, st->atts[i].id));
+	if (i != last) {
+		size_t s = view_slot(v, st->atts[last].vpc, st->atts[last].id);
+
+		st->atts[i] = st->atts[last];
+		v->s.pods[i] = v->s.pods[last];
+		v->ix[s] = i + 1;
+	}
+	st->n_atts--;
+}
+
+static void att_model(const struct rec_att *a, struct gdp_attachment *m, struct rec_pod *p)
+{
+	*m = a->m;
+	m->egress = a->egress; /* REC_FAM_* = GDP_FAM_* */
+	snprintf(p->ns, sizeof(p->ns), "%s", a->pod_ns);
+	snprintf(p->name, sizeof(p->name), "%s", a->pod_name);
+	snprintf(p->guest_ifname, sizeof(p->guest_ifname), "%s", a->ifname);
+}
+
+static int push_change(struct rec_changes *ch, const struct gdp_attachment *prev, size_t cur)
+{
+	if (ch->n_atts == ch->cap_atts) {
+		size_t nc = ch->cap_atts ? ch->cap_atts * 2 : 8;
+		struct gdp_att_change *nv = realloc(ch->atts, nc * sizeof(*nv));
+
+		if (!nv)
+			return -ENOMEM;
+		ch->atts = nv;
+		ch->cap_atts = nc;
+	}
+	memset(&ch->atts[ch->n_atts], 0, sizeof(ch->atts[0]));
+	ch->atts[ch->n_atts].had = prev != NULL;
+	if (prev)
+		ch->atts[ch->n_atts].prev = *prev;
+	ch->atts[ch->n_atts].cur = cur;
+	ch->n_atts++;
+	return 0;
+}
+
+void record_view_init(struct rec_view *v)
+{
+	memset(v, 0, sizeof(*v));
+	gdp_state_init(&v->s.st);
+}
+
+void record_view_free(struct rec_view *v)
+{
+	record_snap_free(&v->s);
+	free(v->ix);
+	free(v->vc);
+	record_view_init(v);
+}
+
+void rec_changes_free(struct rec_changes *ch)
+{
+	free(ch->atts);
+	remotes_unref(ch->old_remotes);
+	free(ch->old_filtered);
+	memset(ch, 0, sizeof(*ch));
+}
+
+/* Under mu: v rebuilt whole from the record. */
+static int view_rebuild_locked(struct record *r, struct rec_view *v)
+{
+	int rc;
+
+	record_view_free(v);
+	for (size_t i = 0; i < r->nvdirty; i++)
+		r->vdirty[i]->vdirty = false;
+	r->nvdirty = r->nvgone = 0;
+	r->view_reset = false;
+	if ((rc = snapshot_locked(r, &v->s)))
+		return rc;
+	v->cap_pods = v->s.st.n_atts + 1;
+	for (size_t i = 0; i < v->s.st.n_atts; i++) {
+		struct rec_view_vpc *c = view_vpc(v, v->s.st.atts[i].vpc, true);
+
+		if (!c)
+			return -ENOMEM;
+		c->n++;
+	}
+	v->valid = view_reindex(v);
+	if (!v->ix)
+		return -ENOMEM;
+	return 0;
+}
+
+/* Under mu: the VPCs v lists (declared, or with an attachment in v): O(VPCs). */
+static int view_vpcs_locked(struct record *r, struct rec_view *v)
+{
+	v->s.st.n_vpcs = 0;
+	for (size_t i = 0; i < r->nvpcs; i++) {
+		const struct rec_view_vpc *c = view_vpc(v, r->vpcs[i].m.id, false);
+
+		if ((r->vpcs[i].declared || (c && c->n)) && gdp_state_add_vpc(&v->s.st, &r->vpcs[i].m))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Under mu: the record's changes since v's last update applied to v. */
+static int view_update_locked(struct record *r, struct rec_view *v, struct rec_changes *ch, bool *vpcs_changed)
+{
+	struct gdp_state *st = &v->s.st;
+	size_t nv0 = st->n_vpcs;
+	int rc = 0;
+
+	v->s.gen = r->gen;
+	v->s.have_node = r->have_node;
+	st->node = r->node;
+	st->egress = r->egress;
+	/* removals first: they move entries, the additions after only append */
+	for (size_t i = 0; i < r->nvgone && !rc; i++) {
+		size_t k = view_find(v, r->vgone[i].vpc, r->vgone[i].id);
+
+		if (k != SIZE_MAX && !(rc = push_change(ch, &st->atts[k], SIZE_MAX)))
+			view_remove(v, k);
+	}
+	for (size_t i = 0; i < r->nvdirty && !rc; i++) {
+		const struct rec_att *a = r->vdirty[i];
+		size_t k;
+
+		if (a->active)
+			continue;
+		k = view_find(v, a->m.vpc, a->m.id);
+		if (k != SIZE_MAX && !(rc = push_change(ch, &st->atts[k], SIZE_MAX)))
+			view_remove(v, k);
+	}
+	for (size_t i = 0; i < r->nvdirty && !rc; i++) {
+		const struct rec_att *a = r->vdirty[i];
+		struct gdp_attachment m;
+		struct rec_pod pod;
+		size_t k;
+
+		if (!a->active)
+			continue;
+		att_model(a, &m, &pod);
+		k = view_find(v, a->m.vpc, a->m.id);
+		if (k != SIZE_MAX) {
+			if (!memcmp(&st->atts[k], &m, sizeof(m)) && !memcmp(&v->s.pods[k], &pod, sizeof(pod)))
+				continue; /* activated again as it was */
+			if ((rc = push_change(ch, &st->atts[k], k)))
+				break;
+			st->atts[k] = m;
+			v->s.pods[k] = pod;
+			continue;
+		}
+		if (st->n_atts + 1 >= v->cap_pods) {
+			size_t nc = v->cap_pods * 2 + 16;
+			struct rec_pod *np = realloc(v->s.pods, nc * sizeof(*np));
+
+			if (!np) {
+				rc = -ENOMEM;
+				break;
+			}
+			v->s.pods = np;
+			v->cap_pods = nc;
+		}
+		if (!view_vpc(v, m.vpc, true) || gdp_state_add_attachment(st, &m)) {
+			rc = -ENOMEM;
+			break;
+		}
+		view_vpc(v, m.vpc, false)->n++;
+		v->s.pods[st->n_atts - 1] = pod;
+		if ((rc = push_change(ch, NULL, st->n_atts - 1)))
+			break;
+		if (2 * st->n_atts + 2 > v->ix_mask + 1) {
+			if (!view_reindex(v)) {
+				rc = -ENOMEM;
+				break;
+			}
+		} else {
+			v->ix[view_slot(v, m.vpc, m.id)] = st->n_atts;
+		}
+	}
+	for (size_t i = 0; i < r->nvdirty; i++)
+		r->vdirty[i]->vdirty = false;
+	r->nvdirty = r->nvgone = 0;
+	if (rc)
+		return rc;
+	{
+		/* the VPC list is short: rebuilt each time, compared for the remotes' filter */
+		struct gdp_vpc *old = nv0 ? malloc(nv0 * sizeof(*old)) : NULL;
+
+		if (nv0 && !old)
+			return -ENOMEM;
+		if (nv0)
+			memcpy(old, st->vpcs, nv0 * sizeof(*old));
+		rc = view_vpcs_locked(r, v);
+		*vpcs_changed = st->n_vpcs != nv0;
+		for (size_t i = 0; !rc && !*vpcs_changed && i < nv0; i++)
+			*vpcs_changed = strcmp(old[i].id, st->vpcs[i].id) != 0;
+		free(old);
+	}
+	return rc;
+}
+
+int record_view_update(struct record *r, struct rec_view *v, struct rec_changes *ch)
+{
+	bool vpcs_changed = false;
+	int rc;
+
+	memset(ch, 0, sizeof(*ch));
+	pthread_mutex_lock(&r->mu);
+	if (!v->valid || r->view_reset) {
+		ch->whole = true;
+		rc = view_rebuild_locked(r, v);
+		pthread_mutex_unlock(&r->mu);
+		if (!rc)
+			rc = snapshot_remotes(&v->s);
+		if (rc)
+			record_view_free(v); /* invalid: rebuilt next time */
+		return rc;
+	}
+	rc = view_update_locked(r, v, ch, &vpcs_changed);
+	if (!rc && (r->remotes != v->s.remotes || vpcs_changed)) {
+		/* the old set stays alive (ch) until the delta has compared it */
+		ch->old_remotes = v->s.remotes;
+		if (v->s.remotes && v->s.st.remotes != v->s.remotes->v)
+			ch->old_filtered = v->s.st.remotes;
+		v->s.st.remotes = NULL;
+		v->s.st.n_remotes = v->s.st.cap_remotes = 0;
+		v->s.remotes = remotes_ref(r->remotes);
+		pthread_mutex_unlock(&r->mu);
+		rc = snapshot_remotes(&v->s);
+	} else {
+		pthread_mutex_unlock(&r->mu);
+	}
+	if (rc) {
+		record_view_free(v);
+		ch->whole = true;
+	}
+	return rc;
 }
 
 /* Journal lines past this compact the journal into record.json: a whole
@@ -1743,13 +2225,15 @@ static size_t journal_limit(const struct record *r)
  */
 static char *encode_line(struct record *r, bool *nomem)
 {
-	json_t *o = json_object(), *del = json_array(), *put = json_array(), *vs = vpcs_json(r);
-	char *vt = json_dumps(vs, JSON_COMPACT | JSON_SORT_KEYS), *text = NULL;
+	bool vpcs = r->jvpcs || !r->saved_vpcs;
+	json_t *o = json_object(), *del = json_array(), *put = json_array(), *vs = vpcs ? vpcs_json(r) : NULL;
+	char *vt = vs ? json_dumps(vs, JSON_COMPACT | JSON_SORT_KEYS) : NULL, *text = NULL;
 
-	*nomem = !o || !del || !put || !vs || !vt;
+	*nomem = !o || !del || !put || (vpcs && (!vs || !vt));
 	if (*nomem)
 		goto out;
-	if (!r->saved_vpcs || strcmp(vt, r->saved_vpcs)) {
+	r->jvpcs = false;
+	if (vpcs && (!r->saved_vpcs || strcmp(vt, r->saved_vpcs))) {
 		json_object_set(o, "vpcs", vs);
 		free(r->saved_vpcs);
 		r->saved_vpcs = vt;
@@ -1758,9 +2242,11 @@ static char *encode_line(struct record *r, bool *nomem)
 	for (size_t i = 0; i < r->ngone; i++)
 		json_array_append_new(del, json_pack("{s:s, s:s}", "vpc", r->gone[i].vpc, "id", r->gone[i].id));
 	r->ngone = 0;
-	for (size_t i = 0; i < r->natts; i++) {
-		struct rec_att *a = r->atts[i];
+	/* only what changed since the last commit: a line costs what it holds */
+	for (size_t i = 0; i < r->njdirty; i++) {
+		struct rec_att *a = r->jdirty[i];
 
+		a->jdirty = false;
 		if (!a->active && a->on_disk) {
 			json_array_append_new(del, json_pack("{s:s, s:s}", "vpc", a->m.vpc, "id", a->m.id));
 			a->on_disk = false;
@@ -1769,6 +2255,7 @@ static char *encode_line(struct record *r, bool *nomem)
 			a->on_disk = true;
 		}
 	}
+	r->njdirty = 0;
 	if (json_array_size(del))
 		json_object_set(o, "del", del);
 	if (json_array_size(put))
@@ -1795,8 +2282,12 @@ static char *encode_full(struct record *r, unsigned long epoch)
 	free(r->saved_vpcs);
 	r->saved_vpcs = vs ? json_dumps(vs, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
 	json_decref(vs);
-	for (size_t i = 0; i < r->natts; i++)
+	for (size_t i = 0; i < r->natts; i++) {
 		r->atts[i]->on_disk = r->atts[i]->active;
+		r->atts[i]->jdirty = false;
+	}
+	r->njdirty = 0;
+	r->jvpcs = false;
 	r->ngone = 0;
 	r->full_dirty = false;
 	return text;

@@ -84,6 +84,8 @@ struct rec_att {
 	/* the commit's bookkeeping (record.c, under the lock) */
 	unsigned long jgen;                /* generation of its last change on disk's terms */
 	bool on_disk;                      /* in record.json + record.journal as committed */
+	bool vdirty;                       /* listed for the pipeline's view (record_view_update) */
+	bool jdirty;                       /* listed for the next journal line */
 };
 
 /* A shared, immutable set of remotes (snapshots hold a reference). */
@@ -194,6 +196,42 @@ unsigned long record_gen(struct record *r);
 /* A consistent copy (lock held only for the copy; remotes are shared). */
 int record_snapshot(struct record *r, struct rec_snap *out);
 void record_snap_free(struct rec_snap *s);
+/*
+ * The pipeline's incremental copy of the record. A pass does not copy
+ * every attachment: the record's writers list what they change (its dirty
+ * set: the attachments activated, deactivated, given an address, and the
+ * keys removed), and record_view_update brings the view up to date with
+ * that list only, saying what changed (the delta's input, dp/delta.c). The
+ * view is rebuilt whole at its first update and after what the list does
+ * not cover (a load, an import of drop-in files, a failed allocation).
+ * One reader: the pipeline, on its pass thread.
+ */
+struct rec_view {
+	struct rec_snap s;          /* the snapshot at s.gen: node, VPCs, active attachments, remotes */
+	bool valid;                 /* false: the next update rebuilds it whole */
+	size_t cap_pods;
+	size_t *ix, ix_mask;        /* (vpc, id) -> index into s.st.atts + 1 (open addressing) */
+	struct rec_view_vpc { char id[GDP_ID_MAX + 1]; size_t n; } *vc; /* attachments per VPC in the view */
+	size_t nvc, capvc;
+};
+
+/* What one update changed (struct gdp_att_change: backend.h). */
+struct rec_changes {
+	bool whole;                 /* rebuilt whole: no list (the pass reconciles in full) */
+	struct gdp_att_change *atts;
+	size_t n_atts, cap_atts;
+	/* the remotes the view held before, when they (or its VPCs) changed: alive until freed */
+	struct rec_remotes *old_remotes;
+	struct gdp_remote *old_filtered;
+};
+
+void record_view_init(struct rec_view *v);
+void record_view_free(struct rec_view *v);
+/* Brings v up to the record's generation (see struct rec_view). 0, or
+ * -ENOMEM (v is then rebuilt at the next update). Free ch after the pass. */
+int record_view_update(struct record *r, struct rec_view *v, struct rec_changes *ch);
+void rec_changes_free(struct rec_changes *ch);
+
 /*
  * Writes what changed since the last commit up to the snapshot's generation
  * (record.json and/or record-remotes.json). 0, or -errno with err; a held

@@ -147,6 +147,21 @@ bool gdp_delta_empty(const struct gdp_delta *d);
  * 0, or -ENOMEM.
  */
 int gdp_delta_compute(const struct gdp_state *prev, const struct gdp_state *cur, struct gdp_delta *d);
+/* One attachment that changed since the last applied state (the record's
+ * view lists them: agent/record.h, struct rec_view). */
+struct gdp_att_change {
+	bool had;                       /* it was in the last applied state, as prev */
+	struct gdp_attachment prev;
+	size_t cur;                     /* its index in desired->atts, SIZE_MAX: gone */
+};
+/*
+ * gdp_delta_compute for a desired state known to differ from prev only in
+ * the attachments listed in ch (and in node, VPCs, egress and remotes,
+ * compared as there): O(changed) for the attachments, so a pass costs
+ * what changed, not every attachment of the node. prev->atts is not read.
+ */
+int gdp_delta_compute_changes(const struct gdp_state *prev, const struct gdp_state *cur,
+			      const struct gdp_att_change *ch, size_t n, struct gdp_delta *d);
 /* Adds attachment cur->atts[i] to the scope (a retry of a failed one); no-op if there. */
 int gdp_delta_add_att(struct gdp_delta *d, size_t i);
 

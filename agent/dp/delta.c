@@ -1,9 +1,10 @@
 /*
  * What changed between two desired states (backend.h, struct gdp_delta):
- * the scope of a delta apply. Linear in what the states hold (hashes by
- * key); remotes are compared only when the two states hold different
- * remote arrays, so an ADD on a node with 100k remotes costs nothing here
- * for them.
+ * the scope of a delta apply. gdp_delta_compute is linear in what the
+ * states hold (hashes by key); gdp_delta_compute_changes (the pipeline's)
+ * looks only at the attachments the record's view says changed. Remotes
+ * are compared only when the two states hold different remote arrays, so
+ * an ADD on a node with 100k remotes costs nothing here for them.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -133,6 +134,8 @@ static bool remote_key_eq(const struct gdp_remote *a, const struct gdp_remote *b
 	return !strcmp(a->vpc, b->vpc) && prefix_same(&a->prefix, &b->prefix);
 }
 
+static void check_shared(const struct gdp_state *cur, struct gdp_delta *d);
+
 static int diff_atts(const struct gdp_state *prev, const struct gdp_state *cur, struct gdp_delta *d)
 {
 	struct ixh h = { 0 };
@@ -178,18 +181,8 @@ static int diff_atts(const struct gdp_state *prev, const struct gdp_state *cur, 
 		d->gone_atts = nv;
 		nv[d->n_gone_atts++] = prev->atts[i];
 	}
-	/* Writes go before deletes: an added and a removed attachment must not
-	 * share a device or an address (a pod re-added under a new id in one
-	 * pass), or the delete would undo the add. */
-	for (i = 0; i < d->n_gone_atts && !rc && !d->full; i++)
-		for (s = 0; s < d->n_atts && !d->full; s++) {
-			const struct gdp_attachment *g = &d->gone_atts[i], *a = &cur->atts[d->atts[s]];
-
-			d->full = !strcmp(g->host_ifname, a->host_ifname);
-			for (size_t x = 0; x < g->n_addrs && !d->full; x++)
-				for (size_t y = 0; y < a->n_addrs && !d->full; y++)
-					d->full = !strcmp(g->vpc, a->vpc) && prefix_same(&g->addrs[x], &a->addrs[y]);
-		}
+	if (!rc)
+		check_shared(cur, d);
 	free(seen);
 	free(h.slot);
 	return rc;
@@ -264,36 +257,98 @@ static bool egress_differs(const struct gdp_egress *a, const struct gdp_egress *
 	       strcmp(a->oif, b->oif);
 }
 
+/* What a delta cannot express: the node, the VPC list, the egress shard. */
+static bool frame_differs(const struct gdp_state *prev, const struct gdp_state *cur)
+{
+	if (memcmp(prev->node.block, cur->node.block, 6) || prev->node.node_id != cur->node.node_id ||
+	    strcmp(prev->node.uplink, cur->node.uplink) || prev->n_vpcs != cur->n_vpcs)
+		return true;
+	for (size_t i = 0; i < cur->n_vpcs; i++) {
+		const struct gdp_vpc *v = gdp_state_find_vpc(prev, cur->vpcs[i].id);
+
+		if (!v || !vpc_equal(v, &cur->vpcs[i]))
+			return true; /* a VPC added, removed or renumbered: its table is checked whole */
+	}
+	/* the shard: its routes, SIDs and translator are checked whole */
+	return egress_differs(&prev->egress, &cur->egress);
+}
+
+/* Writes go before deletes: an added and a removed attachment must not
+ * share a device or an address (a pod re-added under a new id in one
+ * pass), or the delete would undo the add. O(added x removed). */
+static void check_shared(const struct gdp_state *cur, struct gdp_delta *d)
+{
+	for (size_t i = 0; i < d->n_gone_atts && !d->full; i++)
+		for (size_t s = 0; s < d->n_atts && !d->full; s++) {
+			const struct gdp_attachment *g = &d->gone_atts[i], *a = &cur->atts[d->atts[s]];
+
+			d->full = !strcmp(g->host_ifname, a->host_ifname);
+			for (size_t x = 0; x < g->n_addrs && !d->full; x++)
+				for (size_t y = 0; y < a->n_addrs && !d->full; y++)
+					d->full = !strcmp(g->vpc, a->vpc) && prefix_same(&g->addrs[x], &a->addrs[y]);
+		}
+}
+
+/* An attachment declaring egress changes its VPC's default route (and the
+ * translator) when the node has a shard: a VPC-wide change. */
+static void check_egress(const struct gdp_state *cur, struct gdp_delta *d)
+{
+	for (size_t i = 0; cur->egress.have && i < d->n_atts && !d->full; i++)
+		d->full = cur->atts[d->atts[i]].egress != 0;
+	for (size_t i = 0; cur->egress.have && i < d->n_gone_atts && !d->full; i++)
+		d->full = d->gone_atts[i].egress != 0;
+}
+
 int gdp_delta_compute(const struct gdp_state *prev, const struct gdp_state *cur, struct gdp_delta *d)
 {
 	int rc;
 
 	gdp_delta_free(d);
-	if (memcmp(prev->node.block, cur->node.block, 6) || prev->node.node_id != cur->node.node_id ||
-	    strcmp(prev->node.uplink, cur->node.uplink) || prev->n_vpcs != cur->n_vpcs) {
+	if (frame_differs(prev, cur)) {
 		d->full = true;
-		return 0;
-	}
-	for (size_t i = 0; i < cur->n_vpcs; i++) {
-		const struct gdp_vpc *v = gdp_state_find_vpc(prev, cur->vpcs[i].id);
-
-		if (!v || !vpc_equal(v, &cur->vpcs[i])) {
-			d->full = true; /* a VPC added, removed or renumbered: its table is checked whole */
-			return 0;
-		}
-	}
-	if (egress_differs(&prev->egress, &cur->egress)) {
-		d->full = true; /* the shard: its routes, SIDs and translator are checked whole */
 		return 0;
 	}
 	if ((rc = diff_atts(prev, cur, d)) || d->full)
 		return rc;
-	/* An attachment declaring egress changes its VPC's default route (and
-	 * the translator) when the node has a shard: a VPC-wide change. */
-	for (size_t i = 0; cur->egress.have && i < d->n_atts && !d->full; i++)
-		d->full = cur->atts[d->atts[i]].egress != 0;
-	for (size_t i = 0; cur->egress.have && i < d->n_gone_atts && !d->full; i++)
-		d->full = d->gone_atts[i].egress != 0;
+	check_egress(cur, d);
+	if (d->full)
+		return 0;
+	return diff_remotes(prev, cur, d);
+}
+
+int gdp_delta_compute_changes(const struct gdp_state *prev, const struct gdp_state *cur,
+			      const struct gdp_att_change *ch, size_t n, struct gdp_delta *d)
+{
+	int rc = 0;
+
+	gdp_delta_free(d);
+	if (frame_differs(prev, cur)) {
+		d->full = true;
+		return 0;
+	}
+	for (size_t i = 0; i < n && !rc && !d->full; i++) {
+		const struct gdp_att_change *c = &ch[i];
+
+		if (c->cur != SIZE_MAX && c->cur >= cur->n_atts)
+			return -EINVAL;
+		if (c->had && c->cur != SIZE_MAX) {
+			/* changed in place: remove-then-add is not ordered here */
+			d->full = !att_equal(&c->prev, &cur->atts[c->cur]);
+		} else if (c->had) {
+			struct gdp_attachment *nv = realloc(d->gone_atts, (d->n_gone_atts + 1) * sizeof(*nv));
+
+			if (!nv)
+				return -ENOMEM;
+			d->gone_atts = nv;
+			nv[d->n_gone_atts++] = c->prev;
+		} else if (c->cur != SIZE_MAX) {
+			rc = gdp_delta_add_att(d, c->cur);
+		}
+	}
+	if (rc || d->full)
+		return rc;
+	check_shared(cur, d);
+	check_egress(cur, d);
 	if (d->full)
 		return 0;
 	return diff_remotes(prev, cur, d);

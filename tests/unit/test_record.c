@@ -4,7 +4,9 @@
  * damaged file held with a reason (never half-used, never overwritten), the
  * strict parser's refusals, snapshots sharing the remote set; the journal
  * (a commit appends what changed, a torn last line is dropped, a damaged one
- * holds the record, another epoch is ignored, compaction past its limit).
+ * holds the record, another epoch is ignored, compaction past its limit);
+ * the pipeline's incremental view (it follows the record through random
+ * changes as a whole snapshot would, and its changes give the same delta).
  */
 #include "tests/lib/gtest.h"
 
@@ -702,6 +704,168 @@ START_TEST(t_reads_version_1)
 }
 END_TEST
 
+/* v's attachments are the snapshot's (same keys, same models, same pods), in any order. */
+static void same_as_snapshot(struct record *r, const struct rec_view *v)
+{
+	struct rec_snap s;
+
+	ck_assert_int_eq(record_snapshot(r, &s), 0);
+	ck_assert_uint_eq(v->s.st.n_atts, s.st.n_atts);
+	ck_assert_uint_eq(v->s.st.n_vpcs, s.st.n_vpcs);
+	ck_assert_uint_eq(v->s.st.n_remotes, s.st.n_remotes);
+	ck_assert_uint_eq(v->s.gen, s.gen);
+	for (size_t i = 0; i < s.st.n_atts; i++) {
+		const struct gdp_attachment *a = &s.st.atts[i], *b = NULL;
+		size_t k;
+
+		for (k = 0; k < v->s.st.n_atts && !b; k++)
+			if (!strcmp(v->s.st.atts[k].vpc, a->vpc) && !strcmp(v->s.st.atts[k].id, a->id))
+				b = &v->s.st.atts[k];
+		ck_assert_msg(b != NULL, "%s/%s missing from the view", a->vpc, a->id);
+		ck_assert_int_eq(b->n_addrs, a->n_addrs);
+		ck_assert_int_eq(b->egress, a->egress);
+		ck_assert_int_eq(memcmp(b->pod_mac, a->pod_mac, 6), 0);
+		ck_assert_str_eq(v->s.pods[k - 1].name, s.pods[i].name);
+	}
+	for (size_t i = 0; i < s.st.n_vpcs; i++)
+		ck_assert_ptr_nonnull(gdp_state_find_vpc(&v->s.st, s.st.vpcs[i].id));
+	record_snap_free(&s);
+}
+
+/* The delta from the view's changes is the one a whole compare finds. */
+static void same_delta(const struct gdp_state *prev, const struct rec_view *v, const struct rec_changes *ch)
+{
+	struct gdp_delta a, b;
+
+	gdp_delta_init(&a);
+	gdp_delta_init(&b);
+	ck_assert_int_eq(gdp_delta_compute(prev, &v->s.st, &a), 0);
+	ck_assert_int_eq(gdp_delta_compute_changes(prev, &v->s.st, ch->atts, ch->n_atts, &b), 0);
+	ck_assert_int_eq(a.full, b.full);
+	if (!a.full) {
+		ck_assert_uint_eq(a.n_atts, b.n_atts);
+		ck_assert_uint_eq(a.n_gone_atts, b.n_gone_atts);
+		for (size_t i = 0; i < a.n_atts; i++) {
+			bool found = false;
+
+			for (size_t k = 0; k < b.n_atts; k++)
+				found |= a.atts[i] == b.atts[k];
+			ck_assert_msg(found, "added %s/%s not in the changes' delta", v->s.st.atts[a.atts[i]].vpc,
+				      v->s.st.atts[a.atts[i]].id);
+		}
+		for (size_t i = 0; i < a.n_gone_atts; i++) {
+			bool found = false;
+
+			for (size_t k = 0; k < b.n_gone_atts; k++)
+				found |= !strcmp(a.gone_atts[i].id, b.gone_atts[k].id) &&
+					 !strcmp(a.gone_atts[i].vpc, b.gone_atts[k].vpc);
+			ck_assert_msg(found, "removed %s not in the changes' delta", a.gone_atts[i].id);
+		}
+		ck_assert_uint_eq(a.n_remotes, b.n_remotes);
+		ck_assert_uint_eq(a.n_gone_remotes, b.n_gone_remotes);
+	}
+	gdp_delta_free(&a);
+	gdp_delta_free(&b);
+}
+
+/*
+ * The pipeline's view (record_view_update) follows the record through
+ * random ADDs, DELs, re-activations, learned addresses and remote sets:
+ * after every update it holds what a whole snapshot holds, the changes it
+ * lists give the delta a whole compare gives, and an update with nothing
+ * changed lists nothing.
+ */
+START_TEST(t_view_follows_record)
+{
+	struct gdp_node n = { .block = { 0xfc, 0xbb, 0xbb, 0, 0, 1 }, .node_id = 7 };
+	struct rec_att *live[64] = { 0 };
+	struct gdp_state prev;
+	struct rec_view v;
+	struct record *r;
+	unsigned seed = 12345;
+
+	mkdir_tmp();
+	r = open_rec();
+	record_set_node_identity(r, &n, 1500);
+	record_view_init(&v);
+	gdp_state_init(&prev);
+	for (int round = 0; round < 300; round++) {
+		struct rec_changes ch;
+		int ops = 1 + (int)(rand_r(&seed) % 4);
+
+		for (int o = 0; o < ops; o++) {
+			int k = (int)(rand_r(&seed) % 64), what = (int)(rand_r(&seed) % 10);
+			char id[16], addr[64];
+
+			snprintf(id, sizeof(id), "a%d", k);
+			snprintf(addr, sizeof(addr), "fd00:a::%x", k + 1);
+			record_lock(r);
+			if (!live[k] && what < 6) {
+				record_unlock(r);
+				live[k] = reserve(r, k % 3 ? "vpcA" : "vpcB", id, addr);
+				record_lock(r);
+				if (what < 5)
+					record_activate(r, live[k]); /* else: stays reserved (an ADD in flight) */
+			} else if (live[k] && what < 3) {
+				record_remove(r, live[k]);
+				live[k] = NULL;
+			} else if (live[k] && what < 5) {
+				live[k]->m.pod_mac[5] = (uint8_t)round;
+				snprintf(live[k]->pod_name, sizeof(live[k]->pod_name), "pod-%d", round);
+				record_activate(r, live[k]);
+			} else if (live[k] && what < 6) {
+				record_deactivate(r, live[k]);
+			} else if (live[k] && what < 7 && live[k]->active) {
+				struct gdp_prefix p;
+
+				snprintf(addr, sizeof(addr), "10.9.%d.%d", k, round % 250);
+				ck_assert_int_eq(gdp_prefix_parse(addr, &p), 0);
+				record_add_addr(r, live[k], &p);
+			} else if (what == 9) {
+				struct gdp_remote rm = { .prefix = { .family = AF_INET6, .len = 128 } };
+
+				snprintf(rm.vpc, sizeof(rm.vpc), "vpcA");
+				rm.prefix.addr.raw[0] = 0xfd;
+				rm.prefix.addr.raw[15] = (uint8_t)round;
+				record_unlock(r);
+				ck_assert_int_ge(record_set_remotes(r, &rm, 1), 0);
+				record_lock(r);
+			}
+			record_unlock(r);
+		}
+		ck_assert_int_eq(record_view_update(r, &v, &ch), 0);
+		ck_assert(v.valid);
+		ck_assert_int_eq(ch.whole, round == 0);
+		same_as_snapshot(r, &v);
+		if (!ch.whole)
+			same_delta(&prev, &v, &ch);
+		rec_changes_free(&ch);
+		/* what the pipeline keeps of the applied state: a whole copy here */
+		gdp_state_free(&prev);
+		ck_assert_int_eq(gdp_state_copy(&prev, &v.s.st), 0);
+		ck_assert_int_eq(record_view_update(r, &v, &ch), 0);
+		ck_assert_uint_eq(ch.n_atts, 0);
+		rec_changes_free(&ch);
+	}
+	/* an import of drop-in files rebuilds the view whole */
+	put(LEGACY_STATE, "{\"node\":{\"block\":\"fcbb:bb00:1::/48\",\"node_id\":7}}");
+	{
+		struct rec_changes ch;
+		char err[256];
+
+		ck_assert_int_ge(record_import_legacy(r, err, sizeof(err)), 0);
+		ck_assert_int_eq(record_view_update(r, &v, &ch), 0);
+		ck_assert(ch.whole);
+		same_as_snapshot(r, &v);
+		rec_changes_free(&ch);
+	}
+	gdp_state_free(&prev);
+	record_view_free(&v);
+	record_close(r);
+	rm_tmp();
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("record");
@@ -718,6 +882,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, t_journal_torn_damaged_stale);
 	tcase_add_test(tc, t_journal_compacts);
 	tcase_add_test(tc, t_reads_version_1);
+	tcase_add_test(tc, t_view_follows_record);
 	suite_add_tcase(s, tc);
 	return s;
 }
