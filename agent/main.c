@@ -180,7 +180,8 @@ static void on_pass(void *ctx, const struct rec_snap *snap, const struct gdp_res
 	struct agent *ag = ctx;
 	struct rpt_pod *pods;
 
-	health_report(ag, snap, res, false, true, 0);
+	/* an adopted state is not verified until the first full pass read it back */
+	health_report(ag, snap, res, false, !pipeline_adopting(ag->pl), 0);
 	egress_report(ag, snap, res);
 	if (!ag->rpt)
 		return;
@@ -196,9 +197,9 @@ static void on_pass(void *ctx, const struct rec_snap *snap, const struct gdp_res
 	free(pods);
 }
 
-static int wait_applied(void *ctx, unsigned long gen)
+static int wait_applied(void *ctx, unsigned long gen, double *backend_ms)
 {
-	return pipeline_wait(((struct agent *)ctx)->pl, gen);
+	return pipeline_wait_spans(((struct agent *)ctx)->pl, gen, backend_ms);
 }
 
 static int result_of(void *ctx, enum gdp_obj_kind kind, const char *vpc, const char *key,
@@ -770,14 +771,26 @@ int main(int argc, char **argv)
 		}
 		glogf(GLOG_INFO, COMP, "CNI server listening on %s", cni_socket);
 	}
-	rc = pipeline_pass(ag.pl);
-	/* A node that ran the bpf backend before (its pins are there): once the
-	 * kernel backend's routes are in, the TC filters may go (not before:
-	 * they carry the traffic until then). */
-	if (!strcmp(ops->name, "kernel") && rc == 0) {
+	{
 		const char *pins = bo.bpffs_dir ? bo.bpffs_dir : GBPF_PIN_ROOT_DEFAULT;
+		bool leaving_bpf = !strcmp(ops->name, "kernel") && access(pins, F_OK) == 0;
+		char why[512];
 
-		if (access(pins, F_OK) == 0 && gdp_bpf_teardown(bo.netns, pins, err, sizeof(err)))
+		/* A restart adopts what the last pass left (the CNI socket is
+		 * answered from it at once; the read-back follows), unless it
+		 * cannot say so: then the first pass reconciles everything first. */
+		if (once || leaving_bpf || pipeline_adopt(ag.pl, why, sizeof(why))) {
+			if (!once)
+				glogf(GLOG_INFO, COMP, "first pass reconciles in full: %s",
+				      leaving_bpf ? "leaving the bpf backend" : why);
+			rc = pipeline_pass(ag.pl);
+		} else {
+			rc = 0;
+		}
+		/* A node that ran the bpf backend before (its pins are there): once the
+		 * kernel backend's routes are in, the TC filters may go (not before:
+		 * they carry the traffic until then). */
+		if (leaving_bpf && rc == 0 && gdp_bpf_teardown(bo.netns, pins, err, sizeof(err)))
 			glogf(GLOG_WARN, COMP, "leaving the bpf backend: %s", err);
 	}
 	/* Kernel events wake the loop early; the periodic pass stays the safety net. */

@@ -6,6 +6,7 @@ LIBDEPS_gagent := jansson pthread
 $(eval $(call prog,galactic-agent,agent/main.c,ghealth gident gegress gcniagent greport gcni gagent gdpbpf gdp gnl gcommon,jansson nl bpf curl mhd pthread m))
 $(eval $(call unit_test,test_record,tests/unit/test_record.c,gagent gdp gnl gcommon,jansson nl curl mhd yaml pthread m))
 $(eval $(call unit_test,test_pipeline,tests/unit/test_pipeline.c,gagent gdp gnl gcommon,jansson nl curl mhd yaml pthread m))
+$(eval $(call unit_test,test_pipeline_adopt,tests/unit/test_pipeline_adopt.c,gagent gdp gnl gcommon,jansson nl curl mhd yaml pthread m))
 # Upgrade from the three files of agents before the record, under ping, both backends.
 $(eval $(call netns_test,test_upgrade,tests/netns/test_upgrade.c tests/lib/topo.c,gagent gdpbpf gcni gdp gnl gcommon,bpf nl jansson pthread))
 # make bench: the agent's RSS with 1,000 attachments and 100,000 remotes, both backends.

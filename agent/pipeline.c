@@ -37,6 +37,11 @@ struct pipeline {
 	bool want_full;               /* kicked for a full reconcile (guarded by mu) */
 	bool remotes_whole;           /* the last full pass gave a result for every remote */
 	unsigned long full_passes, delta_passes;
+	double last_backend_ms;       /* the last pass's backend span (guarded by mu) */
+	/* Adoption at start (pipeline_adopt): guarded by mu. */
+	bool adopting;                /* adopted, the full pass that reads it back not run yet */
+	double adopt_ms;
+	bool status_exact;            /* pass thread: status.json names the files' position */
 };
 
 static double now_ms(void)
@@ -47,7 +52,8 @@ static double now_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-static void write_status(struct pipeline *p, const struct gdp_results *res, int rc, double ms)
+static void write_status(struct pipeline *p, const struct gdp_results *res, int rc, double ms,
+			 const struct rec_disk_pos *pos, bool adopted)
 {
 	json_t *j = json_object(), *errs = json_array();
 	char err[512], *s;
@@ -79,6 +85,17 @@ static void write_status(struct pipeline *p, const struct gdp_results *res, int 
 	json_object_set_new(j, "retries", json_integer((json_int_t)res->retries));
 	json_object_set_new(j, "ms", json_real(ms));
 	json_object_set_new(j, "errors", errs);
+	json_object_set_new(j, "backend", json_string(p->o.be->ops->name));
+	if (adopted)
+		json_object_set_new(j, "adopted", json_true());
+	/* the files this state came from, when it is exactly theirs (pipeline_adopt) */
+	if (pos && pos->valid)
+		json_object_set_new(j, "disk",
+				    json_pack("{s:I, s:I, s:I, s:I, s:I}", "epoch", (json_int_t)pos->epoch, "lines",
+					      (json_int_t)pos->lines, "remotesInode", (json_int_t)pos->rem_ino,
+					      "remotesSize", (json_int_t)pos->rem_size, "remotesMtimeNs",
+					      (json_int_t)pos->rem_mtime_ns));
+	p->status_exact = pos && pos->valid;
 	s = json_dumps(j, JSON_INDENT(1));
 	json_decref(j);
 	/* an observation, rewritten every pass: replaced atomically, not fsynced */
@@ -191,19 +208,20 @@ static int run_pass(struct pipeline *p, bool full)
 	struct rec_changes ch;
 	const struct rec_snap *sp;
 	char err[512], held[512];
-	double t0 = now_ms();
+	double t_ask = now_ms(), t0, t_view, t_apply = 0, t_scoped = 0, t_applied = 0;
 	bool applied = false, delta = false, noop = false, unread = false;
-	double t_apply = 0, t_applied = 0;
 	int rc;
 
 	gdp_results_init(&res);
 	gdp_delta_init(&dl);
 	pthread_mutex_lock(&p->pass_mu);
+	t0 = now_ms();
 	pthread_mutex_lock(&p->mu);
 	full = full || p->want_full;
 	p->want_full = false;
 	pthread_mutex_unlock(&p->mu);
 	rc = record_view_update(p->o.rec, &p->view, &ch);
+	t_view = now_ms();
 	if (rc) {
 		p->have_prev = false; /* the view is rebuilt whole: the next pass is a full one */
 		rec_changes_free(&ch);
@@ -230,7 +248,10 @@ static int run_pass(struct pipeline *p, bool full)
 		p->why_not[0] = 0;
 		applied = true;
 		t_apply = now_ms();
-		if (!full && delta_scope(p, sp, &ch, &dl)) {
+		bool scoped = !full && delta_scope(p, sp, &ch, &dl);
+
+		t_scoped = now_ms();
+		if (scoped) {
 			if (gdp_delta_empty(&dl)) {
 				noop = true; /* nothing changed and nothing failed: nothing to write */
 				rc = 0;
@@ -260,13 +281,25 @@ static int run_pass(struct pipeline *p, bool full)
 	t_applied = now_ms();
 	pthread_mutex_lock(&p->mu);
 	p->passes++;
+	p->last_backend_ms = applied && !noop ? t_applied - t_scoped : 0;
 	if (delta)
 		p->delta_passes++;
 	else if (applied && !noop)
 		p->full_passes++;
+	if (applied && !delta && !noop && p->adopting) {
+		p->adopting = false; /* the adopted state is read back (and repaired) now */
+		glogf(GLOG_INFO, COMP, "adopted state read back by the first full pass, %.0f ms after it was adopted",
+		      now_ms() - p->adopt_ms);
+	}
 	pthread_mutex_unlock(&p->mu);
 	if (noop) {
+		struct rec_disk_pos pos;
+
 		gdp_delta_free(&dl);
+		/* a status that could not name the files (a change came in during
+		 * its pass) is written again once they are what was applied */
+		if (!p->status_exact && record_commit_pos(p->o.rec, sp->gen, &pos))
+			write_status(p, &p->last, 0, now_ms() - t0, &pos, false);
 		/* the level is unchanged: the last results stand */
 		pthread_mutex_lock(&p->mu);
 		if (sp->gen > p->applied_gen)
@@ -285,10 +318,15 @@ static int run_pass(struct pipeline *p, bool full)
 			      res.v[i].key[0] ? "/" : "", res.v[i].key, res.v[i].msg);
 		else if (res.v[i].err && !p->why_not[0])
 			glogf(GLOG_ERROR, COMP, "node: %s", res.v[i].msg);
+	/* The spans: record (its view brought up to date, the commit to disk),
+	 * backend (the delta's scope, then the backend: its netlink or map
+	 * writes and read-back, where the kernel's own time is), and the wait
+	 * for the pass before (a full one, a read-back) outside the total. */
 	glogf(GLOG_INFO, COMP,
-	      "%s #%lu: %zu objects, added/replaced %lu, removed %lu, unchanged %lu, ENOMEM retries %lu, failed %lu (%.1f ms: record %.1f, backend %.1f)",
+	      "%s #%lu: %zu objects, added/replaced %lu, removed %lu, unchanged %lu, ENOMEM retries %lu, failed %lu (%.1f ms: record %.1f, backend %.1f; view %.2f, commit %.2f, scope %.2f, waited %.1f)",
 	      delta ? "incremental pass" : "reconcile", p->passes, res.n + res.remotes_ok, res.added, res.removed, res.unchanged,
-	      res.retries, res.failed, now_ms() - t0, applied ? t_apply - t0 : 0, applied ? t_applied - t_apply : 0);
+	      res.retries, res.failed, now_ms() - t0, applied ? t_apply - t0 : 0, applied ? t_applied - t_apply : 0,
+	      t_view - t0, applied ? t_apply - t_view : 0, applied ? t_scoped - t_apply : 0, t0 - t_ask);
 	pthread_mutex_lock(&p->mu);
 	if (delta) {
 		size_t left;
@@ -317,7 +355,13 @@ static int run_pass(struct pipeline *p, bool full)
 	pthread_mutex_unlock(&p->mu);
 	gdp_delta_free(&dl);
 	/* p->last changes only on this thread, under pass_mu: read here without mu */
-	write_status(p, &p->last, rc, now_ms() - t0);
+	{
+		struct rec_disk_pos pos = { 0 };
+
+		if (applied)
+			record_commit_pos(p->o.rec, sp->gen, &pos);
+		write_status(p, &p->last, rc, now_ms() - t0, &pos, false);
+	}
 	if (p->o.on_pass)
 		p->o.on_pass(p->o.ctx, sp, &p->last);
 	pthread_mutex_lock(&p->mu);
@@ -344,6 +388,193 @@ static int run_pass(struct pipeline *p, bool full)
 	rec_changes_free(&ch);
 	pthread_mutex_unlock(&p->pass_mu);
 	return rc;
+}
+
+void pipeline_status_free(struct pipeline_status *s)
+{
+	gdp_results_free(&s->errors);
+	memset(s, 0, sizeof(*s));
+}
+
+static bool json_uint(json_t *o, const char *k, unsigned long long *out)
+{
+	json_t *x = json_object_get(o, k);
+
+	if (!json_is_integer(x) || json_integer_value(x) < 0)
+		return false;
+	*out = (unsigned long long)json_integer_value(x);
+	return true;
+}
+
+int pipeline_status_parse(const char *text, size_t len, struct pipeline_status *out, char *why, size_t whylen)
+{
+	json_error_t je;
+	json_t *j = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je), *errs, *disk, *x;
+	const char *bk;
+	size_t i;
+
+	memset(out, 0, sizeof(*out));
+	gdp_results_init(&out->errors);
+	if (!json_is_object(j)) {
+		snprintf(why, whylen, "not a JSON object (line %d: %s)", je.line, je.text);
+		json_decref(j);
+		return -EINVAL;
+	}
+	bk = json_string_value(json_object_get(j, "backend"));
+	errs = json_object_get(j, "errors");
+	disk = json_object_get(j, "disk");
+	if (!bk || strlen(bk) >= sizeof(out->backend) || !json_is_integer(json_object_get(j, "rc")) ||
+	    !json_is_array(errs) || (disk && !json_is_object(disk))) {
+		snprintf(why, whylen, "needs \"backend\", \"rc\" and \"errors\" (a status.json of an older agent?)");
+		goto bad;
+	}
+	snprintf(out->backend, sizeof(out->backend), "%s", bk);
+	out->rc = json_integer_value(json_object_get(j, "rc"));
+	if (disk) {
+		unsigned long long ep, ln;
+
+		if (!json_uint(disk, "epoch", &ep) || !json_uint(disk, "lines", &ln) ||
+		    !json_uint(disk, "remotesInode", &out->disk.rem_ino) ||
+		    !json_uint(disk, "remotesSize", &out->disk.rem_size) ||
+		    !json_uint(disk, "remotesMtimeNs", &out->disk.rem_mtime_ns)) {
+			snprintf(why, whylen, "\"disk\": epoch, lines, remotesInode, remotesSize, remotesMtimeNs must be integers >= 0");
+			goto bad;
+		}
+		out->disk.epoch = (unsigned long)ep;
+		out->disk.lines = (size_t)ln;
+		out->disk.valid = true;
+	}
+	json_array_foreach(errs, i, x) {
+		const char *kind = json_string_value(json_object_get(x, "kind"));
+		const char *vpc = json_string_value(json_object_get(x, "vpc"));
+		const char *key = json_string_value(json_object_get(x, "key"));
+		const char *msg = json_string_value(json_object_get(x, "message"));
+		json_t *en = json_object_get(x, "errno");
+		struct gdp_result *r;
+		int k;
+
+		for (k = GDP_OBJ_NODE; k <= GDP_OBJ_EGRESS && (!kind || strcmp(kind, gdp_obj_kind_str(k))); k++)
+			;
+		if (k > GDP_OBJ_EGRESS || !vpc || !key || !msg || strlen(vpc) > GDP_ID_MAX || strlen(key) > GDP_ID_MAX ||
+		    !json_is_integer(en) || json_integer_value(en) <= 0 || json_integer_value(en) > 4095) {
+			snprintf(why, whylen, "errors[%zu]: needs a known kind, vpc, key, errno 1-4095 and message", i);
+			goto bad;
+		}
+		r = gdp_results_get(&out->errors, (enum gdp_obj_kind)k, vpc, key);
+		if (!r) {
+			snprintf(why, whylen, "out of memory");
+			goto bad;
+		}
+		r->programmed = false;
+		r->err = -(int)json_integer_value(en);
+		snprintf(r->msg, sizeof(r->msg), "%s", msg);
+	}
+	json_decref(j);
+	return 0;
+bad:
+	json_decref(j);
+	pipeline_status_free(out);
+	return -EINVAL;
+}
+
+int pipeline_adopt(struct pipeline *p, char *why, size_t whylen)
+{
+	struct pipeline_status st;
+	struct rec_disk_pos loaded;
+	struct rec_changes ch;
+	struct gdp_results res;
+	const struct gdp_state *s;
+	char *text = NULL, perr[256];
+	size_t len, nrem_err = 0, nerr;
+	int rc;
+
+	if (!p->o.status_path)
+		return snprintf(why, whylen, "no status file"), -ESTALE;
+	if (!record_loaded_pos(p->o.rec, &loaded))
+		return snprintf(why, whylen, "the record was not loaded as it was (new, migrated, imported or damaged)"),
+		       -ESTALE;
+	if ((rc = gfile_read(p->o.status_path, 64u << 20, &text, &len)))
+		return snprintf(why, whylen, "%s: %s", p->o.status_path, strerror(-rc)), -ESTALE;
+	rc = pipeline_status_parse(text, len, &st, perr, sizeof(perr));
+	free(text);
+	if (rc)
+		return snprintf(why, whylen, "%s: %s", p->o.status_path, perr), -ESTALE;
+	if (strcmp(st.backend, p->o.be->ops->name) || st.rc != 0 || !rec_disk_pos_equal(&st.disk, &loaded)) {
+		snprintf(why, whylen, "%s", strcmp(st.backend, p->o.be->ops->name) ? "the last pass was another backend's"
+					    : st.rc ? "the last pass did not succeed"
+						    : "the last pass did not apply what the record's files hold now");
+		pipeline_status_free(&st);
+		return -ESTALE;
+	}
+	pthread_mutex_lock(&p->pass_mu);
+	rc = record_view_update(p->o.rec, &p->view, &ch);
+	rec_changes_free(&ch);
+	s = &p->view.s.st;
+	if (rc || !p->view.s.have_node) {
+		pthread_mutex_unlock(&p->pass_mu);
+		pipeline_status_free(&st);
+		return snprintf(why, whylen, "%s", rc ? "out of memory" : "no node identity"), -ESTALE;
+	}
+	/* Every object as the last pass verified it: programmed, but for its errors. */
+	gdp_results_init(&res);
+	rc = !gdp_results_get(&res, GDP_OBJ_NODE, "", "");
+	for (size_t i = 0; i < s->n_vpcs && !rc; i++)
+		rc = !gdp_results_get(&res, GDP_OBJ_VPC, s->vpcs[i].id, "");
+	for (size_t i = 0; i < s->n_atts && !rc; i++)
+		rc = !gdp_results_get(&res, GDP_OBJ_ATTACHMENT, s->atts[i].vpc, s->atts[i].id);
+	if (s->egress.have && !rc)
+		rc = !gdp_results_get(&res, GDP_OBJ_EGRESS, "", "");
+	for (size_t i = 0; i < res.n; i++)
+		res.v[i].programmed = true;
+	for (size_t i = 0; i < st.errors.n && !rc; i++) {
+		const struct gdp_result *e = &st.errors.v[i];
+		struct gdp_result *x = gdp_results_get(&res, e->kind, e->vpc, e->key);
+
+		if (!x) {
+			rc = 1;
+			break;
+		}
+		*x = *e;
+		nrem_err += e->kind == GDP_OBJ_REMOTE;
+	}
+	nerr = st.errors.n;
+	pipeline_status_free(&st);
+	if (rc) {
+		gdp_results_free(&res);
+		record_view_free(&p->view);
+		pthread_mutex_unlock(&p->pass_mu);
+		return snprintf(why, whylen, "out of memory"), -ESTALE;
+	}
+	res.remotes_ok = s->n_remotes > nrem_err ? s->n_remotes - nrem_err : 0;
+	gdp_results_find(&res, GDP_OBJ_NODE, "", ""); /* indexed whole: readers only read */
+	set_prev(p, s);
+	pthread_mutex_lock(&p->mu);
+	gdp_results_free(&p->last);
+	p->last = res;
+	p->remotes_whole = true;
+	p->adopting = true;
+	p->adopt_ms = now_ms();
+	p->want_full = true; /* the read-back: once the record is quiet, at the latest 2 s from now */
+	if (p->view.s.gen > p->applied_gen)
+		p->applied_gen = p->view.s.gen;
+	pthread_mutex_unlock(&p->mu);
+	write_status(p, &p->last, 0, 0, &loaded, true);
+	glogf(GLOG_INFO, COMP,
+	      "adopted the datapath as the last pass left it (%zu VPCs, %zu attachments, %zu remotes; %zu not programmed): "
+	      "answering CNI now, reading the kernel back once the record is quiet",
+	      s->n_vpcs, s->n_atts, s->n_remotes, nerr);
+	pthread_mutex_unlock(&p->pass_mu);
+	return 0;
+}
+
+bool pipeline_adopting(struct pipeline *p)
+{
+	bool a;
+
+	pthread_mutex_lock(&p->mu);
+	a = p->adopting;
+	pthread_mutex_unlock(&p->mu);
+	return a;
 }
 
 int pipeline_pass(struct pipeline *p)
@@ -399,7 +630,9 @@ static void *loop(void *arg)
 		 * a quiet record (500 ms without a pass), so a burst of ADDs is
 		 * not queued behind a reconcile of everything; the periodic one
 		 * caps the wait. */
-		bool full_now = due || (p->want_full && !pending && now_ms() - last >= 500);
+		/* an adopted state is read back soon whatever comes in (pipeline_adopt) */
+		bool adopt_due = p->adopting && now_ms() - p->adopt_ms >= 2000;
+		bool full_now = due || adopt_due || (p->want_full && !pending && now_ms() - last >= 500);
 
 		if (!p->kicked && !full_now && !pending) {
 			struct timespec ts;
@@ -489,6 +722,11 @@ void pipeline_kick(struct pipeline *p)
 
 int pipeline_wait(struct pipeline *p, unsigned long gen)
 {
+	return pipeline_wait_spans(p, gen, NULL);
+}
+
+int pipeline_wait_spans(struct pipeline *p, unsigned long gen, double *backend_ms)
+{
 	int rc = 0;
 
 	pthread_mutex_lock(&p->mu);
@@ -498,6 +736,8 @@ int pipeline_wait(struct pipeline *p, unsigned long gen)
 		pthread_cond_wait(&p->cv, &p->mu);
 	if (p->applied_gen < gen)
 		rc = -ESHUTDOWN;
+	if (backend_ms)
+		*backend_ms = p->last_backend_ms;
 	pthread_mutex_unlock(&p->mu);
 	return rc;
 }

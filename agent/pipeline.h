@@ -46,6 +46,38 @@ int pipeline_pass(struct pipeline *p);
  * -EBUSY (record held) / -ENODATA (no node identity): nothing to verify.
  */
 int pipeline_verify(struct pipeline *p, struct gdp_results *res);
+/*
+ * At start, before the loop: adopts the datapath as the previous agent
+ * left it, when its status.json says its last pass (same backend, rc 0)
+ * applied exactly what the record's files hold now (struct rec_disk_pos:
+ * nothing was committed after it, nothing imported since). The record's
+ * view then becomes the applied state without a pass, every object's
+ * result is the one that pass verified (programmed, or its error from
+ * status.json), and the full reconcile that reads the kernel back (and
+ * repairs drift) runs once the record has been quiet for 500 ms, at the
+ * latest 2 s after the adoption. Meanwhile the CNI verbs are answered from
+ * it: a new ADD is an incremental pass against the adopted state, a CHECK
+ * reads the adopted result, and status.json says "adopted" with 0 passes.
+ * 0: adopted; -ESTALE (why says what did not match): nothing adopted, the
+ * first pass must be a full one, as without.
+ */
+int pipeline_adopt(struct pipeline *p, char *why, size_t whylen);
+/* Adopted and not read back yet (the first full pass has not run). */
+bool pipeline_adopting(struct pipeline *p);
+
+/* What status.json says (pipeline_status_parse; fuzz_record). */
+struct pipeline_status {
+	char backend[32];
+	long long rc;
+	struct rec_disk_pos disk;   /* valid: the files' position the pass applied */
+	struct gdp_results errors;  /* the objects that were not programmed, with their errors */
+};
+/* Parses status.json text (strict: every field's type; errors' kinds by
+ * name). 0, or -EINVAL with why (out then holds nothing). Free with
+ * pipeline_status_free. */
+int pipeline_status_parse(const char *text, size_t len, struct pipeline_status *out, char *why, size_t whylen);
+void pipeline_status_free(struct pipeline_status *s);
+
 /* Starts the loop thread. */
 int pipeline_start(struct pipeline *p, char *err, size_t errlen);
 /* Asks for a pass soon (any thread, never blocks): incremental when the backend can. */
@@ -62,6 +94,9 @@ void pipeline_counters(struct pipeline *p, unsigned long *full, unsigned long *d
  * 0, or -ESHUTDOWN when the pipeline stops first.
  */
 int pipeline_wait(struct pipeline *p, unsigned long gen);
+/* The same; *backend_ms: the backend span (its writes and read-back, the
+ * kernel's time) of the pass that covered gen, for the verbs' log lines. */
+int pipeline_wait_spans(struct pipeline *p, unsigned long gen, double *backend_ms);
 /* A copy of one object's result from the last pass: 0, or -ENOENT. */
 int pipeline_result(struct pipeline *p, enum gdp_obj_kind kind, const char *vpc, const char *key,
 		    struct gdp_result *out);

@@ -56,6 +56,11 @@ struct record {
 	size_t nvdirty, capvdirty;
 	struct rec_key *vgone;      /* under mu: keys of attachments removed since */
 	size_t nvgone, capvgone;
+	/* Where the files stand (record_loaded_pos, record_commit_pos). */
+	size_t load_lines;          /* journal lines the last load applied */
+	struct rec_disk_pos loaded; /* as loaded at open (valid: a record was there, nothing imported) */
+	struct rec_disk_pos disk;   /* under commit_mu: after the last commit */
+	unsigned long disk_gen;     /* under commit_mu: the generation the files hold (disk.valid) */
 };
 
 /* ---- small helpers -------------------------------------------------------- */
@@ -890,6 +895,24 @@ static void view_gone(struct record *r, struct rec_att *a)
 	r->nvgone++;
 }
 
+/* The files' position: record.json's epoch, journal lines, record-remotes.json's identity. */
+static void disk_pos(const struct record *r, unsigned long epoch, size_t lines, struct rec_disk_pos *p)
+{
+	char path[4200];
+	struct stat st;
+
+	memset(p, 0, sizeof(*p));
+	p->epoch = epoch;
+	p->lines = lines;
+	path_of(r, RECORD_REMOTES_FILE, path, sizeof(path));
+	if (stat(path, &st) == 0) {
+		p->rem_ino = (unsigned long long)st.st_ino;
+		p->rem_size = (unsigned long long)st.st_size;
+		p->rem_mtime_ns = (unsigned long long)st.st_mtim.tv_sec * 1000000000ull + (unsigned long long)st.st_mtim.tv_nsec;
+	}
+	p->valid = true;
+}
+
 /* Under mu (or before the record is shared): drops everything in memory. */
 static void clear_locked(struct record *r)
 {
@@ -998,6 +1021,7 @@ static int load_dir_once(struct record *r, bool *stale, char *err, size_t errlen
 
 		rc = record_parse_journal(text, len, &d, &lines, &torn, why, sizeof(why));
 		free(text);
+		r->load_lines = rc == 0 ? lines : 0;
 		if (rc < 0) {
 			record_data_free(&d);
 			return snprintf(err, errlen, "%s: %s", path, why), -EINVAL;
@@ -1461,6 +1485,7 @@ int record_open(struct record **out, const struct record_opts *o, char *err, siz
 	} else {
 		glogf(GLOG_INFO, COMP, "loaded %s/%s: %zu VPCs, %zu attachments, %zu remotes", r->dir,
 		      RECORD_FILE, r->nvpcs, r->natts, r->remotes ? r->remotes->n : 0);
+		disk_pos(r, r->epoch, r->load_lines, &r->loaded);
 	}
 	*out = r;
 	if (!r->held[0]) {
@@ -1469,8 +1494,36 @@ int record_open(struct record **out, const struct record_opts *o, char *err, siz
 
 		if (n < 0)
 			glogf(GLOG_ERROR, COMP, "legacy files not imported: %s", ierr);
+		if (n)
+			r->loaded.valid = false; /* the files changed: not what the kernel was given */
 	}
 	return 0;
+}
+
+bool record_loaded_pos(struct record *r, struct rec_disk_pos *pos)
+{
+	pthread_mutex_lock(&r->commit_mu);
+	*pos = r->loaded;
+	pthread_mutex_unlock(&r->commit_mu);
+	return pos->valid;
+}
+
+bool record_commit_pos(struct record *r, unsigned long gen, struct rec_disk_pos *pos)
+{
+	bool ok;
+
+	pthread_mutex_lock(&r->commit_mu);
+	ok = r->disk.valid && r->disk_gen == gen;
+	*pos = r->disk;
+	pthread_mutex_unlock(&r->commit_mu);
+	pos->valid = ok;
+	return ok;
+}
+
+bool rec_disk_pos_equal(const struct rec_disk_pos *a, const struct rec_disk_pos *b)
+{
+	return a->valid && b->valid && a->epoch == b->epoch && a->lines == b->lines && a->rem_ino == b->rem_ino &&
+	       a->rem_size == b->rem_size && a->rem_mtime_ns == b->rem_mtime_ns;
 }
 
 int record_retry_load(struct record *r, char *err, size_t errlen)
@@ -2366,11 +2419,13 @@ int record_commit(struct record *r, const struct rec_snap *s, char *err, size_t 
 	unsigned long mg = 0, rg = 0, ep = 0;
 	struct rec_remotes *rem = NULL;
 	bool nomem = false;
+	unsigned long cg;
 	int rc = 0;
 
 	(void)s;
 	pthread_mutex_lock(&r->commit_mu);
 	pthread_mutex_lock(&r->mu);
+	cg = r->gen; /* what this commit writes: everything up to it */
 	if (r->held[0]) {
 		snprintf(err, errlen, "record held: %s", r->held);
 		pthread_mutex_unlock(&r->mu);
@@ -2412,6 +2467,12 @@ int record_commit(struct record *r, const struct rec_snap *s, char *err, size_t 
 		rc = write_line(r, line, err, errlen);
 	if (!rc && mg)
 		r->saved_main = mg;
+	if (!rc) {
+		disk_pos(r, r->epoch, r->jlines, &r->disk);
+		r->disk_gen = cg;
+	} else {
+		r->disk.valid = false;
+	}
 out:
 	if (rc && mg) {
 		/* what is on disk is not known exactly: the next commit rewrites it whole */

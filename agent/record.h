@@ -239,6 +239,25 @@ void rec_changes_free(struct rec_changes *ch);
  */
 int record_commit(struct record *r, const struct rec_snap *s, char *err, size_t errlen);
 
+/*
+ * Where the files stand: record.json's journal epoch, the journal lines
+ * after it, record-remotes.json's identity (inode, size, modification
+ * time). The pipeline writes it into status.json after a pass that applied
+ * exactly what the files hold; a restart finding the same position adopts
+ * the kernel's state as that pass left it (pipeline_adopt).
+ */
+struct rec_disk_pos {
+	bool valid;
+	unsigned long epoch;
+	size_t lines;
+	unsigned long long rem_ino, rem_size, rem_mtime_ns;
+};
+/* As loaded at open; false: no record was loaded as it is (new, migrated, imported, held). */
+bool record_loaded_pos(struct record *r, struct rec_disk_pos *pos);
+/* After the last commit, when the files hold exactly generation gen; false otherwise. */
+bool record_commit_pos(struct record *r, unsigned long gen, struct rec_disk_pos *pos);
+bool rec_disk_pos_equal(const struct rec_disk_pos *a, const struct rec_disk_pos *b);
+
 /* ---- pure parsers (tests, fuzz_record, galactic-bpf) --------------------- */
 
 /* The contents of record.json. */

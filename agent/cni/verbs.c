@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent/cni/pod.h"
@@ -191,11 +192,25 @@ static int default_mtu(struct gcni_verbs *v)
  * After the pass that included gen: did it program the attachment? 0, or
  * -errno with msg naming what failed (node, VPC, attachment).
  */
+static double mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
 static int outcome(struct gcni_verbs *v, unsigned long gen, const char *vpc, const char *att, char *msg,
-		   size_t n)
+		   size_t n, struct gcni_spans *sp)
 {
 	struct gdp_result x;
-	int rc = v->o.wait_applied(v->o.ctx, gen);
+	double t0 = mono_ms(), bms = 0;
+	int rc = v->o.wait_applied(v->o.ctx, gen, &bms);
+
+	if (sp) {
+		sp->apply_ms = mono_ms() - t0;
+		sp->backend_ms = bms;
+	}
 
 	if (rc)
 		return snprintf(msg, n, "the agent is stopping"), rc;
@@ -289,7 +304,7 @@ static json_t *add_again(struct gcni_verbs *v, struct cni_req *q, int nsfd, stru
 	memcpy(r->host_mac, link.host_mac, 6);
 	gen = record_activate(v->o.rec, r);
 	record_unlock(v->o.rec);
-	if ((rc = outcome(v, gen, vpc, att, err, sizeof(err)))) {
+	if ((rc = outcome(v, gen, vpc, att, err, sizeof(err), NULL))) {
 		cni_err_set(e, CNI_ERR_PROGRAMMING, "programming the node failed", "vpc %s attachment %s: %s",
 			    vpc, att, err);
 		out = NULL;
@@ -303,7 +318,7 @@ done:
 }
 
 static json_t *add_locked(struct gcni_verbs *v, struct cni_req *q, int nsfd, int dflt_mtu,
-			  struct cni_err *e)
+			  struct cni_err *e, struct gcni_spans *sp)
 {
 	struct record *rec = v->o.rec;
 	const struct cni_conf *c = &q->conf;
@@ -313,6 +328,7 @@ static json_t *add_locked(struct gcni_verbs *v, struct cni_req *q, int nsfd, int
 	struct pod_link link;
 	unsigned long gen;
 	int clash = 0, rc;
+	double t_setup;
 	json_t *out;
 
 	gcni_host_ifname(c->vpc_s, c->att_s, host);
@@ -389,7 +405,10 @@ static json_t *add_locked(struct gcni_verbs *v, struct cni_req *q, int nsfd, int
 		pthread_cond_wait(&v->slot_cv, &v->mu);
 	v->setups++;
 	pthread_mutex_unlock(&v->mu);
+	t_setup = mono_ms();
 	rc = pod_setup(v->o.netns, nsfd, c, &link, &clash, err, sizeof(err));
+	if (sp)
+		sp->setup_ms = mono_ms() - t_setup;
 	pthread_mutex_lock(&v->mu);
 	v->setups--;
 	/* one slot, one waiter: a broadcast woke every queued ADD (200 in a burst) per setup */
@@ -412,7 +431,7 @@ static json_t *add_locked(struct gcni_verbs *v, struct cni_req *q, int nsfd, int
 	gen = record_activate(rec, r);
 	record_unlock(rec);
 
-	if ((rc = outcome(v, gen, c->vpc_s, c->att_s, err, sizeof(err)))) {
+	if ((rc = outcome(v, gen, c->vpc_s, c->att_s, err, sizeof(err), sp))) {
 		char e2[512];
 
 		cni_err_set(e, CNI_ERR_PROGRAMMING, "programming the node failed", "vpc %s attachment %s: %s",
@@ -421,7 +440,7 @@ static json_t *add_locked(struct gcni_verbs *v, struct cni_req *q, int nsfd, int
 		record_lock(rec);
 		gen = record_deactivate(rec, r);
 		record_unlock(rec);
-		v->o.wait_applied(v->o.ctx, gen);
+		v->o.wait_applied(v->o.ctx, gen, NULL);
 		pod_teardown(v->o.netns, link.host_ifname, e2, sizeof(e2));
 		record_lock(rec);
 		record_remove(rec, r);
@@ -435,7 +454,8 @@ unlock_fail:
 	return NULL;
 }
 
-json_t *gcni_verb_add(struct gcni_verbs *v, struct cni_req *q, int nsfd, struct cni_err *e)
+json_t *gcni_verb_add(struct gcni_verbs *v, struct cni_req *q, int nsfd, struct cni_err *e,
+		      struct gcni_spans *sp)
 {
 	char key[300];
 	json_t *out;
@@ -449,7 +469,9 @@ json_t *gcni_verb_add(struct gcni_verbs *v, struct cni_req *q, int nsfd, struct 
 	 * and may ask the kernel for the uplink's MTU. */
 	dflt_mtu = q->conf.mtu ? 0 : default_mtu(v);
 	record_lock(v->o.rec);
-	out = add_locked(v, q, nsfd, dflt_mtu, e); /* unlocks */
+	if (sp)
+		memset(sp, 0, sizeof(*sp));
+	out = add_locked(v, q, nsfd, dflt_mtu, e, sp); /* unlocks */
 	release(v, key);
 	return out;
 }
@@ -487,7 +509,7 @@ int gcni_verb_del(struct gcni_verbs *v, struct cni_req *q, struct cni_err *e)
 	gen = record_remove(v->o.rec, r);
 	record_unlock(v->o.rec);
 	/* The node side first (the backend removes rules, routes, SIDs), then the veth. */
-	v->o.wait_applied(v->o.ctx, gen);
+	v->o.wait_applied(v->o.ctx, gen, NULL);
 	if (pod_teardown(v->o.netns, host, err, sizeof(err))) {
 		cni_err_set(e, CNI_ERR_PROGRAMMING, "removing the attachment failed", "%s", err);
 		rc = -1;
@@ -549,7 +571,7 @@ int gcni_verb_gc(struct gcni_verbs *v, struct cni_req *q, struct cni_err *e)
 	pthread_mutex_unlock(&v->mu);
 	record_unlock(rec);
 	if (n)
-		v->o.wait_applied(v->o.ctx, gen);
+		v->o.wait_applied(v->o.ctx, gen, NULL);
 	for (size_t i = 0; i < n; i++)
 		if (pod_teardown(v->o.netns, hosts[i], err, sizeof(err)) && !rc) {
 			rc = -1;

@@ -29,7 +29,8 @@ struct gcni_verbs_opts {
 	int default_mtu;              /* pod MTU when the config has none; 0: uplink MTU - 40 */
 	unsigned max_setups;          /* pod-side setups at once; 0: 4 x CPUs */
 	/* The apply pipeline (agent/pipeline.h), injected by the daemon. */
-	int (*wait_applied)(void *ctx, unsigned long gen);
+	/* backend_ms (may be NULL): the backend span of the pass that covered gen */
+	int (*wait_applied)(void *ctx, unsigned long gen, double *backend_ms);
 	int (*result)(void *ctx, enum gdp_obj_kind kind, const char *vpc, const char *key,
 		      struct gdp_result *out);
 	void *ctx;
@@ -38,9 +39,18 @@ struct gcni_verbs_opts {
 int gcni_verbs_new(struct gcni_verbs **out, const struct gcni_verbs_opts *o, char *err, size_t errlen);
 void gcni_verbs_free(struct gcni_verbs *v);
 
+/* Where an ADD's time went (the listener logs it): the pod side (veth pair,
+ * addresses, routes in the container: kernel work), the wait for the pass
+ * that applied it, and that pass's backend span (its kernel writes). */
+struct gcni_spans {
+	double setup_ms, apply_ms, backend_ms;
+};
+
 /* One request (nsfd: the container's namespace or -1). ADD returns the CNI
- * result (new reference) or NULL with e; the others 0 or -1 with e. */
-json_t *gcni_verb_add(struct gcni_verbs *v, struct cni_req *q, int nsfd, struct cni_err *e);
+ * result (new reference) or NULL with e; the others 0 or -1 with e. sp
+ * (may be NULL) gets the ADD's spans. */
+json_t *gcni_verb_add(struct gcni_verbs *v, struct cni_req *q, int nsfd, struct cni_err *e,
+		      struct gcni_spans *sp);
 int gcni_verb_del(struct gcni_verbs *v, struct cni_req *q, struct cni_err *e);
 int gcni_verb_check(struct gcni_verbs *v, struct cni_req *q, int nsfd, struct cni_err *e);
 int gcni_verb_gc(struct gcni_verbs *v, struct cni_req *q, struct cni_err *e);
