@@ -524,6 +524,8 @@ int pipeline_adopt(struct pipeline *p, char *why, size_t whylen)
 		rc = !gdp_results_get(&res, GDP_OBJ_ATTACHMENT, s->atts[i].vpc, s->atts[i].id);
 	if (s->egress.have && !rc)
 		rc = !gdp_results_get(&res, GDP_OBJ_EGRESS, "", "");
+	if (!rc && !p->o.be->ops->adopt)
+		rc = -EOPNOTSUPP;
 	for (size_t i = 0; i < res.n; i++)
 		res.v[i].programmed = true;
 	for (size_t i = 0; i < st.errors.n && !rc; i++) {
@@ -539,11 +541,15 @@ int pipeline_adopt(struct pipeline *p, char *why, size_t whylen)
 	}
 	nerr = st.errors.n;
 	pipeline_status_free(&st);
+	if (!rc && (rc = p->o.be->ops->adopt(p->o.be, s, &res)) < 0)
+		snprintf(perr, sizeof(perr), "the backend cannot adopt it: %s", strerror(-rc));
+	else if (rc)
+		snprintf(perr, sizeof(perr), "%s", rc == -EOPNOTSUPP ? "the backend cannot adopt" : "out of memory");
 	if (rc) {
 		gdp_results_free(&res);
 		record_view_free(&p->view);
 		pthread_mutex_unlock(&p->pass_mu);
-		return snprintf(why, whylen, "out of memory"), -ESTALE;
+		return snprintf(why, whylen, "%s", perr), -ESTALE;
 	}
 	res.remotes_ok = s->n_remotes > nrem_err ? s->n_remotes - nrem_err : 0;
 	gdp_results_find(&res, GDP_OBJ_NODE, "", ""); /* indexed whole: readers only read */

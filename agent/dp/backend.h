@@ -216,6 +216,15 @@ struct gdp_backend_ops {
 	 * thread.
 	 */
 	int (*size_changed)(struct gdp_backend *b);
+	/*
+	 * Optional. At start, instead of a first full apply: trusts that the
+	 * datapath holds applied as the previous agent's last pass verified
+	 * it (res: that pass's results, agent/pipeline.h pipeline_adopt), so
+	 * delta applies may follow at once; the next full apply checks
+	 * everything. Touches nothing (it may look up the uplink). 0, or
+	 * -errno: then the first pass must be a full apply.
+	 */
+	int (*adopt)(struct gdp_backend *b, const struct gdp_state *applied, struct gdp_results *res);
 };
 
 /* Every backend handle starts with this. */

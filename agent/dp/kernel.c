@@ -2750,6 +2750,31 @@ void gdp_kernel_counters(const struct gdp_backend *b, struct gdp_kernel_counters
 	c->delta_ops = k->n_delta_ops;
 }
 
+/* Adoption at start (backend.h): what the previous agent's last pass
+ * verified stands for a full apply of this one until the next: the uplink
+ * looked up again, the VPC tables it programmed (res) taken as checked. */
+static int kb_adopt(struct gdp_backend *b, const struct gdp_state *d, struct gdp_results *res)
+{
+	struct kb *k = (struct kb *)b;
+	const char *up = d->node.uplink[0] ? d->node.uplink : "lo";
+	int idx = gnl_ifindex(k->nl, up), rc;
+	bool *vok;
+
+	if (idx <= 0)
+		return idx < 0 ? idx : -ENODEV;
+	vok = calloc(d->n_vpcs + 1, sizeof(*vok));
+	if (!vok)
+		return -ENOMEM;
+	for (size_t i = 0; i < d->n_vpcs; i++) {
+		const struct gdp_result *v = gdp_results_find(res, GDP_OBJ_VPC, d->vpcs[i].id, "");
+
+		vok[i] = v && v->programmed && !v->err;
+	}
+	rc = remember_verified(k, d, vok, (uint32_t)idx, up);
+	free(vok);
+	return rc;
+}
+
 const struct gdp_backend_ops gdp_kernel_backend = {
 	.name = "kernel",
 	.open = kb_open,
@@ -2758,4 +2783,5 @@ const struct gdp_backend_ops gdp_kernel_backend = {
 	.observe = kb_observe,
 	.close = kb_close,
 	.apply_delta = kb_apply_delta,
+	.adopt = kb_adopt,
 };

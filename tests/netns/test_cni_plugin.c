@@ -927,6 +927,23 @@ START_TEST(t_agent_restart_keeps_attachments)
 	ck_assert_msg(o.exit == 0, "CHECK after restart: %s", o.out);
 	outcome_free(&o);
 	ck_assert_int_eq(ping("p2", "fd00:a::11", 5), 5);
+	/* It adopted the last pass (its status.json named the record's files):
+	 * answered from it at once, then read it back in full. */
+	{
+		char out[64];
+		double end = now_s() + 10;
+
+		ck_assert_int_eq(topo_out(out, sizeof(out), "grep -c 'adopted the datapath as the last pass left it' %s/n1/agent.log",
+					  T.dir), 0);
+		ck_assert_msg(atoi(out) >= 1, "the restarted agent did not adopt (%s/n1/agent.log)", T.dir);
+		do {
+			topo_out(out, sizeof(out), "grep -c 'adopted state read back by the first full pass' %s/n1/agent.log", T.dir);
+			if (atoi(out) >= 1)
+				break;
+			usleep(100000);
+		} while (now_s() < end);
+		ck_assert_msg(atoi(out) >= 1, "the adopted state was never read back (%s/n1/agent.log)", T.dir);
+	}
 	{
 		char out[256];
 		double end = now_s() + 10;

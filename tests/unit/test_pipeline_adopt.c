@@ -26,7 +26,7 @@ static char dir[64], status_path[128];
 
 /* What the fake backend was asked (one process: the pipeline's thread writes, the test reads after a wait). */
 static struct {
-	unsigned full, delta;
+	unsigned full, delta, adopted;
 	size_t last_added, last_gone, max_added;
 	char fail_id[16];  /* this attachment fails */
 	const char *name;
@@ -77,7 +77,18 @@ static int f_observe(struct gdp_backend *b, const struct gdp_state *s, struct gd
 	return f_apply(b, s, res);
 }
 
-static struct gdp_backend_ops ops = { .name = "fake", .apply = f_apply, .apply_delta = f_delta, .observe = f_observe };
+/* trusts what it is given, as the real ones do (the uplink aside) */
+static int f_adopt(struct gdp_backend *b, const struct gdp_state *s, struct gdp_results *res)
+{
+	(void)b;
+	(void)s;
+	ck_assert_ptr_nonnull(gdp_results_find(res, GDP_OBJ_NODE, "", ""));
+	fb.adopted++;
+	return 0;
+}
+
+static struct gdp_backend_ops ops = { .name = "fake", .apply = f_apply, .apply_delta = f_delta, .observe = f_observe,
+				      .adopt = f_adopt };
 static struct gdp_backend be = { .ops = &ops };
 
 static struct record *open_rec(void)
@@ -233,6 +244,7 @@ START_TEST(t_restart_adopts_last_pass)
 	p = new_pl(r);
 	ck_assert_msg(pipeline_adopt(p, why, sizeof(why)) == 0, "not adopted: %s", why);
 	ck_assert(pipeline_adopting(p));
+	ck_assert_uint_eq(fb.adopted, 1);
 	ck_assert_uint_eq(fb.full, f0);
 	ck_assert_uint_eq(pipeline_passes(p), 0);
 	ck_assert_int_eq(pipeline_result(p, GDP_OBJ_ATTACHMENT, "vpcA", "a5", &x), 0);

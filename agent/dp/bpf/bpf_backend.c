@@ -890,6 +890,21 @@ static int bpf_size_changed(struct gdp_backend *base)
 	return 1;
 }
 
+/* Adoption at start (backend.h): the maps and filters the previous agent's
+ * last pass verified are in place (no switch from the kernel backend to
+ * make: that pass was this backend's), the pod plumbing is the kernel
+ * backend's adoption. */
+static int bpf_adopt(struct gdp_backend *base, const struct gdp_state *d, struct gdp_results *res)
+{
+	struct bpf_backend *b = of(base);
+	struct gdp_state k = no_remotes(d);
+	int rc = b->kernel->ops->adopt ? b->kernel->ops->adopt(b->kernel, &k, res) : -EOPNOTSUPP;
+
+	if (!rc)
+		b->applied = true;
+	return rc;
+}
+
 const struct gdp_backend_ops gdp_bpf_backend = {
 	.name = "bpf",
 	.open = bpf_open,
@@ -899,6 +914,7 @@ const struct gdp_backend_ops gdp_bpf_backend = {
 	.close = bpf_close,
 	.apply_delta = bpf_apply_delta,
 	.size_changed = bpf_size_changed,
+	.adopt = bpf_adopt,
 };
 
 const struct gdp_backend_ops *gdp_bpf_choose(const char *mode, bool fallback, const char *pin_root,
