@@ -292,7 +292,7 @@ static int timed_restart(struct bench *b, const char *bk, const char *extra, int
 
 static int run_backend(struct bench *b, const char *bk, int n, unsigned r, int interval, int rest)
 {
-	char extra[600], sock[300], path[512], name[200], what[400];
+	char extra[600], sock[300], path[512], name[200], what[400], rwhat[200];
 	struct phase ph[4] = { { "after start (import + first full pass)", 0, 0 },
 			       { "after the ADDs", 0, 0 },
 			       { "at rest", 0, 0 },
