@@ -34,6 +34,7 @@ struct pipeline {
 	struct rec_view view;
 	struct gdp_state prev;        /* vpcs owned; remotes borrowed from the view (or the changes) */
 	bool have_prev;
+	bool verified;                /* a pass applied (or a state was adopted): its results stand when a dump fails */
 	bool want_full;               /* kicked for a full reconcile (guarded by mu) */
 	bool remotes_whole;           /* the last full pass gave a result for every remote */
 	unsigned long full_passes, delta_passes;
@@ -275,7 +276,7 @@ static int run_pass(struct pipeline *p, bool full)
 			rc = p->o.be->ops->apply(p->o.be, &sp->st, &res);
 			/* the datapath could not be read: nothing changed, what the last pass
 			 * verified stands (a failed dump never withdraws what is programmed) */
-			unread = rc && res.unread && p->have_prev;
+			unread = rc && res.unread && p->verified;
 		}
 	}
 	t_applied = now_ms();
@@ -381,10 +382,12 @@ static int run_pass(struct pipeline *p, bool full)
 	if (unread)
 		glogf(GLOG_WARN, COMP, "reconcile #%lu: the datapath could not be read: nothing was changed, the last "
 		      "pass's results stand; a full pass follows", p->passes);
-	if (applied && !unread)
+	if (applied && !unread) {
 		set_prev(p, &sp->st);
-	else
+		p->verified = true;
+	} else {
 		p->have_prev = false;
+	}
 	rec_changes_free(&ch);
 	pthread_mutex_unlock(&p->pass_mu);
 	return rc;
@@ -558,6 +561,7 @@ int pipeline_adopt(struct pipeline *p, char *why, size_t whylen)
 	gdp_results_free(&p->last);
 	p->last = res;
 	p->remotes_whole = true;
+	p->verified = true;
 	p->adopting = true;
 	p->adopt_ms = now_ms();
 	p->want_full = true; /* the read-back: once the record is quiet, at the latest 2 s from now */
