@@ -1064,6 +1064,11 @@ static int load_dir_once(struct record *r, bool *stale, char *err, size_t errlen
 	if (rc)
 		return snprintf(err, errlen, "%s: %s", path, strerror(-rc)), rc;
 	gdp_state_init(&rs);
+	/* each remote is more than 32 bytes of JSON: room for as many as the
+	 * file can hold, reserved (pages never written cost nothing), so the
+	 * array is not grown by doubling through copies; not reserved
+	 * (ENOMEM), it grows as before */
+	(void)gdp_state_reserve_remotes(&rs, len / 32 + 1);
 	rc = record_parse_remotes(text, len, &rs, why, sizeof(why));
 	free(text);
 	if (!rc) {

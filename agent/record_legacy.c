@@ -214,6 +214,10 @@ static int load_remotes(const char *dir, struct gdp_state *st, struct gdp_result
 		return 0;
 	if (rc)
 		return snprintf(err, errlen, "%s: %s", path, strerror(-rc)), rc;
+	/* room for as many as the file can hold (each is more than 32 bytes):
+	 * pages never written stay unresident, no growth through copies; not
+	 * reserved (ENOMEM), it grows as before */
+	(void)gdp_state_reserve_remotes(st, st->n_remotes + len / 32 + 1);
 	rc = gj_stream_array(text, len, "remotes", NULL, remote_elem, &l, &found, why, sizeof(why));
 	free(text);
 	if (rc == -ENOMEM)

@@ -62,6 +62,20 @@ int gdp_state_add_remote(struct gdp_state *s, const struct gdp_remote *r)
 	return 0;
 }
 
+int gdp_state_reserve_remotes(struct gdp_state *s, size_t cap)
+{
+	void *nv;
+
+	if (cap <= s->cap_remotes)
+		return 0;
+	nv = realloc(s->remotes, cap * sizeof(*s->remotes));
+	if (!nv)
+		return -ENOMEM;
+	s->remotes = nv;
+	s->cap_remotes = cap;
+	return 0;
+}
+
 static void *dup(const void *p, size_t n, size_t sz)
 {
 	void *d;

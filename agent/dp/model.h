@@ -130,6 +130,12 @@ int gdp_state_copy(struct gdp_state *dst, const struct gdp_state *src);
 int gdp_state_add_vpc(struct gdp_state *s, const struct gdp_vpc *v);
 int gdp_state_add_attachment(struct gdp_state *s, const struct gdp_attachment *a);
 int gdp_state_add_remote(struct gdp_state *s, const struct gdp_remote *r);
+/*
+ * Room for cap remotes in one allocation (a loader's upper bound: pages
+ * never written stay unresident), so 100,000 parsed remotes are not
+ * grown by doubling through copies. -ENOMEM.
+ */
+int gdp_state_reserve_remotes(struct gdp_state *s, size_t cap);
 
 const struct gdp_vpc *gdp_state_find_vpc(const struct gdp_state *s, const char *vpc_id);
 const struct gdp_attachment *gdp_state_find_attachment(const struct gdp_state *s,

@@ -246,9 +246,10 @@ static void plan_val(const struct plan *p, size_t i, struct gbpf_route *v)
  */
 _Static_assert(sizeof(struct gbpf_route_key) == 24, "route key hashed as three words");
 struct kset {
-	uint64_t *slot;          /* hash tag << 32 | (index + 1); 0 = empty */
+	uint32_t *slot;          /* hash tag << 24 | (index + 1); 0 = empty (4 B a slot: 1 MiB at 100,000) */
 	size_t mask;
 };
+#define KSET_MAX_ENTRIES ((1u << 24) - 1)
 
 static uint64_t mix(uint64_t h)
 {
@@ -270,6 +271,8 @@ static int kset_init(struct kset *s, size_t n)
 {
 	size_t sz = 16;
 
+	if (n >= KSET_MAX_ENTRIES)
+		return -E2BIG; /* far beyond the routes map (GBPF_MAX_ROUTES) */
 	while (sz < n * 2)
 		sz <<= 1;
 	s->slot = calloc(sz, sizeof(*s->slot));
@@ -284,19 +287,18 @@ static int kset_init(struct kset *s, size_t n)
 static long kset_probe_h(struct kset *s, const struct plan *p, const struct gbpf_route_key *k, uint64_t h,
 			 bool add, size_t idx)
 {
-	uint64_t tag = h >> 32;
+	uint32_t tag = (uint32_t)(h >> 56);
 
 	for (size_t i = h & s->mask;; i = (i + 1) & s->mask) {
-		uint64_t v = s->slot[i];
-		uint32_t at = (uint32_t)v;
+		uint32_t v = s->slot[i], at = v & KSET_MAX_ENTRIES;
 		struct gbpf_route_key have;
 
 		if (!v) {
 			if (add)
-				s->slot[i] = tag << 32 | ((uint32_t)idx + 1);
+				s->slot[i] = tag << 24 | ((uint32_t)idx + 1);
 			return -1;
 		}
-		if ((v >> 32) != tag)
+		if ((v >> 24) != tag)
 			continue;
 		plan_key(p, at - 1, &have);
 		if (!memcmp(&have, k, sizeof(*k)))
@@ -442,7 +444,7 @@ static void fail_remote(struct gdp_results *res, const struct gdp_remote *rm, in
  * Batches of this many entries: the arrays handed to the kernel (and those
  * the map is read into) stay small and warm whatever the number of remotes.
  */
-#define SYNC_CHUNK 4096
+#define SYNC_CHUNK 2048
 /* Remotes whose hash slots are fetched ahead of their probes. */
 #define PROBE_BLOCK 32
 
