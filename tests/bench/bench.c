@@ -339,3 +339,20 @@ int bench_proc_run(char *const argv[], const char *out, struct bench_proc *r)
 	r->maxrss_mib = (double)kb / 1024.0;
 	return 0;
 }
+
+double bench_proc_status_kib(pid_t pid, const char *field)
+{
+	char path[64], line[256];
+	size_t fl = strlen(field);
+	double v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (!(f = fopen(path, "r")))
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, field, fl) && line[fl] == ':')
+			v = strtod(line + fl + 1, NULL);
+	fclose(f);
+	return v;
+}

@@ -25,6 +25,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 struct bench;
 
@@ -94,6 +95,9 @@ struct bench_proc {
 	int exit_code;           /* the child's exit status, 128+signal if killed */
 };
 int bench_proc_run(char *const argv[], const char *out, struct bench_proc *r);
+
+/* A "Field:  N kB" line of /proc/PID/status (VmHWM, VmRSS), in KiB; -1 when unreadable. */
+double bench_proc_status_kib(pid_t pid, const char *field);
 /*
  * First thing in main() of a bench that calls bench_proc_run():
  *   int rc = bench_proc_main(argc, argv); if (rc >= 0) return rc;

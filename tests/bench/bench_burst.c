@@ -137,22 +137,6 @@ static double proc_cpu_s(pid_t pid)
 	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
-static double proc_kib(pid_t pid, const char *field)
-{
-	char path[64], line[256];
-	double v = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	if (!(f = fopen(path, "r")))
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, field, strlen(field)) && line[strlen(field)] == ':')
-			v = strtod(line + strlen(field) + 1, NULL);
-	fclose(f);
-	return v;
-}
-
 static int cmp_d(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -1079,7 +1063,7 @@ static int run_pattern(enum pattern pat, int n, struct result *r)
 	r->load1 = loadavg1();
 	for (int k = 0; k < r->nprocs; k++) {
 		r->procs[k].cpu1 = proc_cpu_s(r->procs[k].pid);
-		r->procs[k].hwm_mib = proc_kib(r->procs[k].pid, "VmHWM") / 1024.0;
+		r->procs[k].hwm_mib = bench_proc_status_kib(r->procs[k].pid, "VmHWM") / 1024.0;
 	}
 	/* ---- results ---- */
 	double *lat = calloc((size_t)n, sizeof(double)), *ad = calloc((size_t)n, sizeof(double)), first = 1e18,

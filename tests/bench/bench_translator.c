@@ -285,22 +285,6 @@ static void on_update(json_t *old, json_t *o, void *ud) { (void)ud; (void)old; s
 
 /* ---- the translator process ---- */
 
-static double proc_status_kib(pid_t pid, const char *field)
-{
-	char path[64], line[256];
-	double v = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	if (!(f = fopen(path, "r")))
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, field, strlen(field)) && line[strlen(field)] == ':')
-			v = strtod(line + strlen(field) + 1, NULL);
-	fclose(f);
-	return v;
-}
-
 static double proc_cpu_s(pid_t pid)
 {
 	char path[64], buf[2048], *p;
@@ -466,7 +450,7 @@ int main(int argc, char **argv)
 		/* What was reached, for the record. */
 		snprintf(what, sizeof(what), "%d of %d claims Programmed=True after %.0f s; translator "
 			 "VmHWM %.1f MiB, writes: attachments %.0f interfaces %.0f claims %.0f (log: %s)",
-			 atomic_load(&n_ready), n, all_s, proc_status_kib(tr_pid, "VmHWM") / 1024.0,
+			 atomic_load(&n_ready), n, all_s, bench_proc_status_kib(tr_pid, "VmHWM") / 1024.0,
 			 gt_metric(port, "galactic_translator_status_writes_total{kind=\"VPCAttachment\"}"),
 			 gt_metric(port, "galactic_translator_status_writes_total{kind=\"NetworkInterface\"}"),
 			 gt_metric(port, "galactic_translator_status_writes_total{kind=\"NetworkInterfaceClaim\"}"),
@@ -489,7 +473,7 @@ int main(int argc, char **argv)
 		prev = cur;
 		sleep(1);
 	}
-	double hwm = proc_status_kib(tr_pid, "VmHWM") / 1024.0, rss = proc_status_kib(tr_pid, "VmRSS") / 1024.0;
+	double hwm = bench_proc_status_kib(tr_pid, "VmHWM") / 1024.0, rss = bench_proc_status_kib(tr_pid, "VmRSS") / 1024.0;
 	double cpu = proc_cpu_s(tr_pid);
 	double conflicts = gt_metric(port, "galactic_translator_conflicts_total");
 	double rejects = 0, stale = 0;
