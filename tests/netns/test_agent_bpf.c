@@ -67,6 +67,9 @@ static void setup(void)
 		snprintf(skip_why, sizeof(skip_why), "bpf preflight refused on this kernel");
 		return;
 	}
+	/* A preflight checks the filesystem; it must not leave its pin root behind. */
+	ck_assert_msg(topo_sh("test -e /sys/fs/bpf/galactic-preflight-%d", (int)getpid()),
+		      "galactic-bpf preflight left /sys/fs/bpf/galactic-preflight-%d", (int)getpid());
 	ck_assert_int_eq(topo_up(&T, 2), 0);
 	ck_assert_int_ge(topo_add_pod(&T, 1, "a1", TOPO_VPC_A, "fd00:a::1", "10.1.0.1"), 0);
 	ck_assert_int_ge(topo_add_pod(&T, 2, "a2", TOPO_VPC_A, "fd00:a::2", "10.1.0.2"), 0);
@@ -84,8 +87,7 @@ static void teardown(void)
 	snprintf(prefix, sizeof(prefix), "%s", T.prefix); /* topo_down clears T */
 	if (T.nodes)
 		topo_down(&T);
-	topo_sh("rm -rf /sys/fs/bpf/%s-n1 /sys/fs/bpf/%s-n2 /sys/fs/bpf/galactic-preflight-%d",
-		prefix, prefix, (int)getpid());
+	topo_sh("rm -rf /sys/fs/bpf/%s-n1 /sys/fs/bpf/%s-n2", prefix, prefix);
 }
 
 /* "added/replaced A, removed R, unchanged U" of n's k-th "reconcile #k:" log line; 0 when found. */

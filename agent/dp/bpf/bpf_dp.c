@@ -106,7 +106,12 @@ static bool is_bpffs(const char *path)
 	return !statfs(path, &st) && st.f_type == BPF_FS_MAGIC;
 }
 
-int gbpf_ensure_bpffs(const char *pin_root, char *err, size_t errlen)
+/*
+ * The bpffs the pins of @pin_root land on, mounted on /sys/fs/bpf if need
+ * be; with @create the pin root itself is made too (a preflight checks the
+ * filesystem only and leaves no directory behind).
+ */
+static int bpffs_ready(const char *pin_root, bool create, char *err, size_t errlen)
 {
 	const char *root = pin_root ? pin_root : GBPF_PIN_ROOT_DEFAULT;
 	char parent[256];
@@ -131,9 +136,14 @@ int gbpf_ensure_bpffs(const char *pin_root, char *err, size_t errlen)
 		if (!is_bpffs("/sys/fs/bpf") && mount("bpf", "/sys/fs/bpf", "bpf", 0, "mode=0700"))
 			return fail(err, errlen, errno, "mount bpffs on /sys/fs/bpf");
 	}
-	if ((e = mkdir_p(root)))
+	if (create && (e = mkdir_p(root)))
 		return fail(err, errlen, e, "mkdir %s", root);
 	return 0;
+}
+
+int gbpf_ensure_bpffs(const char *pin_root, char *err, size_t errlen)
+{
+	return bpffs_ready(pin_root, true, err, errlen);
 }
 
 static struct bpf_map *map_of(const struct gbpf *g, enum gbpf_map m)
@@ -874,9 +884,8 @@ int gbpf_preflight(const char *pin_root, char *why, size_t whylen)
 		return fail(why, whylen, errno ? errno : ENOENT,
 			    "kernel BTF (/sys/kernel/btf/vmlinux, needed for CO-RE)");
 	btf__free(btf);
-	/* The filesystem only: a preflight leaves no directory behind. */
-	if ((r = gbpf_ensure_bpffs(pin_root && *pin_root ? pin_root : "/sys/fs/bpf", err,
-				   sizeof(err)))) {
+	if ((r = bpffs_ready(pin_root && *pin_root ? pin_root : "/sys/fs/bpf", false, err,
+			     sizeof(err)))) {
 		snprintf(why, whylen, "bpffs: %s", err);
 		return r;
 	}
