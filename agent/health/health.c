@@ -228,11 +228,12 @@ void ghealth_identity(struct ghealth *h, uint16_t node_id, const char *why)
 {
 	if (!h)
 		return;
+	/* the gauge first: whoever sees /readyz answer 200 finds the ID in /metrics */
+	metric_set(h->node_id, NULL, node_id);
 	pthread_mutex_lock(&h->mu);
 	h->id = node_id;
 	snprintf(h->id_why, sizeof(h->id_why), "%s", why ? why : "");
 	pthread_mutex_unlock(&h->mu);
-	metric_set(h->node_id, NULL, node_id);
 	set_ready_gauge(h);
 }
 

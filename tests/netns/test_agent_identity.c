@@ -288,7 +288,9 @@ START_TEST(t_api_identity_programs_traffic_and_survives_api_down_restart)
 	ck_assert_int_eq(topo_agent_stop(&T, 1, SIGTERM) & 0x7f, 0);
 	ck_assert_int_eq(cp_ctl(&cp, "stop-apiserver"), 0);
 	start(1);
-	ck_assert_int_eq(wait_ready(1, 200, 30), 200);
+	if (wait_ready(1, 200, 30) != 200)
+		topo_sh("tail -n 30 %s/n1/agent.log", T.dir);
+	ck_assert_int_eq(wait_ready(1, 200, 1), 200);
 	ck_assert_double_eq(gt_metric(port[1], "galactic_agent_node_id"), id1);
 	got = ping("a1", "fd00:a::2", 20);
 	printf("restart with the API down: ready, node ID %.0f kept, IPv6 %ld/20\n", id1, got);
