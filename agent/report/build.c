@@ -396,3 +396,119 @@ int rpt_results_copy(struct gdp_results *dst, const struct gdp_results *src)
 	dst->cap = n;
 	return 0;
 }
+
+/* ---- overlapping prefixes of one VPC (rpt_remotes_resolve) ---------------- */
+
+static size_t addr_bytes(const struct gdp_prefix *p) { return p->family == AF_INET ? 4 : 16; }
+
+/* VPC, family, length, address, SID: equal prefixes end up side by side,
+ * lowest SID first; each (VPC, family) run holds its lengths in order. */
+static int cmp_route(const void *a, const void *b)
+{
+	const struct gdp_remote *x = a, *y = b;
+	int c = strcmp(x->vpc, y->vpc);
+
+	if (c)
+		return c;
+	if (x->prefix.family != y->prefix.family)
+		return x->prefix.family - y->prefix.family;
+	if (x->prefix.len != y->prefix.len)
+		return x->prefix.len - y->prefix.len;
+	c = memcmp(x->prefix.addr.raw, y->prefix.addr.raw, addr_bytes(&x->prefix));
+	if (c)
+		return c;
+	return memcmp(&x->sid, &y->sid, sizeof(x->sid));
+}
+
+static bool same_prefix(const struct gdp_remote *x, const struct gdp_remote *y)
+{
+	return !strcmp(x->vpc, y->vpc) && x->prefix.family == y->prefix.family &&
+	       x->prefix.len == y->prefix.len &&
+	       !memcmp(x->prefix.addr.raw, y->prefix.addr.raw, addr_bytes(&x->prefix));
+}
+
+/* p's address cut to len bits (the rest zero) into out (16 bytes). */
+static void masked(const struct gdp_prefix *p, unsigned len, uint8_t *out)
+{
+	memset(out, 0, 16);
+	memcpy(out, p->addr.raw, len / 8);
+	if (len % 8)
+		out[len / 8] = (uint8_t)(p->addr.raw[len / 8] & (0xff00u >> (len % 8)));
+}
+
+/* The routes of one length in a (VPC, family) run: v[lo, hi). */
+struct lenseg {
+	unsigned len;
+	size_t lo, hi;
+};
+
+/* The route of [lo, hi) (one length, addresses sorted) whose address is a, or NULL. */
+static const struct gdp_remote *find_addr(const struct gdp_remote *v, size_t lo, size_t hi,
+					  const uint8_t *a, size_t nb)
+{
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = memcmp(v[mid].prefix.addr.raw, a, nb);
+
+		if (!c)
+			return &v[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+size_t rpt_remotes_resolve(struct gdp_remote *v, size_t n, struct rpt_overlaps *ov,
+			   rpt_overlap_fn on_overlap, void *ud)
+{
+	size_t i, m = 0, run;
+
+	memset(ov, 0, sizeof(*ov));
+	if (!n)
+		return 0;
+	qsort(v, n, sizeof(*v), cmp_route);
+	/* Equal prefixes: the lowest SID stays. */
+	for (i = 0; i < n; i++) {
+		if (m && same_prefix(&v[m - 1], &v[i])) {
+			ov->duplicates++;
+			if (on_overlap)
+				on_overlap(&v[m - 1], &v[i], false, ud);
+			continue;
+		}
+		if (m != i)
+			v[m] = v[i];
+		m++;
+	}
+	/* Nested prefixes: all stay (longest prefix match); each inner one is
+	 * counted once, against the nearest (longest) prefix that holds it. */
+	for (run = 0; run < m;) {
+		struct lenseg seg[129]; /* lengths 0-128 */
+		size_t nseg = 0, end = run, nb = addr_bytes(&v[run].prefix);
+
+		while (end < m && !strcmp(v[end].vpc, v[run].vpc) &&
+		       v[end].prefix.family == v[run].prefix.family) {
+			if (!nseg || seg[nseg - 1].len != v[end].prefix.len)
+				seg[nseg++] = (struct lenseg){ v[end].prefix.len, end, end };
+			seg[nseg - 1].hi = ++end;
+		}
+		for (size_t s = 1; s < nseg; s++)
+			for (i = seg[s].lo; i < seg[s].hi; i++)
+				for (size_t t = s; t-- > 0;) {
+					uint8_t a[16];
+					const struct gdp_remote *outer;
+
+					masked(&v[i].prefix, seg[t].len, a);
+					outer = find_addr(v, seg[t].lo, seg[t].hi, a, nb);
+					if (outer) {
+						ov->nested++;
+						if (on_overlap)
+							on_overlap(outer, &v[i], true, ud);
+						break;
+					}
+				}
+		run = end;
+	}
+	return m;
+}

@@ -18,6 +18,7 @@
 #include "common/json.h"
 #include "common/kube_client.h"
 #include "common/log.h"
+#include "common/metrics.h"
 #include "common/workqueue.h"
 
 #define COMP "report"
@@ -63,6 +64,9 @@ struct rpt {
 	json_t *last_intent;         /* same, as last queued (change detection) */
 
 	json_t *bad_seen;            /* learner thread only: name -> resourceVersion logged */
+	json_t *overlap_seen;        /* learner thread only: "vpc prefix" -> the overlap logged */
+	atomic_ulong ov_dup, ov_nested; /* overlaps in the last learned set */
+	struct metric *m_overlaps;   /* galactic_agent_learned_overlaps{kind}; NULL: no metrics */
 
 	/* publisher thread only: the reports' owner (rpt_owner_refs) */
 	enum node_seen node_seen;
@@ -453,20 +457,6 @@ static void own_delete(json_t *o, void *ud)
 
 /* ---- route learner ----------------------------------------------------- */
 
-static int cmp_remote(const void *a, const void *b)
-{
-	const struct gdp_remote *x = a, *y = b;
-	int c = strcmp(x->vpc, y->vpc);
-
-	if (c)
-		return c;
-	if (x->prefix.family != y->prefix.family)
-		return x->prefix.family - y->prefix.family;
-	if (x->prefix.len != y->prefix.len)
-		return x->prefix.len - y->prefix.len;
-	return memcmp(x->prefix.addr.raw, y->prefix.addr.raw, 16);
-}
-
 /* One store's reports into out (see learn). */
 static void learn_store(struct rpt *r, struct kube_store *s, const struct gdp_state *local,
 			struct gdp_state *out, json_t *nbad, size_t *used, size_t *bad)
@@ -502,11 +492,48 @@ static void learn_store(struct rpt *r, struct kube_store *s, const struct gdp_st
 	json_decref(keys);
 }
 
+struct overlap_ctx {
+	struct rpt *r;
+	json_t *seen; /* the next overlap_seen */
+};
+
+/* One overlap of the learned set: logged when it is new or changed. */
+static void on_overlap(const struct gdp_remote *kept, const struct gdp_remote *other, bool nested,
+		       void *ud)
+{
+	struct overlap_ctx *oc = ud;
+	char key[GDP_ID_MAX + 160], what[300], pk[64], po[64], sk[INET6_ADDRSTRLEN], so[INET6_ADDRSTRLEN];
+	const char *was;
+
+	gdp_prefix_str(&kept->prefix, pk, sizeof(pk));
+	gdp_prefix_str(&other->prefix, po, sizeof(po));
+	inet_ntop(AF_INET6, &kept->sid, sk, sizeof(sk));
+	inet_ntop(AF_INET6, &other->sid, so, sizeof(so));
+	snprintf(key, sizeof(key), "%s %s", kept->vpc, po);
+	if (nested)
+		snprintf(what, sizeof(what), "inside %s via %s", pk, sk);
+	else
+		snprintf(what, sizeof(what), "%s kept, %s dropped", sk, so);
+	was = json_string_value(json_object_get(oc->r->overlap_seen, key));
+	if (!was || strcmp(was, what)) {
+		if (nested)
+			glogf(GLOG_WARN, COMP,
+			      "vpc %s: prefix %s via %s lies inside %s via %s offered by another report; both programmed, the longest match wins",
+			      kept->vpc, po, so, pk, sk);
+		else
+			glogf(GLOG_WARN, COMP,
+			      "vpc %s: prefix %s offered by more than one report; keeping the lowest SID %s, dropping %s",
+			      kept->vpc, po, sk, so);
+	}
+	json_object_set_new(oc->seen, key, json_string(what));
+}
+
 static void learn(struct rpt *r)
 {
 	struct gdp_state local, out;
-	char pb[64];
-	size_t i, n = 0, used = 0, bad = 0;
+	struct overlap_ctx oc;
+	struct rpt_overlaps ov;
+	size_t used = 0, bad = 0;
 	json_t *nbad;
 	int rc;
 
@@ -527,18 +554,19 @@ static void learn(struct rpt *r)
 		learn_store(r, informer_store(r->legacy), &local, &out, nbad, &used, &bad);
 	json_decref(r->bad_seen);
 	r->bad_seen = nbad;
-	if (out.n_remotes)
-		qsort(out.remotes, out.n_remotes, sizeof(*out.remotes), cmp_remote);
-	/* The same prefix offered twice (a pod moving): the first report wins. */
-	for (i = 0; i < out.n_remotes; i++) {
-		if (n && !cmp_remote(&out.remotes[n - 1], &out.remotes[i])) {
-			glogf(GLOG_WARN, COMP, "vpc %s: prefix %s offered by more than one report; keeping one",
-			      out.remotes[i].vpc, gdp_prefix_str(&out.remotes[i].prefix, pb, sizeof(pb)));
-			continue;
-		}
-		out.remotes[n++] = out.remotes[i];
+	/* Overlapping prefixes of one VPC: one winner per prefix, nested ones
+	 * by longest match (rpt_remotes_resolve), each logged once. */
+	oc.r = r;
+	oc.seen = json_object();
+	out.n_remotes = rpt_remotes_resolve(out.remotes, out.n_remotes, &ov, on_overlap, &oc);
+	json_decref(r->overlap_seen);
+	r->overlap_seen = oc.seen;
+	atomic_store(&r->ov_dup, ov.duplicates);
+	atomic_store(&r->ov_nested, ov.nested);
+	if (r->m_overlaps) {
+		metric_set(r->m_overlaps, "duplicate", (double)ov.duplicates);
+		metric_set(r->m_overlaps, "nested", (double)ov.nested);
 	}
-	out.n_remotes = n;
 	/* The sink compares with what it holds (no second copy of 100k here). */
 	rc = r->set_remotes(r->ctx, out.remotes, out.n_remotes);
 	if (rc < 0) {
@@ -698,6 +726,8 @@ void rpt_get_stats(struct rpt *r, struct rpt_stats *out)
 	out->rx_body += b;
 	out->rx_wire += w;
 	out->scope_changes = atomic_load(&r->scope_changes);
+	out->overlap_duplicates = atomic_load(&r->ov_dup);
+	out->overlap_nested = atomic_load(&r->ov_nested);
 }
 
 int rpt_start(struct rpt **out, const struct rpt_opts *o, char *err, size_t errlen)
@@ -732,6 +762,7 @@ int rpt_start(struct rpt **out, const struct rpt_opts *o, char *err, size_t errl
 	snprintf(r->datapath, sizeof(r->datapath), "%s", o->datapath ? o->datapath : "kernel");
 	snprintf(r->selector, sizeof(r->selector), RPT_NODE_LABEL "=%s", o->node);
 	r->bad_seen = json_object();
+	r->overlap_seen = json_object();
 	r->cfg = o->kubeconfig ? kube_config_from_kubeconfig(o->kubeconfig, NULL, err, errlen)
 			       : kube_config_load(err, errlen);
 	if (!r->cfg)
@@ -744,6 +775,10 @@ int rpt_start(struct rpt **out, const struct rpt_opts *o, char *err, size_t errl
 	if (o->metrics && (kube_client_set_metrics(r->kc, o->metrics) ||
 			   kube_client_set_metrics(r->rkc, o->metrics)))
 		goto nomem;
+	if (o->metrics)
+		r->m_overlaps = metrics_gauge(o->metrics, "galactic_agent_learned_overlaps",
+					      "Overlapping prefixes of one VPC in the learned routes (duplicate: offered by more than one report, one kept; nested: inside another prefix, both kept)",
+					      "kind");
 	/* A black-holed server must not hold a write for a minute. Lists keep
 	 * the default: a page of a busy API server (the first list of the
 	 * reports at 2,000 nodes, bench_learner) can take more than 5 s, and a
@@ -827,6 +862,7 @@ void rpt_stop(struct rpt *r)
 	json_decref(r->desired);
 	json_decref(r->last_intent);
 	json_decref(r->bad_seen);
+	json_decref(r->overlap_seen);
 	pthread_mutex_destroy(&r->mu);
 	free(r);
 }

@@ -136,6 +136,29 @@ bool rpt_label_value_ok(const char *s);
  */
 char *rpt_scope_selector(const struct gdp_state *st);
 
+/*
+ * Overlapping prefixes of one VPC in the routes learned from all reports
+ * (docs/dataplane-reports.md, "Overlapping prefixes"). Sorts v (VPC,
+ * family, length, address, SID) and returns how many routes it keeps:
+ *  - the same prefix offered by two reports (a pod moving between nodes, or
+ *    two nodes claiming one address): the route with the lowest SID stays,
+ *    the others are dropped; the winner depends on nothing but the routes of
+ *    that prefix, so every node picks the same one and no route flips when
+ *    unrelated reports come and go (BGP's lowest-router-ID tie break);
+ *  - a prefix inside another one (an address inside another pod's
+ *    delegated block): both stay, longest prefix match sends the inner
+ *    addresses to the inner route's node, as any IP routing table does.
+ * Each case is counted in *ov and, when on_overlap is not NULL, reported
+ * with the route kept (or the outer one) and the other.
+ */
+struct rpt_overlaps {
+	size_t duplicates, nested;
+};
+typedef void (*rpt_overlap_fn)(const struct gdp_remote *kept, const struct gdp_remote *other,
+			       bool nested, void *ud);
+size_t rpt_remotes_resolve(struct gdp_remote *v, size_t n, struct rpt_overlaps *ov,
+			   rpt_overlap_fn on_overlap, void *ud);
+
 /* Copy of results (counters included) without the per-remote ones; 0 or -ENOMEM. */
 int rpt_results_copy(struct gdp_results *dst, const struct gdp_results *src);
 
@@ -179,6 +202,8 @@ void rpt_stop(struct rpt *r);
 struct rpt_stats {
 	unsigned long rx_body, rx_wire;
 	unsigned long scope_changes;
+	/* Overlaps in the last learned set (rpt_remotes_resolve). */
+	unsigned long overlap_duplicates, overlap_nested;
 };
 void rpt_get_stats(struct rpt *r, struct rpt_stats *out);
 

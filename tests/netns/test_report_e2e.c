@@ -389,6 +389,70 @@ static void delegated_block_reported_and_routed(void)
 	topo_sh("ip netns del %s-red-8", T.prefix);
 }
 
+/*
+ * Overlapping prefixes in one VPC across reports (docs/dataplane-reports.md,
+ * "Overlapping prefixes"): a foreign report ("n9") claims red-2's address
+ * (a higher SID than node 2's: node 2 stays the winner) and a /127 around
+ * it (nested: both programmed, the longest match wins). Node 1's record and
+ * kernel keep red-2's route, traffic to red-2 flows, node 2's report stays
+ * Programmed, both overlaps are logged; the foreign report's removal takes
+ * the /127 away again.
+ */
+static void overlapping_foreign_report(void)
+{
+	char name[300], why[200], body[1200], path[400];
+	json_t *o = NULL;
+
+	ck_assert_int_eq(rpt_name("n9", "Red7", "9", name, sizeof(name), why, sizeof(why)), 0);
+	snprintf(body, sizeof(body),
+		 "{\"apiVersion\":\"network.datumapis.com/v1alpha1\",\"kind\":\"NodeAttachment\","
+		 "\"metadata\":{\"name\":\"%s\",\"labels\":{\"" RPT_VPC_LABEL "\":\"Red7\"}},"
+		 "\"spec\":{\"node\":\"n9\",\"vpc\":\"Red7\",\"vpcAttachment\":\"9\",\"routes\":["
+		 "{\"prefix\":\"fd00:a::12/128\",\"sid\":\"fcbb:bb00:1:9:e001::\"},"
+		 "{\"prefix\":\"fd00:a::12/127\",\"sid\":\"fcbb:bb00:1:9:e001::\"}]}}", name);
+	ck_assert_int_eq(kreq(&cp, "POST", NATT_PATH, "application/json", body, NULL, &o), 201);
+	json_decref(o);
+	o = NULL;
+	snprintf(path, sizeof(path), NATT_PATH "/%s/status", name);
+	ck_assert_int_eq(kreq(&cp, "PATCH", path, "application/merge-patch+json",
+			      "{\"status\":{\"conditions\":[{\"type\":\"Programmed\",\"status\":\"True\",\"observedGeneration\":1,"
+			      "\"reason\":\"Programmed\",\"lastTransitionTime\":\"2026-01-01T00:00:00Z\"}]}}", NULL, &o), 200);
+	json_decref(o);
+	/* The nested /127 is learned beside red-2's /128, which keeps node 2's SID. */
+	ck_assert(wait_learned(1, "Red7", "fd00:a::12/127", "fcbb:bb00:1:9:e", 10000));
+	ck_assert(learned(1, "Red7", "fd00:a::12/128", "fcbb:bb00:1:2:e"));
+	ck_assert_int_eq(topo_sh("for _ in $(seq 100); do grep -q 'vpc Red7: prefix fd00:a::12/128 offered by more than one report; "
+				 "keeping the lowest SID fcbb:bb00:1:2:e[0-9a-f]*::, dropping fcbb:bb00:1:9:e001::' %s/n1/agent.log && "
+				 "grep -q 'vpc Red7: prefix fd00:a::12/128 via fcbb:bb00:1:2:e[0-9a-f]*:: lies inside fd00:a::12/127 via fcbb:bb00:1:9:e001::' "
+				 "%s/n1/agent.log && exit 0; sleep 0.1; done; exit 1", T.dir, T.dir), 0);
+	/* The kernel: both routes in node 1's VPC table, the /128 toward node 2. */
+	ck_assert_int_eq(topo_sh("for _ in $(seq 100); do ip -n %s-n1 -6 route show table all proto 154 | grep -q '^fd00:a::12/127 .*encap seg6.*fcbb:bb00:1:9:e001::' && "
+				 "exit 0; sleep 0.1; done; exit 1", T.prefix), 0);
+	ck_assert_int_eq(topo_sh("ip -n %s-n1 -6 route show table all proto 154 | grep '^fd00:a::12 ' | grep -q 'encap seg6.*fcbb:bb00:1:2:e'", T.prefix), 0);
+	/* No /128 toward the claimant (the Blu9 table has its own fd00:a::12, toward node 3). */
+	ck_assert_int_ne(topo_sh("ip -n %s-n1 -6 route show table all proto 154 | grep '^fd00:a::12 ' | grep -q 'fcbb:bb00:1:9:'", T.prefix), 0);
+	ck_assert_msg(ping_ok("red-1", "fd00:a::12", 25), "red-1 -> red-2 with a foreign report claiming its address");
+	ck_assert_msg(ping_ok("red-1", "10.1.0.12", 25), "red-1 -> red-2 IPv4, untouched");
+	/* Node 2 holds ::12 itself: it learns the claimant's /127 around it, the
+	 * claim on its own address is refused as local, ::12 stays on the pod's
+	 * veth, and red-2's report stays Programmed through several passes. */
+	ck_assert(wait_learned(2, "Red7", "fd00:a::12/127", "fcbb:bb00:1:9:e", 10000));
+	ck_assert_int_eq(topo_sh("for _ in $(seq 100); do ip -n %s-n2 -6 route show table all proto 154 | grep -q '^fd00:a::12/127 .*encap seg6' && "
+				 "exit 0; sleep 0.1; done; exit 1", T.prefix), 0);
+	ck_assert_int_ne(topo_sh("ip -n %s-n2 -6 route show table all proto 154 | grep '^fd00:a::12 ' | grep -q encap", T.prefix), 0);
+	sleep(2); /* passes every second (--interval 1) */
+	ck_assert(wait_programmed(2, "Red7", "R2", now_ms(), 2000) >= 0);
+	ck_assert_msg(ping_ok("red-1", "fd00:a::12", 5), "red-1 -> red-2 after node 2 learned the claim");
+	/* Gone: the /127 goes from node 1's record and kernel, red-2's route stays. */
+	snprintf(path, sizeof(path), NATT_PATH "/%s", name);
+	ck_assert_int_eq(kreq(&cp, "DELETE", path, NULL, NULL, NULL, NULL), 200);
+	ck_assert(topo_sh("for _ in $(seq 100); do jq -e '[.remotes[] | select(.prefix==\"fd00:a::12/127\")] "
+			  "| length == 0' %s/n1/record-remotes.json >/dev/null && exit 0; sleep 0.1; done; exit 1", T.dir) == 0);
+	ck_assert_int_eq(topo_sh("for _ in $(seq 100); do ip -n %s-n1 -6 route show table all proto 154 | grep -q '^fd00:a::12/127 ' || "
+				 "exit 0; sleep 0.1; done; exit 1", T.prefix), 0);
+	ck_assert(learned(1, "Red7", "fd00:a::12/128", "fcbb:bb00:1:2:e"));
+}
+
 START_TEST(test_reports_routes_and_api_outage)
 {
 	double t0, ms, worst = 0, catchup;
@@ -463,6 +527,7 @@ START_TEST(test_reports_routes_and_api_outage)
 	ck_assert_int_eq(rx("blue-2"), before);
 	bad_foreign_report_is_ignored();
 	delegated_block_reported_and_routed();
+	overlapping_foreign_report();
 
 	/* 3. The API server goes away. */
 	ck_assert_int_eq(cp_ctl(&cp, "stop-apiserver"), 0);

@@ -322,6 +322,247 @@ START_TEST(random_damage_is_handled)
 }
 END_TEST
 
+/* ---- overlapping prefixes of one VPC across reports (rpt_remotes_resolve) ---- */
+
+static struct gdp_remote rt(const char *vpc, const char *prefix, const char *sid)
+{
+	struct gdp_remote r;
+
+	memset(&r, 0, sizeof(r));
+	snprintf(r.vpc, sizeof(r.vpc), "%s", vpc);
+	ck_assert_int_eq(gdp_prefix_parse(prefix, &r.prefix), 0);
+	ck_assert_int_eq(inet_pton(AF_INET6, sid, &r.sid), 1);
+	return r;
+}
+
+static const char *rt_str(const struct gdp_remote *r, char *buf, size_t n)
+{
+	char pb[64], sb[INET6_ADDRSTRLEN];
+
+	snprintf(buf, n, "%s %s %s", r->vpc, gdp_prefix_str(&r->prefix, pb, sizeof(pb)),
+		 inet_ntop(AF_INET6, &r->sid, sb, sizeof(sb)));
+	return buf;
+}
+
+struct ov_log {
+	int dups, nested;
+	char last[300];
+};
+
+static void ov_cb(const struct gdp_remote *kept, const struct gdp_remote *other, bool nested, void *ud)
+{
+	struct ov_log *l = ud;
+	char a[120], b[120];
+
+	if (nested)
+		l->nested++;
+	else
+		l->dups++;
+	snprintf(l->last, sizeof(l->last), "%s | %s", rt_str(kept, a, sizeof(a)), rt_str(other, b, sizeof(b)));
+}
+
+/* Two reports (nodes n2 and n3) claim the same address: the lowest SID is
+ * kept whatever the order, the VPC's other routes are untouched. */
+START_TEST(same_prefix_from_two_reports_keeps_the_lowest_sid)
+{
+	struct gdp_remote in[2][4] = {
+		{ rt("Red7", "fd00:a::12/128", "fcbb:bb00:1:3:e001::"), rt("Red7", "fd00:a::12/128", "fcbb:bb00:1:2:e001::"),
+		  rt("Red7", "fd00:a::99/128", "fcbb:bb00:1:3:e001::"), rt("Blu9", "fd00:a::12/128", "fcbb:bb00:1:3:e002::") },
+		{ rt("Blu9", "fd00:a::12/128", "fcbb:bb00:1:3:e002::"), rt("Red7", "fd00:a::99/128", "fcbb:bb00:1:3:e001::"),
+		  rt("Red7", "fd00:a::12/128", "fcbb:bb00:1:2:e001::"), rt("Red7", "fd00:a::12/128", "fcbb:bb00:1:3:e001::") },
+	};
+	char b[120];
+
+	for (int k = 0; k < 2; k++) {
+		struct rpt_overlaps ov;
+		struct ov_log l = { 0 };
+		size_t n = rpt_remotes_resolve(in[k], 4, &ov, ov_cb, &l);
+
+		ck_assert_uint_eq(n, 3);
+		ck_assert_uint_eq(ov.duplicates, 1);
+		ck_assert_uint_eq(ov.nested, 0);
+		ck_assert_int_eq(l.dups, 1);
+		ck_assert_str_eq(l.last, "Red7 fd00:a::12/128 fcbb:bb00:1:2:e001:: | Red7 fd00:a::12/128 fcbb:bb00:1:3:e001::");
+		/* Another VPC's same address is no overlap: VPCs have their own tables. */
+		ck_assert_str_eq(rt_str(&in[k][0], b, sizeof(b)), "Blu9 fd00:a::12/128 fcbb:bb00:1:3:e002::");
+		ck_assert_str_eq(rt_str(&in[k][1], b, sizeof(b)), "Red7 fd00:a::12/128 fcbb:bb00:1:2:e001::");
+		ck_assert_str_eq(rt_str(&in[k][2], b, sizeof(b)), "Red7 fd00:a::99/128 fcbb:bb00:1:3:e001::");
+	}
+}
+END_TEST
+
+/* An address inside another pod's delegated block (and a v4 /32 in a /24):
+ * both stay (longest match), counted against the nearest outer prefix. */
+START_TEST(prefix_inside_another_is_kept_and_counted)
+{
+	struct gdp_remote v[] = {
+		rt("Red7", "2001:db8:a001::5/128", "fcbb:bb00:1:3:e001::"),
+		rt("Red7", "2001:db8:a001::/96", "fcbb:bb00:1:2:e001::"),
+		rt("Red7", "2001:db8:a001::/112", "fcbb:bb00:1:4:e001::"),
+		rt("Red7", "2001:db8:b001::5/128", "fcbb:bb00:1:3:e001::"), /* outside the block */
+		rt("Red7", "10.1.0.12/32", "fcbb:bb00:1:3:d003::"),
+		rt("Red7", "10.1.0.0/24", "fcbb:bb00:1:2:d001::"),
+		rt("Red7", "10.1.1.12/32", "fcbb:bb00:1:3:d004::"),
+		rt("Blu9", "2001:db8:a001::6/128", "fcbb:bb00:1:3:e002::"), /* another VPC */
+	};
+	struct rpt_overlaps ov;
+	struct ov_log l = { 0 };
+	size_t n = rpt_remotes_resolve(v, 8, &ov, ov_cb, &l);
+	char b[120];
+
+	ck_assert_uint_eq(n, 8);
+	ck_assert_uint_eq(ov.duplicates, 0);
+	/* ::5/128 inside the /112 (the nearest), the /112 inside the /96, 10.1.0.12 inside the /24 */
+	ck_assert_uint_eq(ov.nested, 3);
+	ck_assert_int_eq(l.nested, 3);
+	/* Sorted: VPC, family, length, address. */
+	ck_assert_str_eq(rt_str(&v[0], b, sizeof(b)), "Blu9 2001:db8:a001::6/128 fcbb:bb00:1:3:e002::");
+	ck_assert_str_eq(rt_str(&v[1], b, sizeof(b)), "Red7 10.1.0.0/24 fcbb:bb00:1:2:d001::");
+	ck_assert_str_eq(rt_str(&v[4], b, sizeof(b)), "Red7 2001:db8:a001::/96 fcbb:bb00:1:2:e001::");
+	ck_assert_str_eq(l.last, "Red7 2001:db8:a001::/112 fcbb:bb00:1:4:e001:: | Red7 2001:db8:a001::5/128 fcbb:bb00:1:3:e001::");
+}
+END_TEST
+
+/* The outcome is a function of the set alone: any order of the same routes,
+ * and any unrelated routes added, give the same winners (no flapping). */
+START_TEST(overlap_outcome_does_not_depend_on_order_or_other_routes)
+{
+	enum { N = 200 };
+	static struct gdp_remote base[N], v[N + 50];
+	static char want[N][120];
+	struct rpt_overlaps ov;
+	unsigned seed = 7;
+	size_t n0, n;
+	char p[64], sid[64], b[120];
+
+	for (int i = 0; i < N; i++) {
+		/* 40 addresses, each offered by 5 nodes. */
+		snprintf(p, sizeof(p), "fd00:a::%x/128", i % 40);
+		snprintf(sid, sizeof(sid), "fcbb:bb00:1:%x:e001::", 2 + (i / 40 + i) % 5);
+		base[i] = rt("Red7", p, sid);
+	}
+	memcpy(v, base, sizeof(base));
+	n0 = rpt_remotes_resolve(v, N, &ov, NULL, NULL);
+	ck_assert_uint_eq(n0, 40);
+	ck_assert_uint_eq(ov.duplicates, N - 40);
+	for (size_t i = 0; i < n0; i++) {
+		rt_str(&v[i], want[i], sizeof(want[i]));
+		ck_assert_ptr_nonnull(strstr(want[i], " fcbb:bb00:1:2:e001::")); /* the lowest SID */
+	}
+	for (int round = 0; round < 50; round++) {
+		size_t extra = (size_t)(rand_r(&seed) % 50);
+
+		memcpy(v, base, sizeof(base));
+		for (size_t i = 0; i < extra; i++) {
+			snprintf(p, sizeof(p), "fd00:b::%zx/128", i);
+			v[N + i] = rt("Red7", p, "fcbb:bb00:1:9:e001::");
+		}
+		for (size_t i = N + extra - 1; i > 0; i--) {
+			size_t j = (size_t)rand_r(&seed) % (i + 1);
+			struct gdp_remote t = v[i];
+
+			v[i] = v[j];
+			v[j] = t;
+		}
+		n = rpt_remotes_resolve(v, N + extra, &ov, NULL, NULL);
+		ck_assert_uint_eq(n, n0 + extra);
+		ck_assert_uint_eq(ov.duplicates, N - 40);
+		for (size_t i = 0; i < n0; i++)
+			ck_assert_str_eq(rt_str(&v[i], b, sizeof(b)), want[i]);
+	}
+}
+END_TEST
+
+/* From two real report objects through the parser, as the learner reads them. */
+START_TEST(two_reports_claiming_one_address)
+{
+	json_t *o = report();
+	char name[128];
+	struct rpt_overlaps ov;
+	char b[120];
+
+	ck_assert_int_eq(routes(report()), 0); /* n2: fd00:a::12 via node 2, 10.1.0.12 */
+	ck_assert_int_eq(rpt_name("n3", "Red7", "R3", name, sizeof(name), why, sizeof(why)), 0);
+	json_object_set_new(json_object_get(o, "metadata"), "name", json_string(name));
+	json_object_set_new(json_object_get(o, "spec"), "node", json_string("n3"));
+	json_object_set_new(json_object_get(o, "spec"), "vpcAttachment", json_string("R3"));
+	json_object_set_new(json_object_get(o, "spec"), "routes",
+			    json_pack("[{s:s, s:s}]", "prefix", "fd00:a::12/128", "sid", "fcbb:bb00:1:3:e001::"));
+	ck_assert_int_eq(routes(o), 0);
+	ck_assert_uint_eq(out.n_remotes, 3);
+	out.n_remotes = rpt_remotes_resolve(out.remotes, out.n_remotes, &ov, NULL, NULL);
+	ck_assert_uint_eq(out.n_remotes, 2);
+	ck_assert_uint_eq(ov.duplicates, 1);
+	ck_assert_str_eq(rt_str(&out.remotes[0], b, sizeof(b)), "Red7 10.1.0.12/32 fcbb:bb00:1:2:d003::");
+	ck_assert_str_eq(rt_str(&out.remotes[1], b, sizeof(b)), "Red7 fd00:a::12/128 fcbb:bb00:1:2:e001::");
+	/* Nothing at all: nothing to count. */
+	ck_assert_uint_eq(rpt_remotes_resolve(NULL, 0, &ov, NULL, NULL), 0);
+	ck_assert_uint_eq(ov.duplicates + ov.nested, 0);
+}
+END_TEST
+
+/* Random claims (2 VPCs, both families, short and long prefixes over a
+ * small address space so that they overlap a lot) checked against a brute
+ * force: no prefix twice, each kept one has the lowest SID of its claims,
+ * and the nested count is the number of kept prefixes inside a shorter one. */
+START_TEST(overlap_resolution_matches_brute_force)
+{
+	enum { N = 300 };
+	static struct gdp_remote in[N], v[N];
+	unsigned seed = 12345;
+
+	for (int round = 0; round < 10; round++) {
+		struct rpt_overlaps ov;
+		size_t n, nested = 0;
+
+		for (int i = 0; i < N; i++) {
+			struct gdp_remote *r = &in[i];
+			bool v4 = rand_r(&seed) % 3 == 0;
+			unsigned len;
+
+			memset(r, 0, sizeof(*r));
+			snprintf(r->vpc, sizeof(r->vpc), "%s", rand_r(&seed) % 2 ? "Red7" : "Blu9");
+			r->prefix.family = v4 ? AF_INET : AF_INET6;
+			len = v4 ? 24 + rand_r(&seed) % 9 : 120 + rand_r(&seed) % 9;
+			r->prefix.len = (uint8_t)len;
+			if (v4) {
+				r->prefix.addr.raw[0] = 10;
+				r->prefix.addr.raw[3] = (uint8_t)(rand_r(&seed) % 32);
+			} else {
+				r->prefix.addr.raw[0] = 0xfd;
+				r->prefix.addr.raw[15] = (uint8_t)(rand_r(&seed) % 64);
+			}
+			/* canonical: host bits cleared */
+			for (unsigned b = len; b < (v4 ? 32u : 128u); b++)
+				r->prefix.addr.raw[b / 8] &= (uint8_t)~(0x80u >> (b % 8));
+			r->sid.s6_addr[0] = 0xfc;
+			r->sid.s6_addr[7] = (uint8_t)(1 + rand_r(&seed) % 6);
+		}
+		memcpy(v, in, sizeof(in));
+		n = rpt_remotes_resolve(v, N, &ov, NULL, NULL);
+		ck_assert_uint_eq(n + ov.duplicates, N);
+		for (size_t i = 0; i < n; i++) {
+			bool inside = false;
+
+			for (size_t j = 0; j < n; j++) {
+				if (i == j || strcmp(v[i].vpc, v[j].vpc))
+					continue;
+				ck_assert_msg(!gdp_prefix_equal(&v[i].prefix, &v[j].prefix), "round %d: prefix kept twice", round);
+				inside |= v[j].prefix.len < v[i].prefix.len && gdp_prefix_contains(&v[j].prefix, &v[i].prefix);
+			}
+			nested += inside;
+			/* the lowest SID of every claim on this prefix */
+			for (int k = 0; k < N; k++)
+				if (!strcmp(in[k].vpc, v[i].vpc) && gdp_prefix_equal(&in[k].prefix, &v[i].prefix))
+					ck_assert_int_le(memcmp(&v[i].sid, &in[k].sid, sizeof(v[i].sid)), 0);
+		}
+		ck_assert_uint_eq(ov.nested, nested);
+		ck_assert_uint_gt(ov.duplicates, 0);
+		ck_assert_uint_gt(ov.nested, 0);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("report_routes");
@@ -336,6 +577,11 @@ int main(void)
 	tcase_add_test(tc, scope_selector_names_the_hosted_vpcs);
 	tcase_add_test(tc, garbage_objects_never_crash);
 	tcase_add_test(tc, random_damage_is_handled);
+	tcase_add_test(tc, same_prefix_from_two_reports_keeps_the_lowest_sid);
+	tcase_add_test(tc, prefix_inside_another_is_kept_and_counted);
+	tcase_add_test(tc, overlap_outcome_does_not_depend_on_order_or_other_routes);
+	tcase_add_test(tc, two_reports_claiming_one_address);
+	tcase_add_test(tc, overlap_resolution_matches_brute_force);
 	suite_add_tcase(s, tc);
 	return gt_run(s);
 }
