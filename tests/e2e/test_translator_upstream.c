@@ -8,9 +8,9 @@
  *    restoring it withdraws it); 0 writes refused (422/500) in the whole suite;
  *  - the uid guard on every write: the object is deleted and re-created
  *    between the translator's cache read and its write (test write gate),
- *    and nothing lands on the new incarnation (an apply, and a claim's
- *    condition write: guarded JSON Patch on the atomic variant, apply on the
- *    maplist variant);
+ *    and nothing lands on the new incarnation (an attachment's apply, a
+ *    claim's and an interface's condition writes: guarded JSON Patch on the
+ *    atomic variant, apply on the maplist variant); the new one converges;
  *  - staged takeover: with vpcattachment.status.hostInterface and
  *    vpcattachment.conditions.Programmed left to a stand-in of the cloud
  *    BGPAdvertisementReconciler (Status().Update: a whole-status PUT with
@@ -47,6 +47,7 @@
 #define TNS "tenant-u"
 #define ATT_PATH "/apis/cloud.datumapis.com/v1alpha1/namespaces/" TNS "/vpcattachments"
 #define NIC_PATH "/apis/networking.datumapis.com/v1alpha/namespaces/" TNS "/networkinterfaceclaims"
+#define NI_PATH "/apis/networking.datumapis.com/v1alpha/namespaces/" TNS "/networkinterfaces"
 #define REP_PATH "/apis/network.datumapis.com/v1alpha1/namespaces/" RNS "/nodeattachments"
 #define CRD_VA "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/vpcattachments.cloud.datumapis.com"
 #define AGENT_MGR "galactic-agent/node-a"
@@ -490,6 +491,57 @@ START_TEST(test_condition_write_refused_on_new_incarnation)
 }
 END_TEST
 
+/* The same for a NetworkInterface: the held write was computed while an
+ * attachment controlled by the old incarnation linked to it; the new one
+ * (another uid) is linked by nothing and must say so, never the old data. */
+START_TEST(test_interface_write_refused_on_new_incarnation)
+{
+	const char *g = "NetworkInterface." TNS ".nif-g";
+	const char *ms = "galactic_translator_stale_apply_refusals_total{kind=\"NetworkInterface\"}";
+	const char *mg = "galactic_translator_guarded_patch_rejections_total{kind=\"NetworkInterface\"}";
+	const char *nif = "{\"apiVersion\":\"networking.datumapis.com/v1alpha\",\"kind\":\"NetworkInterface\","
+			  "\"metadata\":{\"name\":\"nif-g\"},\"spec\":{\"network\":{\"name\":\"net-1\"},"
+			  "\"claimRef\":{\"name\":\"nif-g\"},\"interfaceName\":\"eth0\",\"mtu\":1500}}";
+	struct ids ids = { "Vu3", "Au3" };
+	double r0 = metric(ms) + metric(mg);
+	char uid1[64], body[1024];
+	json_t *o = NULL;
+
+	ck_assert_int_eq(kreq(&cp, "POST", NI_PATH, "application/json", nif, NULL, &o), 201);
+	snprintf(uid1, sizeof(uid1), "%s", kstr(json_object_get(o, "metadata"), "uid", NULL));
+	json_decref(o);
+	json_decref(wait_cond(NI_PATH, "nif-g", "Prepared", "False", "AttachmentMissing"));
+	/* Hold the next write; an attachment controlled by this incarnation appears. */
+	gate_set(g);
+	snprintf(body, sizeof(body),
+		 "{\"apiVersion\":\"cloud.datumapis.com/v1alpha1\",\"kind\":\"VPCAttachment\","
+		 "\"metadata\":{\"name\":\"nif-g\",\"ownerReferences\":[{\"apiVersion\":"
+		 "\"networking.datumapis.com/v1alpha\",\"kind\":\"NetworkInterface\",\"name\":\"nif-g\","
+		 "\"uid\":\"%s\",\"controller\":true,\"blockOwnerDeletion\":true}]},"
+		 "\"spec\":{\"vpc\":{\"name\":\"vpc-u\"},\"interface\":{\"name\":\"eth0\",\"mode\":\"Netns\"},"
+		 "\"interfaceRef\":{\"name\":\"nif-g\"}}}", uid1);
+	ck_assert_int_eq(kreq(&cp, "POST", ATT_PATH, "application/json", body, NULL, NULL), 201);
+	put_status(ATT_PATH, "nif-g", "vpc-operator", vpcop_edit, &ids);
+	gate_wait_held(g);
+	delete_obj(NI_PATH, "nif-g");
+	ck_assert_int_eq(kreq(&cp, "POST", NI_PATH, "application/json", nif, NULL, NULL), 201);
+	gate_open(g);
+	/* The new incarnation converges to what is true of it: no attachment of its own. */
+	o = wait_cond(NI_PATH, "nif-g", "Prepared", "False", "AttachmentMissing");
+	ck_assert_str_ne(kstr(json_object_get(o, "metadata"), "uid", NULL), uid1);
+	json_decref(o);
+	usleep(500 * 1000);
+	o = obj(NI_PATH, "nif-g");
+	ck_assert_str_eq(kstr(kcond(o, "Prepared"), "reason", NULL), "AttachmentMissing");
+	ck_assert_ptr_null(json_object_get(json_object_get(o, "status"), "attachmentRef"));
+	ck_assert_ptr_null(json_object_get(json_object_get(o, "status"), "vpc"));
+	json_decref(o);
+	ck_assert_double_ge(metric(ms) + metric(mg), r0 + 1);
+	delete_obj(NI_PATH, "nif-g");
+	delete_obj(ATT_PATH, "nif-g");
+}
+END_TEST
+
 /* Staged takeover: two rows left to a stand-in of the BGPAdvertisementReconciler. */
 START_TEST(test_staged_takeover)
 {
@@ -670,6 +722,7 @@ int main(void)
 	tcase_add_test(tc, test_crd_change_reread);
 	tcase_add_test(tc, test_apply_refused_on_new_incarnation);
 	tcase_add_test(tc, test_condition_write_refused_on_new_incarnation);
+	tcase_add_test(tc, test_interface_write_refused_on_new_incarnation);
 	tcase_add_test(tc, test_staged_takeover);
 	tcase_add_test(tc, test_no_write_refused);
 	tcase_add_test(tc, test_cel_refusal_logged_once);
