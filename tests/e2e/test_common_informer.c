@@ -4,7 +4,9 @@
  *    the informer is cut off: every change is delivered after it reconnects;
  *  - etcd compaction past the informer's version: it relists (410) and its
  *    cache equals the server's list;
- *  - a few thousand objects: list pages + watch, cache equals the list.
+ *  - a few thousand objects: list pages + watch, cache equals the list;
+ *  - a watch stream cut or stalled in the middle of one event: resumed, the
+ *    object delivered whole once, cache equals the list.
  */
 #include "common/informer.h"
 #include "common/json.h"
@@ -433,6 +435,129 @@ START_TEST(scale_small)
 }
 END_TEST
 
+/* Occurrences of s in the record's log. */
+static int rec_count(struct rec *r, const char *s)
+{
+	int n = 0;
+	pthread_mutex_lock(&r->mu);
+	for (const char *q = r->log; (q = strstr(q, s)); q += strlen(s))
+		n++;
+	pthread_mutex_unlock(&r->mu);
+	return n;
+}
+
+static bool faulted(void *ud)
+{
+	void **a = ud;
+	return tproxy_faults(a[0]) >= *(int *)a[1];
+}
+
+/*
+ * Watch streams cut, then stalled, in the middle of one event over a real
+ * connection: a ConfigMap of 96 KiB travels in several TLS records, the
+ * proxy passes the first one and then closes the connection (or stops
+ * moving bytes). The partial object is discarded (the decoder is reset with
+ * each watch), the informer watches again from its last version (no
+ * relist), gets the object whole exactly once, and its cache equals the
+ * server's list.
+ */
+START_TEST(truncated_mid_object)
+{
+	struct kube_config *dcfg, *pcfg;
+	struct kube_client *direct = ce_client_token(&cp, NULL, &dcfg);
+	struct tproxy *px = tproxy_start(ce_port(&cp));
+	struct rec r = { .mu = PTHREAD_MUTEX_INITIALIZER };
+	struct informer_stats st0, st;
+	char url[64], *blob = malloc(96 * 1024 + 1);
+	const char *ns = "e2e-trunc";
+	size_t n = 0;
+
+	ck_assert_ptr_nonnull(px);
+	ck_assert_ptr_nonnull(blob);
+	memset(blob, 'x', 96 * 1024);
+	blob[96 * 1024] = 0;
+	snprintf(url, sizeof(url), "https://127.0.0.1:%d", tproxy_port(px));
+	struct kube_client *kc = ce_client_token(&cp, url, &pcfg);
+	ce_namespace(direct, ns);
+	put(direct, ns, "small-1", "s1", NULL);
+	put(direct, ns, "small-2", "s2", NULL);
+	struct informer_opts o = { .res = CE_CONFIGMAPS, .ns = ns, .min_timeout_s = 300, .max_timeout_s = 300,
+				   .idle_timeout_s = 3, .backoff_max_s = 1 };
+	struct informer *inf = informer_new(kc, &o);
+	ck_assert_int_eq(informer_add_handlers(inf, &(struct informer_handlers){ on_add, on_update, on_delete, &r }), 0);
+	ck_assert_int_eq(informer_start(inf), 0);
+	ck_assert(informer_wait_synced(inf, 30));
+	usleep(500 * 1000); /* the watch is open */
+	informer_get_stats(inf, &st0);
+	for (int round = 0; round < 2; round++) {
+		const char *name = round ? "big-stall" : "big-cut";
+		int want = round + 1;
+		void *fa[2] = { px, &want };
+		char key[64];
+		struct kube_error e;
+		double t0;
+		unsigned long rx0, rx1, wire;
+		json_t *ob = ce_cm(ns, name, "v", round ? "b2" : "b1"), *c;
+
+		if (round)
+			tproxy_stall_after_records(px, 1);
+		else
+			tproxy_cut_after_records(px, 1);
+		gj_set(ob, "data.blob", json_string(blob));
+		kube_client_rx_bytes(kc, &rx0, &wire);
+		t0 = ce_now();
+		ck_assert_msg(kube_apply(direct, &CE_CONFIGMAPS, ns, name, NULL, ob, "e2e", true, NULL, &e) == 0,
+			      "%s", e.message);
+		json_decref(ob);
+		ck_assert_msg(wait_until(faulted, fa, 10), "the proxy never cut the stream");
+		if (round) {
+			/* Stalled: part of the event's body is in, the object is not. */
+			usleep(500 * 1000);
+			kube_client_rx_bytes(kc, &rx1, &wire);
+			printf("truncated watch: %lu bytes of the 96 KiB event received before the stall\n", rx1 - rx0);
+			ck_assert_uint_gt(rx1 - rx0, 0);
+			ck_assert_uint_lt(rx1 - rx0, 96 * 1024);
+			ck_assert_int_eq(rec_count(&r, "add:e2e-trunc/big-stall:"), 0);
+		}
+		snprintf(key, sizeof(key), "add:%s/%s:%s;", ns, name, round ? "b2" : "b1");
+		struct seen_ctx sc = { &r, key };
+		ck_assert_msg(wait_until(seen, &sc, 20), "%s never delivered after the %s", name,
+			      round ? "stall" : "cut");
+		printf("truncated watch (%s after one TLS record of a 96 KiB event): object delivered %.2f s later\n",
+		       round ? "stalled" : "cut", ce_now() - t0);
+		if (round)
+			ck_assert_double_ge(ce_now() - t0, 2.5); /* only the idle timeout ends a stall */
+		usleep(300 * 1000);
+		ck_assert_int_eq(rec_count(&r, key), 1); /* once, whole */
+		c = kube_store_get_nn(informer_store(inf), ns, name);
+		ck_assert_ptr_nonnull(c);
+		ck_assert_uint_eq(strlen(gj_str(c, "data.blob") ?: ""), 96 * 1024);
+		json_decref(c);
+	}
+	/* And the informer keeps following the server afterwards. */
+	put(direct, ns, "small-1", "s1b", NULL);
+	del(direct, ns, "small-2");
+	struct seen_ctx sc = { &r, "del:e2e-trunc/small-2:" };
+	ck_assert(wait_until(seen, &sc, 10));
+	ck_assert(cache_equals_server(direct, inf, ns, &n));
+	ck_assert_uint_eq(n, 3);
+	informer_get_stats(inf, &st);
+	printf("truncated watch: %lu reconnects (watches %lu -> %lu), errors %lu, lists %lu, cache = server (%zu objects)\n",
+	       st.watches - st0.watches, st0.watches, st.watches, st.errors - st0.errors, st.lists, n);
+	ck_assert_uint_ge(st.watches - st0.watches, 2);
+	ck_assert_uint_ge(st.errors - st0.errors, 2);
+	ck_assert_uint_eq(st.lists, 1); /* resumed from its version both times */
+	ck_assert_int_eq(tproxy_faults(px), 2);
+	informer_free(inf);
+	tproxy_stop(px);
+	kube_client_free(kc);
+	kube_client_free(direct);
+	kube_config_free(pcfg);
+	kube_config_free(dcfg);
+	free(blob);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("common_informer");
@@ -444,6 +569,7 @@ int main(void)
 	tcase_add_test(tc, compaction_relist);
 	tcase_add_test(tc, scale_small);
 	tcase_add_test(tc, watch_timeouts);
+	tcase_add_test(tc, truncated_mid_object);
 	suite_add_tcase(s, tc);
 	rc = gt_run(s);
 	cp_down(&cp);

@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,16 @@ struct tproxy {
 	int a[MAXC], b[MAXC]; /* client fd, upstream fd; -1 when free */
 	bool frozen[MAXC];
 	atomic_bool freeze_req;
+	/* TLS record framing of the server's bytes, from the connection's start */
+	uint8_t hdr[MAXC][5];
+	int hdr_have[MAXC];
+	size_t rec_left[MAXC];
+	/* a fault armed in the middle of the next message: records to pass, then act */
+	int arm_left[MAXC];       /* -1: none */
+	bool arm_stall[MAXC];
+	atomic_int arm_req;       /* records; 0: no request */
+	atomic_bool arm_req_stall;
+	atomic_int faults;
 	int wake[2];
 };
 
@@ -47,6 +58,58 @@ static void close_pair(struct tproxy *p, int i)
 		close(p->b[i]);
 	p->a[i] = p->b[i] = -1;
 	p->frozen[i] = false;
+	p->hdr_have[i] = 0;
+	p->rec_left[i] = 0;
+	p->arm_left[i] = -1;
+}
+
+/*
+ * Server to client on slot i: passes buf along the TLS record framing; with
+ * a fault armed, stops after the armed number of records that start from
+ * now, then closes or freezes the pair. false: close the pair.
+ */
+static bool pump_records(struct tproxy *p, int i, const uint8_t *buf, size_t n)
+{
+	size_t off = 0, pass = n;
+
+	while (off < n) {
+		if (p->rec_left[i] == 0) {
+			/* in a record header */
+			while (p->hdr_have[i] < 5 && off < n)
+				p->hdr[i][p->hdr_have[i]++] = buf[off++];
+			if (p->hdr_have[i] == 5) {
+				p->rec_left[i] = (size_t)p->hdr[i][3] << 8 | p->hdr[i][4];
+				p->hdr_have[i] = 0;
+				if (p->rec_left[i] == 0 && p->arm_left[i] > 0 && --p->arm_left[i] == 0) {
+					pass = off;
+					break;
+				}
+			}
+			continue;
+		}
+		size_t take = n - off < p->rec_left[i] ? n - off : p->rec_left[i];
+		off += take;
+		p->rec_left[i] -= take;
+		if (p->rec_left[i] == 0 && p->hdr_have[i] == 0 && p->arm_left[i] > 0 && --p->arm_left[i] == 0) {
+			pass = off;
+			break;
+		}
+	}
+	for (size_t w = 0; w < pass;) {
+		ssize_t k = write(p->a[i], buf + w, pass - w);
+		if (k <= 0)
+			return false;
+		w += (size_t)k;
+	}
+	if (p->arm_left[i] == 0) {
+		atomic_fetch_add(&p->faults, 1);
+		p->arm_left[i] = -1;
+		if (!p->arm_stall[i])
+			return false;
+		p->frozen[i] = true;
+		return true;
+	}
+	return true;
 }
 
 static bool pump(int from, int to)
@@ -77,6 +140,13 @@ static void *loop(void *arg)
 		if (atomic_exchange(&p->freeze_req, false))
 			for (int i = 0; i < MAXC; i++)
 				p->frozen[i] = p->a[i] >= 0;
+		int arm = atomic_exchange(&p->arm_req, 0);
+		if (arm > 0)
+			for (int i = 0; i < MAXC; i++)
+				if (p->a[i] >= 0 && !p->frozen[i]) {
+					p->arm_left[i] = arm;
+					p->arm_stall[i] = atomic_load(&p->arm_req_stall);
+				}
 		for (int i = 0; i < MAXC; i++) {
 			if (p->a[i] < 0 || p->frozen[i])
 				continue;
@@ -117,10 +187,17 @@ static void *loop(void *arg)
 		}
 		for (int k = 2; k < n; k++) {
 			int i = idx[k];
-			if (!pf[k].revents || p->a[i] < 0)
+			if (!pf[k].revents || p->a[i] < 0 || p->frozen[i])
 				continue;
 			bool from_a = pf[k].fd == p->a[i];
-			if (!pump(pf[k].fd, from_a ? p->b[i] : p->a[i]))
+			if (from_a) {
+				if (!pump(p->a[i], p->b[i]))
+					close_pair(p, i);
+				continue;
+			}
+			uint8_t buf[65536];
+			ssize_t r = read(p->b[i], buf, sizeof(buf));
+			if (r <= 0 || !pump_records(p, i, buf, (size_t)r))
 				close_pair(p, i);
 		}
 	}
@@ -135,8 +212,10 @@ struct tproxy *tproxy_start(int upstream_port)
 
 	if (!p)
 		return NULL;
-	for (int i = 0; i < MAXC; i++)
+	for (int i = 0; i < MAXC; i++) {
 		p->a[i] = p->b[i] = -1;
+		p->arm_left[i] = -1;
+	}
 	p->up_port = upstream_port;
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	p->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -175,6 +254,20 @@ void tproxy_freeze(struct tproxy *p)
 	poke(p);
 	usleep(300 * 1000);
 }
+
+static void arm(struct tproxy *p, int records, bool stall)
+{
+	atomic_store(&p->arm_req_stall, stall);
+	atomic_store(&p->arm_req, records > 0 ? records : 1);
+	poke(p);
+	/* armed once the loop has woken (it polls 200 ms at most) */
+	for (int i = 0; i < 100 && atomic_load(&p->arm_req); i++)
+		usleep(10 * 1000);
+}
+
+void tproxy_cut_after_records(struct tproxy *p, int records) { arm(p, records, false); }
+void tproxy_stall_after_records(struct tproxy *p, int records) { arm(p, records, true); }
+int tproxy_faults(struct tproxy *p) { return atomic_load(&p->faults); }
 
 void tproxy_restore(struct tproxy *p)
 {

@@ -20,6 +20,18 @@ void tproxy_restore(struct tproxy *p);
  * (a dead peer behind a NAT or a dropped route). New connections work.
  */
 void tproxy_freeze(struct tproxy *p);
+/*
+ * A fault in the middle of the server's next message, on every connection
+ * open now: the next `records` whole TLS records the server sends after
+ * this call are passed (the client can decrypt them: a JSON event larger
+ * than a record arrives cut in its middle), then the connection is closed
+ * (tproxy_cut_after_records) or black-holed (tproxy_stall_after_records:
+ * open, no byte moves either way). Returns at once; tproxy_faults counts
+ * the connections the fault has hit so far.
+ */
+void tproxy_cut_after_records(struct tproxy *p, int records);
+void tproxy_stall_after_records(struct tproxy *p, int records);
+int tproxy_faults(struct tproxy *p);
 /* Connections accepted and passed upstream so far. */
 int tproxy_accepted(struct tproxy *p);
 void tproxy_stop(struct tproxy *p);
