@@ -12,6 +12,9 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <dirent.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
@@ -1024,6 +1027,202 @@ START_TEST(t_concurrent_adds)
 END_TEST
 
 
+/* ---- slow clients on the agent socket ----------------------------------------- */
+
+/* Open descriptors of pid (/proc/PID/fd), or -1. */
+static int count_fds(pid_t pid)
+{
+	char p[64];
+	DIR *d;
+	struct dirent *e;
+	int n = 0;
+
+	snprintf(p, sizeof(p), "/proc/%d/fd", (int)pid);
+	if (!(d = opendir(p)))
+		return -1;
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+static int connect_agent(int node)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	sock_path(node, sa.sun_path, sizeof(sa.sun_path));
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+enum { SLOW_SILENT = 20, SLOW_DRIB = 20, SLOW_NOREAD = 20, SLOW_N = SLOW_SILENT + SLOW_DRIB };
+
+struct slow {
+	int fd[SLOW_N];        /* silent, then dribbling */
+	double t_conn[SLOW_N]; /* connected (s) */
+	double t_eof[SLOW_N];  /* the agent closed it (s), 0: not yet */
+	double until;
+};
+
+/* Dribbles one byte a second into the dribbling ones (a frame announcing 200
+ * bytes), reads the silent ones' greeting away, notes when the agent closes each. */
+static void *slow_loop(void *arg)
+{
+	struct slow *sl = arg;
+	static const unsigned char frame[] = { 0, 0, 0, 200, '{', '"', 'v', 'e', 'r', 'b', '"' };
+	size_t sent[SLOW_N] = { 0 };
+	double next = now_s();
+
+	while (now_s() < sl->until) {
+		struct pollfd pf[SLOW_N];
+		int open = 0;
+
+		for (int i = 0; i < SLOW_N; i++) {
+			pf[i] = (struct pollfd){ .fd = sl->t_eof[i] > 0 ? -1 : sl->fd[i], .events = POLLIN };
+			open += sl->t_eof[i] == 0;
+		}
+		if (!open)
+			break;
+		if (poll(pf, SLOW_N, 100) < 0)
+			continue;
+		for (int i = 0; i < SLOW_N; i++) {
+			char buf[4096];
+
+			if (sl->t_eof[i] > 0 || !(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			if (recv(sl->fd[i], buf, sizeof(buf), MSG_DONTWAIT) <= 0)
+				sl->t_eof[i] = now_s();
+		}
+		if (now_s() >= next) {
+			next += 1.0;
+			for (int i = SLOW_SILENT; i < SLOW_N; i++)
+				if (sl->t_eof[i] == 0 && sent[i] < sizeof(frame) &&
+				    send(sl->fd[i], &frame[sent[i]], 1, MSG_NOSIGNAL | MSG_DONTWAIT) == 1)
+					sent[i]++;
+		}
+	}
+	return NULL;
+}
+
+/* One ADD (and its DEL) of pod sl<i> on n1; returns the ADD's ms or -1. */
+static double slow_add(int i)
+{
+	char name[16], nsp[256], cid[32], att[16], a6[64], a4[32], *conf;
+	struct outcome o;
+	struct inv v = { .cmd = "ADD", .ifname = "eth0" };
+	double t0, ms;
+
+	snprintf(name, sizeof(name), "sl%d", i);
+	snprintf(cid, sizeof(cid), "csl%d", i);
+	snprintf(att, sizeof(att), "SL%d", i);
+	snprintf(a6, sizeof(a6), "fd00:a::9:%x", i + 1);
+	snprintf(a4, sizeof(a4), "10.1.9.%d", i + 1);
+	if (mkns(name))
+		return -1;
+	conf = conf_for("1.1.0", "net-sl", TOPO_VPC_A, att, a6, a4, 1, NULL);
+	v.cid = cid;
+	v.netns = pod_ns_path(name, nsp, sizeof(nsp));
+	v.conf = conf;
+	t0 = now_s();
+	run_plugin(&v, &o);
+	ms = (now_s() - t0) * 1e3;
+	if (o.exit != 0)
+		ms = -1;
+	outcome_free(&o);
+	v.cmd = "DEL";
+	run_plugin(&v, &o);
+	if (o.exit != 0)
+		ms = -1;
+	outcome_free(&o);
+	free(conf);
+	return ms;
+}
+
+/*
+ * Clients that connect and send nothing, send one byte a second, or send a
+ * request and never read the answer: ADDs from others go through in their
+ * normal time meanwhile, the agent drops the slow ones at its per-request
+ * I/O bound (10 s from the connection), and the agent holds no descriptor
+ * more afterwards than before.
+ */
+START_TEST(t_slow_clients)
+{
+	static struct slow sl;
+	int noread[SLOW_NOREAD], fd0, fd_mid, fd_end = -1;
+	double base = 0, worst = 0, t_open, ms, first_drop = 1e9, last_drop = 0;
+	pid_t agent;
+	pthread_t th;
+
+	NEED_TOPO();
+	agent = topo_agent_pid(&T, 1);
+	ck_assert_int_gt(agent, 0);
+	/* Baseline: the same ADDs with nobody slow around. */
+	for (int i = 0; i < 2; i++) {
+		ms = slow_add(i);
+		ck_assert_msg(ms >= 0, "baseline ADD %d failed", i);
+		base = ms > base ? ms : base;
+	}
+	usleep(300 * 1000);
+	fd0 = count_fds(agent);
+	ck_assert_int_gt(fd0, 0);
+	t_open = now_s();
+	for (int i = 0; i < SLOW_N; i++) {
+		ck_assert_int_ge(sl.fd[i] = connect_agent(1), 0);
+		sl.t_conn[i] = now_s();
+	}
+	for (int i = 0; i < SLOW_NOREAD; i++) {
+		/* A whole (undecodable) request, then nothing is ever read. */
+		static const char req[] = "{\"never\":\"reads\"}";
+		unsigned char hdr[4] = { 0, 0, 0, sizeof(req) - 1 };
+
+		ck_assert_int_ge(noread[i] = connect_agent(1), 0);
+		ck_assert_int_eq(send(noread[i], hdr, 4, MSG_NOSIGNAL), 4);
+		ck_assert_int_eq(send(noread[i], req, sizeof(req) - 1, MSG_NOSIGNAL), (ssize_t)sizeof(req) - 1);
+	}
+	sl.until = t_open + 16;
+	ck_assert_int_eq(pthread_create(&th, NULL, slow_loop, &sl), 0);
+	usleep(500 * 1000);
+	/* The silent and dribbling ones are held open by the agent ... */
+	fd_mid = count_fds(agent);
+	/* ... while other ADDs take their usual time. */
+	for (int i = 2; i < 6; i++) {
+		ms = slow_add(i);
+		ck_assert_msg(ms >= 0, "ADD %d among slow clients failed", i);
+		worst = ms > worst ? ms : worst;
+	}
+	pthread_join(th, NULL);
+	for (int i = 0; i < SLOW_N; i++) {
+		double d = sl.t_eof[i] - sl.t_conn[i];
+
+		ck_assert_msg(sl.t_eof[i] > 0, "slow client %d (%s) never dropped", i, i < SLOW_SILENT ? "silent" : "dribbling");
+		first_drop = d < first_drop ? d : first_drop;
+		last_drop = d > last_drop ? d : last_drop;
+	}
+	for (double t = now_s(); now_s() - t < 5; usleep(100 * 1000))
+		if ((fd_end = count_fds(agent)) <= fd0)
+			break;
+	printf("slow clients: %d silent, %d at 1 B/s, %d never reading: agent fds %d before, %d with them, %d after; "
+	       "dropped %.1f-%.1f s after connecting; ADD %.0f ms alone, at most %.0f ms among them\n",
+	       SLOW_SILENT, SLOW_DRIB, SLOW_NOREAD, fd0, fd_mid, fd_end, first_drop, last_drop, base, worst);
+	ck_assert_int_ge(fd_mid, fd0 + SLOW_N);
+	ck_assert_int_le(fd_end, fd0); /* the never-reading ones too: ours are still open */
+	ck_assert_double_ge(first_drop, 9.5);
+	ck_assert_double_le(last_drop, 13.0);
+	/* a client holding the pass or a thread would cost its 10 s bound */
+	ck_assert_msg(worst <= 3 * base + 2000, "ADD among slow clients %.0f ms, alone %.0f ms", worst, base);
+	ck_assert_int_eq(kill(agent, 0), 0);
+	for (int i = 0; i < SLOW_N; i++)
+		close(sl.fd[i]);
+	for (int i = 0; i < SLOW_NOREAD; i++)
+		close(noread[i]);
+}
+END_TEST
+
+
 /* A VPC only CNI knows about (not in the agent's record): its table, rules
  * and decap SID come with its first attachment and go with its last. */
 START_TEST(t_vpc_state_follows_last_attachment)
@@ -1327,6 +1526,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(t, t_bad_input_table, 0, (int)(sizeof(badinvs) / sizeof(badinvs[0])));
 	tcase_add_test(t, t_gc_and_del);
 	tcase_add_test(t, t_concurrent_adds);
+	tcase_add_test(t, t_slow_clients);
 	tcase_add_test(t, t_same_add_concurrently);
 	tcase_add_test(t, t_add_in_older_versions);
 	tcase_add_test(t, t_upstream_names);
