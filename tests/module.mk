@@ -10,6 +10,9 @@ $(eval $(call netns_test,test_agent_bpf,tests/netns/test_agent_bpf.c tests/lib/t
 # The agent's record parsers (agent/record.h). Here, not in agent/module.mk:
 # a fuzzer links sources, and libgnl's are only known once agent/nl is read.
 $(eval $(call fuzzer,fuzz_record,tests/fuzz/fuzz_record.c,gagent gdp gnl gcommon,jansson nl curl mhd yaml pthread m))
+# Other nodes' reports as the route learner reads them, and the overlap
+# resolution (agent/report/build.c; here for the same reason as fuzz_record).
+$(eval $(call fuzzer,fuzz_report_routes,tests/fuzz/fuzz_report_routes.c agent/report/build.c,gcni gdp gnl gcommon,jansson nl curl mhd yaml pthread m))
 # status.json as a restart reads it to adopt the last pass (agent/pipeline.h).
 $(eval $(call fuzzer,fuzz_status,tests/fuzz/fuzz_status.c,gagent gdp gnl gcommon,jansson nl curl mhd yaml pthread m))
 # The runner's own test: purpose-built check binaries it must fail (tests/runner-selftest.sh).
