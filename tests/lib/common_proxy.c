@@ -103,7 +103,9 @@ static bool pump_records(struct tproxy *p, int i, const uint8_t *buf, size_t n)
 	}
 	if (p->arm_left[i] == 0) {
 		atomic_fetch_add(&p->faults, 1);
-		p->arm_left[i] = -1;
+		/* one fault per arming: the first connection to carry a message takes it */
+		for (int j = 0; j < MAXC; j++)
+			p->arm_left[j] = -1;
 		if (!p->arm_stall[i])
 			return false;
 		p->frozen[i] = true;

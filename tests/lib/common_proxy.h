@@ -21,13 +21,13 @@ void tproxy_restore(struct tproxy *p);
  */
 void tproxy_freeze(struct tproxy *p);
 /*
- * A fault in the middle of the server's next message, on every connection
- * open now: the next `records` whole TLS records the server sends after
- * this call are passed (the client can decrypt them: a JSON event larger
- * than a record arrives cut in its middle), then the connection is closed
- * (tproxy_cut_after_records) or black-holed (tproxy_stall_after_records:
- * open, no byte moves either way). Returns at once; tproxy_faults counts
- * the connections the fault has hit so far.
+ * A fault in the middle of the server's next message, on the first of the
+ * connections open now to carry `records` whole TLS records from the server
+ * after this call: those are passed (the client can decrypt them: a JSON
+ * event larger than a record arrives cut in its middle), then that
+ * connection is closed (tproxy_cut_after_records) or black-holed
+ * (tproxy_stall_after_records: open, no byte moves either way) and the
+ * others are disarmed. Returns at once; tproxy_faults counts the faults so far.
  */
 void tproxy_cut_after_records(struct tproxy *p, int records);
 void tproxy_stall_after_records(struct tproxy *p, int records);

@@ -443,6 +443,9 @@ static void overlapping_foreign_report(void)
 	sleep(2); /* passes every second (--interval 1) */
 	ck_assert(wait_programmed(2, "Red7", "R2", now_ms(), 2000) >= 0);
 	ck_assert_msg(ping_ok("red-1", "fd00:a::12", 5), "red-1 -> red-2 after node 2 learned the claim");
+	/* Logged when it appeared, not on every look at the reports since. */
+	ck_assert_int_eq(topo_sh("test \"$(grep -c 'vpc Red7: prefix fd00:a::12/128 offered by more than one report' %s/n1/agent.log)\" = 1",
+				 T.dir), 0);
 	/* Gone: the /127 goes from node 1's record and kernel, red-2's route stays. */
 	snprintf(path, sizeof(path), NATT_PATH "/%s", name);
 	ck_assert_int_eq(kreq(&cp, "DELETE", path, NULL, NULL, NULL, NULL), 200);
