@@ -4,7 +4,8 @@
  *   galactic-agent --state-dir DIR [--backend kernel|bpf|auto [--fallback]]
  *                  [--bpffs DIR] [--netns NAME]
  *                  [--interval SEC] [--once] [--rtproto N] [--tables MIN-MAX]
- *                  [--cni-socket PATH] [--kubeconfig F --node N --report-namespace NS]
+ *                  [--cni-socket PATH] [--kubeconfig F --node N --report-namespace NS
+ *                  [--learn-unlabelled-reports]]
  *                  [--metrics-addr HOST:PORT] [--verify-interval SEC]
  *
  * Wiring only (docs/architecture.md, "The agent"): inputs (CNI verbs, the
@@ -547,7 +548,8 @@ static void usage(void)
 	fprintf(stderr, "usage: galactic-agent --state-dir DIR [--backend kernel|bpf|auto] [--fallback]\n"
 			"       [--bpffs DIR] [--netns NAME]\n"
 			"       [--interval SEC] [--once] [--rtproto N] [--tables MIN-MAX] [--batch N]\n"
-			"       [--cni-socket PATH] [--kubeconfig PATH --node NAME --report-namespace NS]\n"
+			"       [--cni-socket PATH] [--kubeconfig PATH --node NAME --report-namespace NS\n"
+			"        [--learn-unlabelled-reports]]\n"
 			"       [--metrics-addr HOST:PORT] [--verify-interval SEC]\n"
 			"       [--egress-namespace NS (galactic-system)] [--egress-interface DEV (the uplink)]\n"
 			"       galactic-agent --version | --help\n");
@@ -584,6 +586,7 @@ int main(int argc, char **argv)
 		{ "cni-socket", required_argument, 0, 'c' },
 		{ "kubeconfig", required_argument, 0, 'K' }, { "node", required_argument, 0, 'N' },
 		{ "report-namespace", required_argument, 0, 'R' },
+		{ "learn-unlabelled-reports", no_argument, 0, 'U' },
 		{ "bpffs", required_argument, 0, 'F' },     { "fallback", no_argument, 0, 'f' },
 		{ "metrics-addr", required_argument, 0, 'M' }, { "verify-interval", required_argument, 0, 'V' },
 		{ "egress-namespace", required_argument, 0, 'E' }, { "egress-interface", required_argument, 0, 'I' },
@@ -637,6 +640,7 @@ int main(int argc, char **argv)
 		case 'K': ro.kubeconfig = optarg; break;
 		case 'N': ro.node = optarg; break;
 		case 'R': ro.ns = optarg; break;
+		case 'U': ro.learn_unlabelled = true; break;
 		case 'F': bo.bpffs_dir = optarg; break;
 		case 'f': fallback = true; break;
 		case 'M': metrics_addr = optarg; break;

@@ -31,6 +31,10 @@ static const struct kube_resource NODES = { "", "v1", "nodes", false };
 
 /* How often a Node that is absent (or was deleted) is looked up again. */
 #define NODE_RECHECK_S 30.0
+/* The publisher's informer lists once the learner has listed (at most this
+ * long after the start): every label-selected list makes the API server walk
+ * every cached report, and the learner's comes first (docs/dataplane-reports.md). */
+#define OWN_LIST_DEFER_MAX_S 5.0
 
 /* The node's Node object, as the publisher last saw it. */
 enum node_seen { NODE_UNKNOWN, NODE_ABSENT, NODE_PRESENT, NODE_GONE };
@@ -49,6 +53,8 @@ struct rpt {
 	struct informer *scoped, *pending, *legacy;
 	char *scoped_sel, *pending_sel;
 	bool unscoped;
+	bool own_started;            /* learner thread (then rpt_stop): r->own listing */
+	double t_start;              /* monotonic seconds of rpt_start */
 	atomic_ulong scope_changes;
 	struct wq *pq, *lq;          /* publisher, learner */
 	pthread_t pth, lth;
@@ -670,7 +676,8 @@ static bool learner_ready(struct rpt *r)
 {
 	if (r->unscoped)
 		return informer_synced(r->scoped);
-	return informer_synced(r->legacy) && r->scoped_sel && (!r->scoped || informer_synced(r->scoped));
+	return (!r->legacy || informer_synced(r->legacy)) && r->scoped_sel &&
+	       (!r->scoped || informer_synced(r->scoped));
 }
 
 static void *learner(void *arg)
@@ -697,6 +704,16 @@ static void *learner(void *arg)
 			dirty = false;
 		}
 		informer_free(retired);
+		/* The publisher's own reports list after ours (or after
+		 * OWN_LIST_DEFER_MAX_S when ours cannot list): it writes nothing
+		 * before that list, and at a start the API server answers one
+		 * list at a time sooner than two at once. */
+		if (!r->own_started && (done_once || mono_s() - r->t_start >= OWN_LIST_DEFER_MAX_S)) {
+			if (!informer_start(r->own))
+				r->own_started = true;
+			else
+				glogf(GLOG_ERROR, COMP, "cannot start the informer of this node's reports; trying again");
+		}
 		if (key) {
 			wq_done(r->lq, key);
 			free(key);
@@ -799,12 +816,13 @@ int rpt_start(struct rpt **out, const struct rpt_opts *o, char *err, size_t errl
 	    informer_add_handlers(r->own, &(struct informer_handlers){ own_add, own_update, own_delete, r }))
 		goto nomem;
 	r->unscoped = o->learn_unscoped;
-	if (r->unscoped)
-		r->scoped = learner_informer(r, NULL, "nodeattachments");
-	else
-		/* Reports of agents that predate the VPC label (docs/dataplane-reports.md, "Upgrade"). */
-		r->legacy = learner_informer(r, "!" RPT_VPC_LABEL, "nodeattachments-unlabelled");
-	if (!r->scoped && !r->legacy)
+	r->t_start = mono_s();
+	if (r->unscoped && !(r->scoped = learner_informer(r, NULL, "nodeattachments")))
+		goto nomem;
+	/* Reports of agents that predate the VPC label, while a cluster
+	 * upgrades from them (docs/dataplane-reports.md, "Upgrade"). */
+	if (!r->unscoped && o->learn_unlabelled &&
+	    !(r->legacy = learner_informer(r, "!" RPT_VPC_LABEL, "nodeattachments-unlabelled")))
 		goto nomem;
 	if (pthread_create(&r->pth, NULL, publisher, r))
 		goto nomem;
@@ -812,7 +830,10 @@ int rpt_start(struct rpt **out, const struct rpt_opts *o, char *err, size_t errl
 	if (pthread_create(&r->lth, NULL, learner, r))
 		goto nomem;
 	r->lth_on = true;
-	if (informer_start(r->own) || (r->scoped && informer_start(r->scoped)) ||
+	/* The unscoped reference lists its own reports at once, as before. */
+	if (r->unscoped && !informer_start(r->own))
+		r->own_started = true;
+	if ((r->unscoped && !r->own_started) || (r->scoped && informer_start(r->scoped)) ||
 	    (r->legacy && informer_start(r->legacy))) {
 		snprintf(err, errlen, "reports: cannot start informers");
 		goto fail;
@@ -835,10 +856,11 @@ void rpt_stop(struct rpt *r)
 		wq_shutdown(r->pq);
 	if (r->lq)
 		wq_shutdown(r->lq);
-	informer_request_stop(r->own);
-	/* The learner's informers are its own until it has ended. */
+	/* The learner's informers (and starting the publisher's) are its own
+	 * until it has ended. */
 	if (r->lth_on)
 		pthread_join(r->lth, NULL);
+	informer_request_stop(r->own);
 	informer_request_stop(r->scoped);
 	informer_request_stop(r->pending);
 	informer_request_stop(r->legacy);

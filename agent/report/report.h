@@ -11,8 +11,9 @@
  *
  * Route learning (DESIGN §3.5): an informer on the NodeAttachments of the
  * VPCs this node hosts (label network.datumapis.com/vpc, set-based
- * selector, replaced when the hosted set changes) and one on reports
- * without that label (agents that predate it); the routes[] of other
+ * selector, replaced when the hosted set changes) and, while a cluster
+ * upgrades from agents that predate that label (rpt_opts.learn_unlabelled),
+ * one on reports without it; the routes[] of other
  * nodes' reports that are
  * Programmed=True, for VPCs this node hosts, become the node's remote
  * prefixes, handed in process to rpt_opts.set_remotes (the agent writes
@@ -181,6 +182,11 @@ struct rpt_opts {
 	/* Learn from one watch of every report of the namespace, as before the
 	 * learner was scoped to the hosted VPCs (bench_learner's reference). */
 	bool learn_unscoped;
+	/* Also learn from reports without the VPC label (a second informer,
+	 * selector !network.datumapis.com/vpc): only while a cluster upgrades
+	 * from agents that predate the label (galactic-agent
+	 * --learn-unlabelled-reports; docs/dataplane-reports.md, "Upgrade"). */
+	bool learn_unlabelled;
 };
 
 struct rpt;

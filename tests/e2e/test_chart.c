@@ -671,6 +671,7 @@ START_TEST(test_template_validated_by_the_api_server)
 	ck_assert_msg(strstr(out, "image: registry.invalid/platform/galactic-agent:0.1.0"), "%.1500s", out);
 	ck_assert_msg(strstr(out, "image: registry.invalid/platform/galactic-translator:0.1.0"), "translator image");
 	ck_assert_msg(strstr(out, "--backend=bpf") && !strstr(out, "--fallback"), "bpf, no fallback");
+	ck_assert_msg(!strstr(out, "--learn-unlabelled-reports"), "unlabelled reports learned only when asked");
 	ck_assert_msg(strstr(out, "type: OnDelete"), "update strategy");
 	ck_assert_msg(strstr(out, "network.example/srv6: \"true\""), "node selector");
 	ck_assert_msg(strstr(out, "name: platform-pull"), "pull secret");
@@ -684,6 +685,11 @@ START_TEST(test_template_validated_by_the_api_server)
 	ck_assert_msg(strstr(out, "resourceNames: [galactic-translator-staged]") &&
 		      strstr(out, "--lease-name=galactic-translator-staged"), "the Role names the lease the translator uses");
 	ck_assert_msg(strstr(out, "--name=galactic-cni") && !strstr(out, "--name=galactic-veth"), "only galactic-cni installed");
+	/* the upgrade from agents before the VPC label (docs/dataplane-reports.md, "Upgrade") */
+	snprintf(args, sizeof(args), "template galactic " CHART " --namespace " NS " --kube-version %s --set "
+		 "agent.learnUnlabelledReports=true", kube_version);
+	ck_assert_int_eq(run("helm", args, out, sizeof(out)), 0);
+	ck_assert_int_eq(count(out, "- --learn-unlabelled-reports"), 1);
 }
 END_TEST
 

@@ -295,10 +295,12 @@ static void bad_foreign_report_is_ignored(void)
 
 	ck_assert_int_eq(cni("ADD", "red-9", 1, "Red7", "R9", "fd00:a::19", "10.1.0.19"), 0);
 	ck_assert(wait_programmed(1, "Red7", "R9", now_ms(), 15000) >= 0);
-	/* Valid for the CRD, wrong for us: a SID of node 1 itself, offered by "n7". */
+	/* Valid for the CRD, wrong for us: a SID of node 1 itself, offered by "n7"
+	 * (labelled with its VPC, as agents write them: the learners see it). */
 	code = kreq(&cp, "POST", NATT_PATH, "application/json",
 		    "{\"apiVersion\":\"network.datumapis.com/v1alpha1\",\"kind\":\"NodeAttachment\","
-		    "\"metadata\":{\"name\":\"n7-649241-1\"},\"spec\":{\"node\":\"n7\",\"vpc\":\"Red7\","
+		    "\"metadata\":{\"name\":\"n7-649241-1\",\"labels\":{\"" RPT_VPC_LABEL "\":\"Red7\"}},"
+		    "\"spec\":{\"node\":\"n7\",\"vpc\":\"Red7\","
 		    "\"vpcAttachment\":\"1\",\"routes\":[{\"prefix\":\"fd00:a::77/128\",\"sid\":\"fcbb:bb00:1:1:e001::\"}]}}",
 		    NULL, &o);
 	ck_assert_int_eq(code, 201);

@@ -259,8 +259,9 @@ START_TEST(test_publisher_and_learner)
 	}
 
 	/* 5. Learning: another node's Programmed report of a VPC we host -> the sink.
-	 * Without the VPC label (an agent before it): the learner's second,
-	 * unlabelled watch sees it. */
+	 * Without the VPC label (an agent before it) it is not learned: only
+	 * rpt_opts.learn_unlabelled watches those (test_unlabelled_when_asked);
+	 * once labelled, the learner's scoped watch brings it. */
 	snprintf(body, sizeof(body),
 		 "{\"apiVersion\":\"network.datumapis.com/v1alpha1\",\"kind\":\"NodeAttachment\","
 		 "\"metadata\":{\"name\":\"pn2-649241-68c\"},\"spec\":{\"node\":\"pn2\",\"vpc\":\"Red7\","
@@ -269,9 +270,19 @@ START_TEST(test_publisher_and_learner)
 	ck_assert_int_eq(kreq(&cp, "PATCH", NATT_PATH "/pn2-649241-68c/status", "application/merge-patch+json",
 			      "{\"status\":{\"conditions\":[{\"type\":\"Programmed\",\"status\":\"True\",\"observedGeneration\":1,"
 			      "\"reason\":\"Programmed\",\"lastTransitionTime\":\"2026-01-01T00:00:00Z\"}]}}", NULL, NULL), 200);
+	{
+		unsigned calls = __atomic_load_n(&sink_calls, __ATOMIC_RELAXED);
+
+		sleep(2); /* what the learner would take to see it (20 ms here) many times over */
+		snprintf(body, sizeof(body), "jq -e '.remotes == []' %s/remotes.json >/dev/null", dir);
+		ck_assert_msg(system(body) == 0, "an unlabelled report was learned without learn_unlabelled");
+		ck_assert_uint_eq(__atomic_load_n(&sink_calls, __ATOMIC_RELAXED), calls); /* not even looked at */
+	}
+	ck_assert_int_eq(kreq(&cp, "PATCH", NATT_PATH "/pn2-649241-68c", "application/merge-patch+json",
+			      "{\"metadata\":{\"labels\":{\"" RPT_VPC_LABEL "\":\"Red7\"}}}", NULL, NULL), 200);
 	snprintf(body, sizeof(body), "for _ in $(seq 100); do jq -e '.remotes == [{\"vpc\":\"Red7\",\"prefix\":\"fd00:a::12/128\","
 		 "\"sid\":\"fcbb:bb00:1:2:e001::\"}]' %s/remotes.json >/dev/null 2>&1 && exit 0; sleep 0.1; done; exit 1", dir);
-	ck_assert_msg(system(body) == 0, "route of pn2 not learned");
+	ck_assert_msg(system(body) == 0, "route of pn2 not learned once labelled");
 	/* Not Programmed any more: the route goes. */
 	ck_assert_int_eq(kreq(&cp, "PATCH", NATT_PATH "/pn2-649241-68c/status", "application/merge-patch+json",
 			      "{\"status\":{\"conditions\":[{\"type\":\"Programmed\",\"status\":\"False\",\"observedGeneration\":1,"
@@ -354,6 +365,46 @@ START_TEST(test_publisher_and_learner)
 }
 END_TEST
 
+/*
+ * While a cluster upgrades from agents before the VPC label
+ * (rpt_opts.learn_unlabelled, --learn-unlabelled-reports): their reports
+ * are learned through the second informer, and forgotten when they stop
+ * being Programmed or go.
+ */
+START_TEST(test_unlabelled_when_asked)
+{
+	struct rpt_opts o = { .kubeconfig = cp.kubeconfig, .node = "pn9", .ns = RNS, .set_remotes = sink,
+			      .ctx = dir, .datapath = "kernel", .max_backoff_s = 1, .learn_unlabelled = true };
+	struct gdp_state st;
+	struct gdp_results res;
+	struct rpt *r = NULL;
+	char err[512], n8[128], n7[128], path[512];
+
+	mkstate(&st);
+	st.node.node_id = 9;
+	/* a VPC of its own: the first test's reports (Red7, Blu9) are still there */
+	snprintf(st.vpcs[0].id, sizeof(st.vpcs[0].id), "Grn3");
+	snprintf(st.atts[0].vpc, sizeof(st.atts[0].vpc), "Grn3");
+	gdp_results_init(&res);
+	all_ok(&res, &st);
+	ck_assert_int_eq(rpt_start(&r, &o, err, sizeof(err)), 0);
+	rpt_update(r, &st, NULL, &res);
+	/* an older agent's report (no VPC label) and an upgraded one's, both of Grn3 */
+	post_report("pn8", "Grn3", "U8", "fd00:a::18/128", "fcbb:bb00:1:8:e001::", false, n8, sizeof(n8));
+	post_report("pn7", "Grn3", "U7", "fd00:a::17/128", "fcbb:bb00:1:7:e001::", true, n7, sizeof(n7));
+	ck_assert_msg(remotes_become("[\"Grn3 fd00:a::17/128 fcbb:bb00:1:7:e001::\", "
+				     "\"Grn3 fd00:a::18/128 fcbb:bb00:1:8:e001::\"]"),
+		      "an unlabelled report not learned with learn_unlabelled");
+	snprintf(path, sizeof(path), NATT_PATH "/%s", n8);
+	ck_assert_int_eq(kreq(&cp, "DELETE", path, NULL, NULL, NULL, NULL), 200);
+	ck_assert_msg(remotes_become("[\"Grn3 fd00:a::17/128 fcbb:bb00:1:7:e001::\"]"),
+		      "the route of a deleted unlabelled report kept");
+	rpt_stop(r);
+	gdp_results_free(&res);
+	gdp_state_free(&st);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("report_publisher");
@@ -362,6 +413,7 @@ int main(void)
 	tcase_add_unchecked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_publisher_and_learner);
+	tcase_add_test(tc, test_unlabelled_when_asked);
 	suite_add_tcase(s, tc);
 	return gt_run(s);
 }
