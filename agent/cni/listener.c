@@ -32,6 +32,7 @@ struct gcni_listener {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;         /* connection count */
 	unsigned nconns;
+	char *hello;               /* the greeting, encoded once */
 };
 
 /* ---- connections ---------------------------------------------------------- */
@@ -39,6 +40,7 @@ struct gcni_listener {
 struct conn {
 	struct gcni_listener *s;
 	int fd;
+	int64_t t_acc;             /* accepted (the greeting is sent) */
 };
 
 static double mono_ms(void)
@@ -69,16 +71,11 @@ static void *conn_main(void *arg)
 	int nsfd = -1, ok = 0;
 	struct gcni_spans sp = { 0 };
 	double t_req = 0;
-	int64_t t0 = cni_now_ms(), deadline = t0 + REQ_IO_MS;
+	int64_t t0 = cn->t_acc, deadline = t0 + REQ_IO_MS;
 	char lnet[CNI_NAME_MAX + 1] = "-", lvpc[12] = "-", latt[12] = "-";
 
 	memset(&q, 0, sizeof(q));
-	text = cni_hello_encode();
-	if (!text || cni_frame_send(cn->fd, text, strlen(text), -1, deadline, &e)) {
-		free(text);
-		goto out;
-	}
-	free(text);
+	/* the listener greeted already (listener_main) */
 	if (cni_frame_recv(cn->fd, &buf, &len, &nsfd, deadline, &e))
 		goto out;
 	t_req = mono_ms(); /* the request is in: the agent's part starts */
@@ -160,18 +157,68 @@ out:
 	return NULL;
 }
 
+/* One accepted connection: greeted here, then its own thread. */
+static void serve(struct gcni_listener *s, int fd)
+{
+	struct ucred cr;
+	socklen_t cl = sizeof(cr);
+	struct cni_err e;
+	struct conn *cn;
+	pthread_attr_t at;
+	pthread_t t;
+	int64_t t_acc = cni_now_ms();
+	int busy;
+
+	/* Only root (the runtime) and our own user may drive the agent. */
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0 || (cr.uid != 0 && cr.uid != getuid())) {
+		close(fd);
+		return;
+	}
+	/* The greeting goes out now, from this thread (a fresh socket's buffer
+	 * takes it without blocking): the plugin writes its request while the
+	 * connection's thread is being started, one wake-up less per request
+	 * (200 at once queue for the CPU) than when that thread greeted. */
+	if (cni_frame_send(fd, s->hello, strlen(s->hello), -1, t_acc + 1000, &e)) {
+		close(fd);
+		return;
+	}
+	pthread_mutex_lock(&s->mu);
+	busy = s->nconns >= s->o.max_conns;
+	if (!busy)
+		s->nconns++;
+	pthread_mutex_unlock(&s->mu);
+	if (busy) {
+		char *text;
+
+		cni_err_set(&e, CNI_ERR_TRY_AGAIN_LATER, "galactic-agent is busy", "%u requests in progress; retry",
+			    s->o.max_conns);
+		text = cni_resp_encode_err(&e);
+		reply(fd, text, cni_now_ms() + 1000);
+		free(text);
+		close(fd);
+		return;
+	}
+	cn = malloc(sizeof(*cn));
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&at, 256 * 1024);
+	if (!cn || (cn->s = s, cn->fd = fd, cn->t_acc = t_acc, pthread_create(&t, &at, conn_main, cn))) {
+		free(cn);
+		close(fd);
+		pthread_mutex_lock(&s->mu);
+		s->nconns--;
+		pthread_mutex_unlock(&s->mu);
+	}
+	pthread_attr_destroy(&at);
+}
+
 static void *listener_main(void *arg)
 {
 	struct gcni_listener *s = arg;
 
 	for (;;) {
 		struct pollfd p = { .fd = s->lfd, .events = POLLIN };
-		struct ucred cr;
-		socklen_t cl = sizeof(cr);
-		struct conn *cn;
-		pthread_attr_t at;
-		pthread_t t;
-		int fd, busy;
+		int fd;
 
 		if (poll(&p, 1, 200) < 0 && errno != EINTR)
 			break;
@@ -183,48 +230,9 @@ static void *listener_main(void *arg)
 		pthread_mutex_unlock(&s->mu);
 		if (!(p.revents & POLLIN))
 			continue;
-		fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-		if (fd < 0)
-			continue;
-		/* Only root (the runtime) and our own user may drive the agent. */
-		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0 ||
-		    (cr.uid != 0 && cr.uid != getuid())) {
-			close(fd);
-			continue;
-		}
-		pthread_mutex_lock(&s->mu);
-		busy = s->nconns >= s->o.max_conns;
-		if (!busy)
-			s->nconns++;
-		pthread_mutex_unlock(&s->mu);
-		if (busy) {
-			struct cni_err e;
-			char *text;
-
-			cni_err_set(&e, CNI_ERR_TRY_AGAIN_LATER, "galactic-agent is busy",
-				    "%u requests in progress; retry", s->o.max_conns);
-			/* Greeting first: the plugin reads nothing else before it. */
-			text = cni_hello_encode();
-			reply(fd, text, cni_now_ms() + 1000);
-			free(text);
-			text = cni_resp_encode_err(&e);
-			reply(fd, text, cni_now_ms() + 1000);
-			free(text);
-			close(fd);
-			continue;
-		}
-		cn = malloc(sizeof(*cn));
-		pthread_attr_init(&at);
-		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-		pthread_attr_setstacksize(&at, 256 * 1024);
-		if (!cn || (cn->s = s, cn->fd = fd, pthread_create(&t, &at, conn_main, cn))) {
-			free(cn);
-			close(fd);
-			pthread_mutex_lock(&s->mu);
-			s->nconns--;
-			pthread_mutex_unlock(&s->mu);
-		}
-		pthread_attr_destroy(&at);
+		/* every connection waiting (a burst queues many), then poll again */
+		for (int k = 0; k < 256 && (fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0; k++)
+			serve(s, fd);
 	}
 	return NULL;
 }
@@ -251,6 +259,12 @@ int gcni_listener_start(struct gcni_listener **out, const struct gcni_listener_o
 	}
 	s->o = *o;
 	s->lfd = -1;
+	s->hello = cni_hello_encode();
+	if (!s->hello) {
+		free(s);
+		snprintf(err, errlen, "cni listener: out of memory");
+		return -ENOMEM;
+	}
 	if (!s->o.max_conns)
 		s->o.max_conns = 512;
 	snprintf(s->sock_path, sizeof(s->sock_path), "%s", o->socket_path ? o->socket_path : CNI_DEFAULT_SOCKET);
@@ -288,6 +302,7 @@ fail:
 		close(s->lfd);
 	pthread_mutex_destroy(&s->mu);
 	pthread_cond_destroy(&s->cv);
+	free(s->hello);
 	free(s);
 	return rc;
 }
@@ -308,5 +323,6 @@ void gcni_listener_stop(struct gcni_listener *s)
 	pthread_mutex_unlock(&s->mu);
 	pthread_mutex_destroy(&s->mu);
 	pthread_cond_destroy(&s->cv);
+	free(s->hello);
 	free(s);
 }
