@@ -233,9 +233,12 @@ int record_view_update(struct record *r, struct rec_view *v, struct rec_changes 
 void rec_changes_free(struct rec_changes *ch);
 
 /*
- * Writes what changed since the last commit up to the snapshot's generation
- * (record.json and/or record-remotes.json). 0, or -errno with err; a held
- * record writes nothing and fails.
+ * Writes what changed since the last commit (record.json and/or
+ * record-remotes.json): everything changed so far, so at least up to the
+ * snapshot's generation (s may be NULL: a writer that wants its change on
+ * disk before the pass, agent/cni/verbs.c). Commits are serialized; one
+ * that finds nothing new writes nothing (group commit). 0, or -errno with
+ * err; a held record writes nothing and fails.
  */
 int record_commit(struct record *r, const struct rec_snap *s, char *err, size_t errlen);
 

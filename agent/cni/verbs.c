@@ -225,6 +225,23 @@ static int outcome(struct gcni_verbs *v, unsigned long gen, const char *vpc, con
 	return 0;
 }
 
+/*
+ * The verb's change made durable on its own thread, before it waits for the
+ * pass: verbs that finish together share one journal append and its
+ * fdatasync (record_commit writes everything changed so far), and the pass
+ * that applies them finds it written, so a burst's fdatasyncs run while the
+ * backend programs the group before instead of between two groups. Best
+ * effort: the pass commits again before it applies anything (the durability
+ * the apply depends on is the pass's), and a disk that fails fails there,
+ * with its error, for every verb of the group.
+ */
+static void commit_ahead(struct gcni_verbs *v)
+{
+	char err[256];
+
+	(void)record_commit(v->o.rec, NULL, err, sizeof(err));
+}
+
 static bool held(struct gcni_verbs *v, struct cni_err *e)
 {
 	char why[512];
@@ -304,6 +321,7 @@ static json_t *add_again(struct gcni_verbs *v, struct cni_req *q, int nsfd, stru
 	memcpy(r->host_mac, link.host_mac, 6);
 	gen = record_activate(v->o.rec, r);
 	record_unlock(v->o.rec);
+	commit_ahead(v);
 	if ((rc = outcome(v, gen, vpc, att, err, sizeof(err), NULL))) {
 		cni_err_set(e, CNI_ERR_PROGRAMMING, "programming the node failed", "vpc %s attachment %s: %s",
 			    vpc, att, err);
@@ -430,6 +448,7 @@ static json_t *add_locked(struct gcni_verbs *v, struct cni_req *q, int nsfd, int
 	memcpy(r->host_mac, link.host_mac, 6);
 	gen = record_activate(rec, r);
 	record_unlock(rec);
+	commit_ahead(v);
 
 	if ((rc = outcome(v, gen, c->vpc_s, c->att_s, err, sizeof(err), sp))) {
 		char e2[512];
@@ -508,6 +527,7 @@ int gcni_verb_del(struct gcni_verbs *v, struct cni_req *q, struct cni_err *e)
 	snprintf(host, sizeof(host), "%s", r->m.host_ifname);
 	gen = record_remove(v->o.rec, r);
 	record_unlock(v->o.rec);
+	commit_ahead(v);
 	/* The node side first (the backend removes rules, routes, SIDs), then the veth. */
 	v->o.wait_applied(v->o.ctx, gen, NULL);
 	if (pod_teardown(v->o.netns, host, err, sizeof(err))) {
