@@ -353,6 +353,13 @@ static int run_pass(struct pipeline *p, bool full)
 		p->last = res;
 	}
 	gdp_results_find(&p->last, GDP_OBJ_NODE, "", ""); /* indexed whole: readers only read */
+	/* The waiters go now, with the results in: the status file and the
+	 * reports below are observations of this pass, nothing a waiter (a
+	 * CNI verb answering its runtime) needs, and 200 ADDs of a burst
+	 * wait once per pass. */
+	if (sp->gen > p->applied_gen)
+		p->applied_gen = sp->gen;
+	pthread_cond_broadcast(&p->cv);
 	pthread_mutex_unlock(&p->mu);
 	gdp_delta_free(&dl);
 	/* p->last changes only on this thread, under pass_mu: read here without mu */
@@ -365,11 +372,6 @@ static int run_pass(struct pipeline *p, bool full)
 	}
 	if (p->o.on_pass)
 		p->o.on_pass(p->o.ctx, sp, &p->last);
-	pthread_mutex_lock(&p->mu);
-	if (sp->gen > p->applied_gen)
-		p->applied_gen = sp->gen;
-	pthread_cond_broadcast(&p->cv);
-	pthread_mutex_unlock(&p->mu);
 #ifdef __GLIBC__
 	/* A full pass's dumps and plans are freed now: give the pages back
 	 * (the allocator would keep the peak resident between passes). */

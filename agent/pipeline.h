@@ -90,8 +90,10 @@ void pipeline_kick_full(struct pipeline *p);
 /* Passes that reconciled everything / only what changed, so far. */
 void pipeline_counters(struct pipeline *p, unsigned long *full, unsigned long *delta);
 /*
- * Waits until a pass that includes record generation gen has finished.
- * 0, or -ESHUTDOWN when the pipeline stops first.
+ * Waits until a pass that includes record generation gen has applied it
+ * and its results are in (pipeline_result); the pass's status file and
+ * reports (on_pass) follow on its thread. 0, or -ESHUTDOWN when the
+ * pipeline stops first.
  */
 int pipeline_wait(struct pipeline *p, unsigned long gen);
 /* The same; *backend_ms: the backend span (its writes and read-back, the
