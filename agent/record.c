@@ -2418,7 +2418,8 @@ static int write_line(struct record *r, const char *text, char *err, size_t errl
 	return 0;
 }
 
-int record_commit(struct record *r, const struct rec_snap *s, char *err, size_t errlen)
+/* Under commit_mu (released here): everything changed so far to disk. */
+static int commit_locked(struct record *r, char *err, size_t errlen)
 {
 	char path[4200], *main_text = NULL, *line = NULL;
 	unsigned long mg = 0, rg = 0, ep = 0;
@@ -2427,8 +2428,6 @@ int record_commit(struct record *r, const struct rec_snap *s, char *err, size_t 
 	unsigned long cg;
 	int rc = 0;
 
-	(void)s;
-	pthread_mutex_lock(&r->commit_mu);
 	pthread_mutex_lock(&r->mu);
 	cg = r->gen; /* what this commit writes: everything up to it */
 	if (r->held[0]) {
@@ -2490,6 +2489,20 @@ out:
 	free(main_text);
 	free(line);
 	return rc;
+}
+
+int record_commit(struct record *r, const struct rec_snap *s, char *err, size_t errlen)
+{
+	(void)s;
+	pthread_mutex_lock(&r->commit_mu);
+	return commit_locked(r, err, errlen);
+}
+
+int record_commit_ahead(struct record *r, char *err, size_t errlen)
+{
+	if (pthread_mutex_trylock(&r->commit_mu))
+		return -EALREADY;
+	return commit_locked(r, err, errlen);
 }
 
 int record_load_state(const char *dir, struct gdp_state *st, char *err, size_t errlen)

@@ -235,12 +235,18 @@ void rec_changes_free(struct rec_changes *ch);
 /*
  * Writes what changed since the last commit (record.json and/or
  * record-remotes.json): everything changed so far, so at least up to the
- * snapshot's generation (s may be NULL: a writer that wants its change on
- * disk before the pass, agent/cni/verbs.c). Commits are serialized; one
- * that finds nothing new writes nothing (group commit). 0, or -errno with
- * err; a held record writes nothing and fails.
+ * snapshot's generation. Commits are serialized; one that finds nothing new
+ * writes nothing. 0, or -errno with err; a held record writes nothing and
+ * fails.
  */
 int record_commit(struct record *r, const struct rec_snap *s, char *err, size_t errlen);
+/*
+ * The same for a writer that wants its change on disk before the pass
+ * commits (agent/cni/verbs.c), unless a commit is running: -EALREADY then,
+ * nothing done (that commit or the pass's writes it). Never queues behind
+ * another commit, so the pass waits for at most one.
+ */
+int record_commit_ahead(struct record *r, char *err, size_t errlen);
 
 /*
  * Where the files stand: record.json's journal epoch, the journal lines

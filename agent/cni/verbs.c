@@ -227,19 +227,19 @@ static int outcome(struct gcni_verbs *v, unsigned long gen, const char *vpc, con
 
 /*
  * The verb's change made durable on its own thread, before it waits for the
- * pass: verbs that finish together share one journal append and its
- * fdatasync (record_commit writes everything changed so far), and the pass
- * that applies them finds it written, so a burst's fdatasyncs run while the
- * backend programs the group before instead of between two groups. Best
- * effort: the pass commits again before it applies anything (the durability
- * the apply depends on is the pass's), and a disk that fails fails there,
- * with its error, for every verb of the group.
+ * pass, unless a commit is running (record_commit_ahead): one journal append
+ * and fdatasync for what the verbs finished so far, while the backend
+ * programs the group before; the pass that applies them finds it written
+ * instead of making them wait for the disk between two groups. Best effort:
+ * the pass commits before it applies anything (the durability the apply
+ * depends on is the pass's), and a disk that fails fails there, with its
+ * error, for every verb of the group.
  */
 static void commit_ahead(struct gcni_verbs *v)
 {
 	char err[256];
 
-	(void)record_commit(v->o.rec, NULL, err, sizeof(err));
+	(void)record_commit_ahead(v->o.rec, err, sizeof(err));
 }
 
 static bool held(struct gcni_verbs *v, struct cni_err *e)
