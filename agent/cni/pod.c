@@ -223,22 +223,41 @@ int pod_setup(const char *host_netns, int nsfd, const struct cni_conf *c, struct
 
 		gnl_link_init(&gl);
 		gl.ifindex = idx;
-		gl.mtu = (uint32_t)l->mtu;
-		gl.flags = IFF_UP;
-		gl.change = IFF_UP;
 	}
+	/* No link-local of its own (the backend gives it fe80::1 without DAD
+	 * where the pod routes IPv6 through it): the DAD of an autoconfigured
+	 * one ends in a walk of the node's whole IPv6 FIB (fib6_flush_trees)
+	 * a second later, in the middle of another ADD. Its own request,
+	 * before the end goes up: in the one that brings it up the kernel
+	 * would apply it after the link became ready and got its address. */
+	gl.addrgen_none = true;
 	rc = gnl_link_set(hs, &gl, ext, sizeof(ext));
 	if (rc) {
-		snprintf(err, errlen, "set %s up, mtu %d: %s %s", l->host_ifname, l->mtu,
-			 strerror(-rc), ext);
+		snprintf(err, errlen, "set %s addrgenmode none: %s %s", l->host_ifname, strerror(-rc), ext);
 		goto undo;
 	}
+	/* The pod's half while the host end is down (no carrier: routes are
+	 * added as linkdown, nothing is ready yet), the host end up last:
+	 * only then is the pair ready, and the kernel walks the node's whole
+	 * IPv6 FIB once for it (rt6_sync_up, in linkwatch, under the RTNL
+	 * lock). Last, that walk no longer holds up the pod's requests; it
+	 * overlaps the commit that follows. */
 	rc = ns_open(&ps, nsfd, err, errlen);
 	if (rc)
 		goto undo;
 	rc = pod_configure(ps, c, l, err, errlen);
 	if (rc)
 		goto undo;
+	gl.addrgen_none = false;
+	gl.mtu = (uint32_t)l->mtu;
+	gl.flags = IFF_UP;
+	gl.change = IFF_UP;
+	rc = gnl_link_set(hs, &gl, ext, sizeof(ext));
+	if (rc) {
+		snprintf(err, errlen, "set %s up, mtu %d: %s %s", l->host_ifname, l->mtu,
+			 strerror(-rc), ext);
+		goto undo;
+	}
 	goto out;
 undo:
 	if (gnl_link_del(hs, l->host_ifname, ext, sizeof(ext)) && errlen > 1) {

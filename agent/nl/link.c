@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include <linux/if_link.h>
 #include <linux/veth.h>
@@ -49,6 +50,18 @@ static int put_linkinfo(struct nl_msg *m, const struct gnl_link *l)
 	return 0;
 }
 
+static int put_addrgen_none(struct nl_msg *m)
+{
+	struct nlattr *spec = nla_nest_start(m, IFLA_AF_SPEC), *in6;
+
+	in6 = spec ? nla_nest_start(m, AF_INET6) : NULL;
+	if (!in6 || nla_put_u8(m, IFLA_INET6_ADDR_GEN_MODE, IN6_ADDR_GEN_MODE_NONE) < 0)
+		return -ENOMEM;
+	nla_nest_end(m, in6);
+	nla_nest_end(m, spec);
+	return 0;
+}
+
 int gnl_link_msg(struct nl_msg **out, int cmd, int flags, const struct gnl_link *l)
 {
 	struct ifinfomsg ifi = {
@@ -71,6 +84,7 @@ int gnl_link_msg(struct nl_msg **out, int cmd, int flags, const struct gnl_link 
 	    (l->master && nla_put_u32(m, IFLA_MASTER, l->master) < 0) ||
 	    (l->netns_fd >= 0 && nla_put_u32(m, IFLA_NET_NS_FD, (uint32_t)l->netns_fd) < 0) ||
 	    (l->has_addr && nla_put(m, IFLA_ADDRESS, 6, l->addr) < 0) ||
+	    (l->addrgen_none && put_addrgen_none(m) < 0) ||
 	    (cmd == RTM_NEWLINK && (flags & NLM_F_CREATE) && put_linkinfo(m, l) < 0)) {
 		nlmsg_free(m);
 		return -ENOMEM;

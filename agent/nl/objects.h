@@ -135,6 +135,11 @@ struct gnl_link {
 	int peer_netns_fd;      /* veth peer created in this netns (-1 = same) */
 	uint8_t addr[6];
 	bool has_addr;
+	/* IPv6 addr_gen_mode none (encode only, not on create: the kernel has
+	 * no IPv6 state for a link before it exists): no link-local of its own,
+	 * so no duplicate address detection, whose completion walks the whole
+	 * IPv6 FIB of the namespace (fib6_flush_trees) about a second later */
+	bool addrgen_none;
 };
 
 void gnl_link_init(struct gnl_link *l);
