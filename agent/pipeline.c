@@ -604,7 +604,10 @@ void pipeline_counters(struct pipeline *p, unsigned long *full, unsigned long *d
 
 int pipeline_verify(struct pipeline *p, struct gdp_results *res)
 {
+	const struct gdp_backend_ops *ops = p->o.be->ops;
+	struct gdp_backend *obs = NULL;
 	struct rec_snap snap;
+	unsigned long passes;
 	char held[64];
 	int rc;
 
@@ -615,14 +618,38 @@ int pipeline_verify(struct pipeline *p, struct gdp_results *res)
 	}
 	/* What the last pass applied, when one did: a change not applied yet
 	 * (a learned route, an ADD in flight) is no difference in the kernel. */
-	if (record_held(p->o.rec, held, sizeof(held)))
+	if (record_held(p->o.rec, held, sizeof(held))) {
 		rc = -EBUSY;
-	else if (p->have_prev && p->view.s.have_node)
-		rc = p->o.be->ops->observe(p->o.be, &p->view.s.st, res);
-	else if (!snap.have_node)
+	} else if (ops->observer_open && p->have_prev && p->view.s.have_node) {
+		/* The record as the last pass applied it, read back beside the
+		 * passes (an observer of its own): a read-back of 100,000 routes
+		 * no longer holds up an ADD's pass. A change not applied yet: the
+		 * pass that applies it comes first, the next tick reads. */
+		if (snap.gen != p->view.s.gen || !snap.have_node)
+			rc = -EBUSY;
+		else if (ops->observer_open(p->o.be, &obs))
+			rc = ops->observe(p->o.be, &p->view.s.st, res); /* (no observer: serialized, as before) */
+		else {
+			pthread_mutex_lock(&p->mu);
+			passes = p->passes;
+			pthread_mutex_unlock(&p->mu);
+			pthread_mutex_unlock(&p->pass_mu);
+			rc = ops->observe(obs, &snap.st, res);
+			pthread_mutex_lock(&p->pass_mu);
+			pthread_mutex_lock(&p->mu);
+			/* a pass ran meanwhile: what was read may be half of its writes */
+			if (p->passes != passes && rc >= 0)
+				rc = -EBUSY;
+			pthread_mutex_unlock(&p->mu);
+			ops->observer_close(p->o.be, obs);
+		}
+	} else if (p->have_prev && p->view.s.have_node) {
+		rc = ops->observe(p->o.be, &p->view.s.st, res);
+	} else if (!snap.have_node) {
 		rc = -ENODATA;
-	else
-		rc = p->o.be->ops->observe(p->o.be, &snap.st, res);
+	} else {
+		rc = ops->observe(p->o.be, &snap.st, res);
+	}
 	pthread_mutex_unlock(&p->pass_mu);
 	record_snap_free(&snap);
 	return rc;

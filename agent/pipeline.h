@@ -41,9 +41,13 @@ int pipeline_pass(struct pipeline *p);
 /*
  * Reads the datapath back against the snapshot the last pass applied (the
  * record's current one before any pass applied) without
- * changing anything (backend observe), serialized with passes. Returns the
- * number of differences (0: in sync) with one result per object in res, or
- * -EBUSY (record held) / -ENODATA (no node identity): nothing to verify.
+ * changing anything (backend observe). With a backend observer (backend.h)
+ * beside the passes: the record must be at the generation the last pass
+ * applied (else -EBUSY: that pass comes first), and a pass that ran during
+ * the read makes it -EBUSY too; without one, serialized with passes.
+ * Returns the number of differences (0: in sync) with one result per object
+ * in res, or -EBUSY (record held, a change not applied yet, a pass ran
+ * meanwhile) / -ENODATA (no node identity): nothing to verify.
  */
 int pipeline_verify(struct pipeline *p, struct gdp_results *res);
 /*

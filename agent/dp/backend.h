@@ -225,6 +225,17 @@ struct gdp_backend_ops {
 	 * -errno: then the first pass must be a full apply.
 	 */
 	int (*adopt)(struct gdp_backend *b, const struct gdp_state *applied, struct gdp_results *res);
+	/*
+	 * Optional (NULL: observe runs on b, serialized with the applies). An
+	 * observer: a handle of its own on the same datapath (its own netlink
+	 * socket and nftables context, a copy of what the last applies left),
+	 * opened while no apply runs, then used for observe only, beside
+	 * applies on b: a read-back of 100,000 routes no longer holds up the
+	 * passes of CNI ADDs. observer_close (again while no apply runs) adds
+	 * its counters to b's and frees it.
+	 */
+	int (*observer_open)(struct gdp_backend *b, struct gdp_backend **out);
+	void (*observer_close)(struct gdp_backend *b, struct gdp_backend *observer);
 };
 
 /* Every backend handle starts with this. */

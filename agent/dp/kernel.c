@@ -2775,6 +2775,53 @@ static int kb_adopt(struct gdp_backend *b, const struct gdp_state *d, struct gdp
 	return rc;
 }
 
+/*
+ * An observer (backend.h): the settings and what the last passes left (the
+ * egress program and its listing, the verified tables) copied, a netlink
+ * socket and a libnftables context of its own in the node's namespace.
+ */
+static int kb_observer_open(struct gdp_backend *b, struct gdp_backend **out)
+{
+	struct kb *k = (struct kb *)b, *o = malloc(sizeof(*o));
+	char err[256];
+	int rc = -ENOMEM;
+
+	*out = NULL;
+	if (!o)
+		return -ENOMEM;
+	*o = *k;
+	o->nl = NULL;
+	o->nft = NULL;
+	o->netns = o->egress_text = o->egress_listing = NULL;
+	o->ok_tables = NULL;
+	o->n_full = o->n_delta = o->n_dumps = o->n_delta_ops = o->n_dump_intr = 0;
+	if ((k->netns && !(o->netns = strdup(k->netns))) ||
+	    (k->egress_text && !(o->egress_text = strdup(k->egress_text))) ||
+	    (k->egress_listing && !(o->egress_listing = strdup(k->egress_listing))) ||
+	    (k->n_ok_tables && !(o->ok_tables = malloc(k->n_ok_tables * sizeof(*o->ok_tables)))))
+		goto fail;
+	if (k->n_ok_tables)
+		memcpy(o->ok_tables, k->ok_tables, k->n_ok_tables * sizeof(*o->ok_tables));
+	if ((rc = gnl_open(&o->nl, o->netns, err, sizeof(err))) || (rc = in_netns(o->netns, steer_open, o, err, sizeof(err))))
+		goto fail;
+	*out = &o->base;
+	return 0;
+fail:
+	kb_close(&o->base);
+	return rc;
+}
+
+static void kb_observer_close(struct gdp_backend *b, struct gdp_backend *observer)
+{
+	struct kb *k = (struct kb *)b, *o = (struct kb *)observer;
+
+	if (!o)
+		return;
+	k->n_dumps += o->n_dumps;
+	k->n_dump_intr += o->n_dump_intr;
+	kb_close(observer);
+}
+
 const struct gdp_backend_ops gdp_kernel_backend = {
 	.name = "kernel",
 	.open = kb_open,
@@ -2784,4 +2831,6 @@ const struct gdp_backend_ops gdp_kernel_backend = {
 	.close = kb_close,
 	.apply_delta = kb_apply_delta,
 	.adopt = kb_adopt,
+	.observer_open = kb_observer_open,
+	.observer_close = kb_observer_close,
 };

@@ -31,7 +31,18 @@ run() { # label, family flag ("" or -4/-6), then the batch lines
 ops() { local i; for i in $(seq 1 "$k"); do printf "$1\n" "$i" "$i"; done; }
 mapfile -t l < <(ops 'link add h%s type veth peer name p%s'); run "veth pair add" "" "${l[@]}"
 mapfile -t l < <(ops 'link set h%s mtu 1400 # %s'); run "host end MTU set afterwards" "" "${l[@]%% #*}"
-mapfile -t l < <(ops 'link set h%s up # %s'); run "host end up" "" "${l[@]%% #*}"
+mapfile -t l < <(ops 'link set h%s up # %s'); run "host end up (its peer down: not ready, no walk)" "" "${l[@]%% #*}"
+# The peer up: the pair becomes ready, and for each the kernel walks the
+# whole IPv6 FIB once (rt6_sync_up, from linkwatch, holding the RTNL lock);
+# the next line of the batch waits for it. The addrgenmode none pairs (set
+# while down, as the agent does) autoconfigure no link-local: no DAD, whose
+# completion walks the FIB again (fib6_flush_trees) a second later.
+mapfile -t l < <(ops 'link set p%s up # %s'); run "peer up: the pair ready (rt6_sync_up)" "" "${l[@]%% #*}"
+sleep 3 # the h/p pairs' DAD ends (a walk each) before the next lines
+mapfile -t l < <(ops 'link add g%s mtu 1400 type veth peer name o%s mtu 1400'); run "veth pair add at its MTU (addrgenmode none pairs)" "" "${l[@]}"
+mapfile -t l < <(ops 'link set g%s addrgenmode none # %s'); run "host end addrgenmode none (down)" "" "${l[@]%% #*}"
+mapfile -t l < <(ops 'link set o%s up # %s'); run "peer up (host end down)" "" "${l[@]%% #*}"
+mapfile -t l < <(ops 'link set g%s up # %s'); run "host end up last: the pair ready (rt6_sync_up)" "" "${l[@]%% #*}"
 mapfile -t l < <(ops 'rule add iif h%s lookup 16385 pref 100 # %s'); run "IPv6 iif rule add" -6 "${l[@]%% #*}"
 mapfile -t l < <(ops 'rule add iif h%s lookup 16385 pref 100 # %s'); run "IPv4 iif rule add" -4 "${l[@]%% #*}"
 mapfile -t l < <(ops 'link add c%s mtu 1400 type veth peer name q%s mtu 1400'); run "veth pair add at its MTU" "" "${l[@]}"

@@ -501,6 +501,46 @@ START_TEST(t_add_result_and_kernel_state)
 }
 END_TEST
 
+/*
+ * A pod reaches another pod of its VPC on the node at once, over both
+ * families: one echo each, sent the moment ADD returned, no retry (the
+ * host end comes up last, after the pod's side; no DAD stands in the way).
+ * The host end has no link-local of its own, only the gateway fe80::1 the
+ * backend gives it: an autoconfigured one's DAD walked the node's whole
+ * IPv6 FIB a second after every ADD.
+ */
+START_TEST(t_ping_right_after_add)
+{
+	char nsp[256], cid[64], out[1024], *conf;
+	struct outcome o;
+	struct inv v = { .cmd = "ADD", .ifname = "eth0" };
+	const char *host;
+
+	NEED_TOPO();
+	ck_assert_int_eq(mkns("f1"), 0);
+	snprintf(cid, sizeof(cid), "cf1%d", (int)getpid());
+	conf = conf_for("1.1.0", "net-a", TOPO_VPC_A, "F1", "fd00:a::21", "10.1.0.21", 1, NULL);
+	v.cid = cid;
+	v.netns = pod_ns_path("f1", nsp, sizeof(nsp));
+	v.conf = conf;
+	run_plugin(&v, &o);
+	ck_assert_msg(o.exit == 0 && o.j, "ADD f1: exit %d: %s", o.exit, o.out);
+	ck_assert_int_eq(ping("f1", "fd00:a::11", 1), 1);
+	ck_assert_int_eq(ping("f1", "10.1.0.11", 1), 1);
+	host = jstr(json_array_get(json_object_get(o.j, "interfaces"), 0), "name");
+	ck_assert_ptr_nonnull(host);
+	topo_out(out, sizeof(out), "ip -n %s-n1 -6 -o addr show dev %s scope link | awk '{print $4}'", T.prefix, host);
+	ck_assert_str_eq(out, "fe80::1/64");
+	outcome_free(&o);
+	v.cmd = "DEL";
+	run_plugin(&v, &o);
+	ck_assert_msg(o.exit == 0, "DEL f1: exit %d: %s", o.exit, o.out);
+	outcome_free(&o);
+	free(conf);
+	topo_sh("ip netns del %s-f1", T.prefix);
+}
+END_TEST
+
 START_TEST(t_traffic_across_nodes_isolated)
 {
 	long before, got, other;
@@ -1520,6 +1560,7 @@ static Suite *suite(void)
 	tcase_set_timeout(t, 120);
 	tcase_add_test(t, t_add_result_and_kernel_state);
 	tcase_add_test(t, t_traffic_across_nodes_isolated);
+	tcase_add_test(t, t_ping_right_after_add);
 	tcase_add_test(t, t_check_verb);
 	tcase_add_test(t, t_version_and_status);
 	tcase_add_test(t, t_agent_down_add_is_retryable);

@@ -12,6 +12,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -680,6 +681,22 @@ END_TEST
  * in another VPC's table is out of scope and stays until the next full
  * apply, which removes it.
  */
+/* An observer's read-back on a thread of its own (beside an apply on the backend). */
+struct obs_run {
+	struct gdp_backend *obs;
+	const struct gdp_state *st;
+	struct gdp_results res;
+	int rc;
+};
+
+static void *obs_thread(void *arg)
+{
+	struct obs_run *o = arg;
+
+	o->rc = gdp_kernel_backend.observe(o->obs, o->st, &o->res);
+	return NULL;
+}
+
 START_TEST(t_delta_apply_touches_only_its_scope)
 {
 	struct gdp_backend *be;
@@ -749,6 +766,25 @@ START_TEST(t_delta_apply_touches_only_its_scope)
 	/* the whole node reads back as desired, except the leftover out of scope */
 	ck_assert_int_eq(gdp_kernel_backend.observe(be, &st2, &res), 1);
 	ck_assert_int_eq(topo_sh("ip -n %s -6 route show table %u | grep -q '^fd00:a::77 '", ns, vb->table), 0);
+	/* an observer (the verify ticks': its own socket and nftables context)
+	 * reads the same; its dumps count in the backend's once it is closed */
+	{
+		struct obs_run o = { .st = &st2 };
+
+		gdp_results_init(&o.res);
+		ck_assert_ptr_nonnull(gdp_kernel_backend.observer_open);
+		ck_assert_int_eq(gdp_kernel_backend.observer_open(be, &o.obs), 0);
+		gdp_kernel_counters(be, &c0);
+		ck_assert_int_eq(gdp_kernel_backend.observe(o.obs, &st2, &o.res), 1);
+		x = find_res(&o.res, GDP_OBJ_ATTACHMENT, TOPO_VPC_A, "dl1");
+		ck_assert(x && x->programmed && !x->err);
+		gdp_kernel_counters(be, &c1);
+		ck_assert_int_eq(c1.dumps, c0.dumps);
+		gdp_kernel_backend.observer_close(be, o.obs);
+		gdp_kernel_counters(be, &c1);
+		ck_assert_int_gt(c1.dumps, c0.dumps);
+		gdp_results_free(&o.res);
+	}
 
 	/* a remote learned: only its route (and its SID's throw) */
 	ck_assert_int_eq(gdp_state_copy(&st3, &st2), 0);
@@ -760,9 +796,23 @@ START_TEST(t_delta_apply_touches_only_its_scope)
 	ck_assert_int_eq(dl.n_remotes, 1);
 	ck_assert_int_eq(dl.n_atts + dl.n_gone_atts + dl.n_gone_remotes, 0);
 	gdp_kernel_counters(be, &c0);
-	ck_assert_int_eq(gdp_kernel_backend.apply_delta(be, &st3, &dl, &res), 0);
-	gdp_kernel_counters(be, &c1);
-	ck_assert_int_eq(c1.dumps, c0.dumps);
+	/* ...written while an observer reads the whole node back on another
+	 * thread: each on its own socket, neither sees the other's answers */
+	{
+		struct obs_run o = { .st = &st2 };
+		pthread_t th;
+
+		gdp_results_init(&o.res);
+		ck_assert_int_eq(gdp_kernel_backend.observer_open(be, &o.obs), 0);
+		ck_assert_int_eq(pthread_create(&th, NULL, obs_thread, &o), 0);
+		ck_assert_int_eq(gdp_kernel_backend.apply_delta(be, &st3, &dl, &res), 0);
+		ck_assert_int_eq(pthread_join(th, NULL), 0);
+		ck_assert_int_ge(o.rc, 1); /* the leftover, and the remote when it read after the write */
+		gdp_kernel_counters(be, &c1);
+		gdp_kernel_backend.observer_close(be, o.obs);
+		gdp_results_free(&o.res);
+	}
+	ck_assert_int_eq(c1.dumps, c0.dumps); /* the apply dumped nothing (the observer's count at its close) */
 	ck_assert_int_eq(c1.delta_ops - c0.delta_ops, 2);
 	ck_assert_int_eq(topo_sh("ip -n %s -6 route show table %u | grep -q '^fd00:a::2:99 .*encap seg6 mode encap.red segs 1 \\[ fcbb:bb00:1:2:e001:: \\] dev up0 proto 154'", ns, va->table), 0);
 	/* and forgotten again */
