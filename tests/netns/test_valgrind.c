@@ -2,7 +2,8 @@
  * The node daemons under valgrind (release builds, as shipped): a
  * galactic-agent in a network-namespace node serves real CNI requests
  * (ADD, CHECK, DEL through the galactic-cni binary, itself under valgrind),
- * reconciles, and exits on SIGTERM. Each run must end with no memory error
+ * reconciles, reads the kernel back on verify ticks (the kernel backend's
+ * observer, beside the passes; /metrics counts them), and exits on SIGTERM. Each run must end with no memory error
  * and no definitely-lost block; valgrind's own exit code says so
  * (--error-exitcode) and the log is checked for its summary line.
  */
@@ -87,7 +88,7 @@ START_TEST(test_agent_and_plugin_clean_under_valgrind)
 {
 	char dir[300], ns[64], sock[400], log[400], base[400];
 	pid_t pid;
-	int st, i;
+	int st, i, port = 30000 + (int)(getpid() % 20000);
 	struct stat sb;
 	double end;
 
@@ -108,8 +109,9 @@ START_TEST(test_agent_and_plugin_clean_under_valgrind)
 
 		snprintf(cmd, sizeof(cmd),
 			 "exec " VG " --log-file=%s build/rel/bin/galactic-agent --state-dir %s "
-			 "--netns %s --interval 1 --cni-socket %s >%s/agent.out 2>&1",
-			 log, dir, ns, sock, dir);
+			 "--netns %s --interval 1 --cni-socket %s --metrics-addr 127.0.0.1:%d --verify-interval 0.5 "
+			 ">%s/agent.out 2>&1",
+			 log, dir, ns, sock, port, dir);
 		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
 		_exit(127);
 	}
@@ -122,8 +124,19 @@ START_TEST(test_agent_and_plugin_clean_under_valgrind)
 	ck_assert_int_eq(cni("ADD", sock, base), 0);
 	ck_assert_int_eq(topo_sh("ip -n %s-vgpod -6 addr show dev eth0 | grep -q fd00:a::21", T.prefix), 0);
 	ck_assert_int_eq(cni("CHECK", sock, base), 0);
-	/* A few periodic reconciles under valgrind, then remove the attachment. */
+	/* A few periodic reconciles and verify ticks under valgrind, then
+	 * remove the attachment. */
 	sleep(3);
+	for (i = 0; i < 100; i++) {
+		char out[64];
+
+		topo_out(out, sizeof(out), "curl -s http://127.0.0.1:%d/metrics | "
+			 "sed -n 's/^galactic_agent_passes_total{kind=\"verify\",result=\"verified\"} //p'", port);
+		if (atof(out) >= 1)
+			break;
+		usleep(200 * 1000);
+	}
+	ck_assert_msg(i < 100, "no verify tick read the kernel back under valgrind (see %s/agent.out)", dir);
 	ck_assert_int_eq(cni("DEL", sock, base), 0);
 	ck_assert_int_ne(topo_sh("ip -n %s-vgpod link show eth0 >/dev/null 2>&1", T.prefix), 0);
 
