@@ -484,7 +484,7 @@ struct controller *controller_new(struct kube_client *kc, const struct mapping_s
 	c->maps = maps;
 	c->o = *o;
 	if (c->o.workers <= 0)
-		c->o.workers = 2;
+		c->o.workers = 8;
 	if (c->o.workers > MAX_WORKERS)
 		c->o.workers = MAX_WORKERS;
 	c->q = wq_new(&qo);

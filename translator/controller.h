@@ -25,7 +25,7 @@
 struct controller_opts {
 	const char *report_ns;  /* namespace of the reports (NULL: all) */
 	const char *watch_ns;   /* namespace of attachments, interfaces, claims (NULL: all) */
-	int workers;            /* 0: 2 */
+	int workers;            /* 0: 8 */
 	const char *identity;   /* this replica (Event reportingInstance) */
 	const struct ownership *ownership; /* rows left to incumbents (NULL: all ours); borrowed */
 	bool no_egress;              /* no EgressShardClaim binding, no InternetEgressReady */

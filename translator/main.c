@@ -117,7 +117,7 @@ int main(int argc, char **argv)
 	const char *lease_ns = NULL, *lease_name = "galactic-translator";
 	const char *metrics_addr = "0.0.0.0:8080", *mapping_file = NULL;
 	double lease_duration = 15, renew_deadline = 10, retry_period = 2;
-	int workers = 2, opt, rc = 1, port, sig;
+	int workers = 8, opt, rc = 1, port, sig;
 	char host[64], idbuf[HOST_NAME_MAX + 32], err[512];
 	struct mapping_set maps = { 0 };
 	struct ownership own;

@@ -41,7 +41,10 @@
  * <= 1 write per object per transition for each kind in ours. Result:
  * build/bench-results/bench_burst.json. BENCH_BURST_TIMEOUT: seconds for
  * every claim to become Ready after the burst started (120 + 0.6 N).
- * BENCH_BURST_TRANSLATOR_WORKERS: the translator's --workers (default 2).
+ * BENCH_BURST_TRANSLATOR_WORKERS: the translator's --workers (unset: its default).
+ * Diagnosis only: BENCH_BURST_STAGES=1 prints when each step of the chains
+ * was seen (report, attachment, interface Programmed; three more watches);
+ * BENCH_BURST_ONLY=today|ours runs one pattern (no ratio: the bench fails).
  * Needs root (network namespaces).
  */
 #include "common/informer.h"
@@ -62,6 +65,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -456,6 +460,12 @@ static void *fill(void *arg)
 /* ---- the claims' readiness, from our own watch ---- */
 
 static double *t_add, *t_add_end, *t_ready, *t_prog, t_burst;
+/* BENCH_BURST_STAGES=1: when each step of a claim's chain was first seen by
+ * watches of the bench's own (diagnosis; off by default: three more watches
+ * the API server serves): the node's report created, its Programmed=True,
+ * the attachment's and the interface's Programmed=True. */
+enum { ST_REP, ST_REP_PROG, ST_VA_PROG, ST_NI_PROG, ST_N };
+static double *t_st[ST_N];
 static atomic_int n_ready, n_prepared;
 static atomic_bool burst_on;
 static char *prepared_seen;
@@ -490,6 +500,29 @@ static void seen(json_t *o)
 	}
 }
 static void on_add(json_t *o, void *ud) { (void)ud; seen(o); }
+
+static void stamp(int st, int i)
+{
+	if (t_st[st] && i >= 0 && i < N && t_st[st][i] == 0 && atomic_load(&burst_on))
+		t_st[st][i] = now_s();
+}
+/* ud: ST_VA_PROG or ST_NI_PROG (objects named as the pod), or ST_REP (reports: spec.pod.name). */
+static void stage_seen(json_t *o, void *ud)
+{
+	int st = (int)(intptr_t)ud, i = -1;
+	const char *n = st == ST_REP ? gj_str(o, "spec.pod.name") : gj_str(o, "metadata.name");
+
+	if (!n || sscanf(n, "p%d", &i) != 1)
+		return;
+	if (st == ST_REP) {
+		stamp(ST_REP, i);
+		if (!strcmp(cond_status(o, "Programmed"), "True"))
+			stamp(ST_REP_PROG, i);
+	} else if (!strcmp(cond_status(o, "Programmed"), "True")) {
+		stamp(st, i);
+	}
+}
+static void stage_upd(json_t *old, json_t *o, void *ud) { (void)old; stage_seen(o, ud); }
 static void on_update(json_t *old, json_t *o, void *ud) { (void)ud; (void)old; seen(o); }
 
 /* ---- processes ---- */
@@ -715,7 +748,7 @@ struct result {
 	double req_total, writes_total, c409_total;
 	double writes_va, writes_ni, writes_nic; /* per object per transition */
 	struct wcounts w;                         /* per writer: requests and 409s */
-	struct proc procs[8];
+	struct proc procs[10];
 	int nprocs;
 	double load0, load1, setup_s;
 };
@@ -769,11 +802,56 @@ static void settle(double quiet_s, double max_s)
 	free(s);
 }
 
+/* p50 / p99 of to - from over the claims that have both (BENCH_BURST_STAGES). */
+static void stage_gap(enum pattern pat, int n, const char *what, const double *from, const double *to)
+{
+	double *d = calloc((size_t)n, sizeof(double));
+	size_t m = 0;
+
+	if (!d)
+		return;
+	for (int i = 0; i < n; i++)
+		if (from[i] > 0 && to[i] > 0)
+			d[m++] = to[i] - from[i];
+	qsort(d, m, sizeof(double), cmp_d);
+	if (m)
+		printf("%s N=%d: stage %s: p50 %.2f s, p90 %.2f s, p99 %.2f s, max %.2f s (%zu claims)\n", pname[pat], n,
+		       what, pct(d, m, 0.5), pct(d, m, 0.9), pct(d, m, 0.99), d[m - 1], m);
+	free(d);
+}
+
+static void print_stages(enum pattern pat, int n)
+{
+	double *rp = t_st[ST_REP_PROG], *va = t_st[ST_VA_PROG], *ni = t_st[ST_NI_PROG];
+	double *last = calloc((size_t)n, sizeof(double));
+
+	stage_gap(pat, n, "ADD returned -> report seen", t_add_end, t_st[ST_REP]);
+	stage_gap(pat, n, "report seen -> report Programmed", t_st[ST_REP], rp);
+	stage_gap(pat, n, "ADD returned -> report Programmed", t_add_end, rp);
+	stage_gap(pat, n, "report Programmed -> attachment Programmed", rp, va);
+	stage_gap(pat, n, "ADD returned -> attachment Programmed", t_add_end, va);
+	stage_gap(pat, n, "attachment -> interface Programmed", va, ni);
+	stage_gap(pat, n, "attachment -> claim Programmed", va, t_prog);
+	stage_gap(pat, n, "claim Programmed -> Ready", t_prog, t_ready);
+	/* when each step was done, from the burst's start: how the whole burst moved through it */
+	if (last) {
+		for (int i = 0; i < n; i++)
+			last[i] = t_burst;
+		stage_gap(pat, n, "burst start -> ADD returned", last, t_add_end);
+		stage_gap(pat, n, "burst start -> report Programmed", last, rp);
+		stage_gap(pat, n, "burst start -> attachment Programmed", last, va);
+		stage_gap(pat, n, "burst start -> claim Programmed", last, t_prog);
+		stage_gap(pat, n, "burst start -> claim Ready", last, t_ready);
+	}
+	free(last);
+}
+
 static int run_pattern(enum pattern pat, int n, struct result *r)
 {
 	char err[300], work[400] = "", log[600], counts[600], extra[1200], cmd[1600];
 	struct kube_error e;
-	struct informer *inf = NULL;
+	struct informer *inf = NULL, *sinf[3] = { NULL, NULL, NULL };
+	bool stages = getenv("BENCH_BURST_STAGES") && atoi(getenv("BENCH_BURST_STAGES"));
 	pid_t tr = -1, sp[3] = { -1, -1, -1 };
 	int tport = 0, nsp = 0, rc = -1;
 	struct msnap *m0 = calloc(1, sizeof(*m0)), *m1 = calloc(1, sizeof(*m1));
@@ -786,6 +864,8 @@ static int run_pattern(enum pattern pat, int n, struct result *r)
 	t_add_end = calloc((size_t)n, sizeof(double));
 	t_ready = calloc((size_t)n, sizeof(double));
 	t_prog = calloc((size_t)n, sizeof(double));
+	for (int k = 0; stages && k < ST_N; k++)
+		t_st[k] = calloc((size_t)n, sizeof(double));
 	prepared_seen = calloc((size_t)n, 1);
 	atomic_store(&n_ready, 0);
 	atomic_store(&n_prepared, 0);
@@ -943,6 +1023,21 @@ static int run_pattern(enum pattern pat, int n, struct result *r)
 		bench_error(B, "the claims' informer did not sync");
 		goto out;
 	}
+	if (stages) {
+		static const struct kube_resource REP = { "network.datumapis.com", "v1alpha1", "nodeattachments", true };
+		const struct kube_resource *sr[3] = { &REP, &VA, &NI };
+		const int st[3] = { ST_REP, ST_VA_PROG, ST_NI_PROG };
+		for (int k = 0; k < 3; k++) {
+			if (!(sinf[k] = informer_new(KC, &(struct informer_opts){ .res = *sr[k], .ns = k ? TNS : RNS,
+										    .drop_managed_fields = true })) ||
+			    informer_add_handlers(sinf[k], &(struct informer_handlers){ stage_seen, stage_upd, NULL,
+											(void *)(intptr_t)st[k] }) ||
+			    informer_start(sinf[k]) || !informer_wait_synced(sinf[k], 120)) {
+				bench_error(B, "BENCH_BURST_STAGES: an informer did not sync");
+				goto out;
+			}
+		}
+	}
 	/* the writers of the pattern */
 	if (pat == TODAY) {
 		static const char *const modes[3] = { "nso", "cloud", "router" };
@@ -959,12 +1054,12 @@ static int run_pattern(enum pattern pat, int n, struct result *r)
 		tport = gt_free_port();
 		snprintf(p, sizeof(p), "127.0.0.1:%d", tport);
 		snprintf(log, sizeof(log), "%s/translator.log", work);
-		/* BENCH_BURST_TRANSLATOR_WORKERS: --workers (the translator's default, 2, when unset) */
+		/* BENCH_BURST_TRANSLATOR_WORKERS: --workers (unset: the translator's default) */
 		char wk[16];
-		snprintf(wk, sizeof(wk), "%s", getenv("BENCH_BURST_TRANSLATOR_WORKERS") ?: "2");
+		snprintf(wk, sizeof(wk), "%s", getenv("BENCH_BURST_TRANSLATOR_WORKERS") ?: "");
 		char *targv[] = { "build/rel/bin/galactic-translator", "--kubeconfig", CP.kubeconfig, "--namespace", RNS,
 				  "--watch-namespace", TNS, "--id", "burst", "--metrics-addr", p, "--log-level", "warn",
-				  "--workers", wk, NULL };
+				  wk[0] ? "--workers" : NULL, wk, NULL };
 		tr = gt_spawn(log, targv);
 		snprintf(r->procs[r->nprocs].name, sizeof(r->procs[0].name), "galactic-translator");
 		r->procs[r->nprocs++].pid = tr;
@@ -978,6 +1073,20 @@ static int run_pattern(enum pattern pat, int n, struct result *r)
 	for (int k = 1; k <= NODES; k++) {
 		snprintf(r->procs[r->nprocs].name, sizeof(r->procs[0].name), "agent n%d", k);
 		r->procs[r->nprocs++].pid = T.agent[k];
+	}
+	for (int k = 0; stages && k < 2; k++) { /* the API server's and etcd's CPU too */
+		static const char *const cpn[2] = { "apiserver", "etcd" };
+		char pf[400];
+		FILE *f;
+		int pid = 0;
+		snprintf(pf, sizeof(pf), "%s/%s.pid", CP.dir, cpn[k]);
+		if ((f = fopen(pf, "r"))) {
+			if (fscanf(f, "%d", &pid) == 1 && pid > 0) {
+				snprintf(r->procs[r->nprocs].name, sizeof(r->procs[0].name), "%s", cpn[k]);
+				r->procs[r->nprocs++].pid = pid;
+			}
+			fclose(f);
+		}
 	}
 	for (int k = 0; k < nsp; k++) {
 		static const char *const mt[3] = { "nso", "cloud", "router" };
@@ -1137,6 +1246,21 @@ static int run_pattern(enum pattern pat, int n, struct result *r)
 			add_writer(r, w.r[k].writer, w.r[k].res, req, c);
 		}
 	}
+	if (stages) {
+		print_stages(pat, n);
+		char *body = NULL;
+		if (pat == OURS && gt_http_get(tport, "/metrics", &body) == 200)
+			for (char *l = strtok(body, "\n"); l; l = strtok(NULL, "\n"))
+				if (!strncmp(l, "galactic_kube_request", 21) || !strncmp(l, "galactic_translator_reconciles", 30) ||
+				    !strncmp(l, "galactic_translator_new_report", 30) ||
+				    !strncmp(l, "galactic_translator_status_write_skips", 38))
+					printf("%s N=%d: translator %s\n", pname[pat], n, l);
+		free(body);
+		if (getenv("BENCH_BURST_LOGS"))
+			topo_sh("mkdir -p %s/%s && cp %s/*.log %s/%s/ && for k in 1 2 3; do cp %s/n$k/agent.log %s/%s/agent-n$k.log; done",
+				getenv("BENCH_BURST_LOGS"), pname[pat], work, getenv("BENCH_BURST_LOGS"), pname[pat], T.dir,
+				getenv("BENCH_BURST_LOGS"), pname[pat]);
+	}
 	r->ok = true;
 	rc = 0;
 	printf("%s N=%d: CNI ADD -> claim Ready=True p50 %.2f s, p90 %.2f s, p99 %.2f s, max %.2f s; first ADD -> last "
@@ -1163,6 +1287,15 @@ out:
 	if (inf) {
 		informer_stop(inf);
 		informer_free(inf);
+	}
+	for (int k = 0; k < 3; k++)
+		if (sinf[k]) {
+			informer_stop(sinf[k]);
+			informer_free(sinf[k]);
+		}
+	for (int k = 0; k < ST_N; k++) {
+		free(t_st[k]);
+		t_st[k] = NULL;
 	}
 	if (tr > 0) {
 		kill(tr, SIGTERM);
@@ -1273,15 +1406,23 @@ int main(int argc, char **argv)
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	signal(SIGPIPE, SIG_IGN);
 	int done = 0;
+	/* BENCH_BURST_ONLY=today|ours: one pattern only (diagnosis: no ratio, the bench fails) */
+	const char *only = getenv("BENCH_BURST_ONLY");
 	for (int i = 0; i < nn; i++) {
 		for (int p = 0; p < 2; p++)
-			if (run_pattern((enum pattern)p, ns[i], &res[i][p]))
+			if ((!only || !strcmp(only, pname[p])) && run_pattern((enum pattern)p, ns[i], &res[i][p]))
 				goto report;
 		done = i + 1;
+		if (only)
+			continue;
 		facts_of(&res[i][TODAY], TODAY, ns[i]);
 		facts_of(&res[i][OURS], OURS, ns[i]);
 	}
 report:
+	if (only) {
+		bench_error(B, "BENCH_BURST_ONLY=%s: one pattern only, no ratio", only);
+		return bench_end(B);
+	}
 	if (!done) {
 		if (!bench_failed(B))
 			bench_error(B, "no N completed");
