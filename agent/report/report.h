@@ -3,11 +3,12 @@
  *
  * Publishing: one NodeAttachment per local attachment, built from the last
  * reconcile (desired state + per-object results) and server-side applied
- * (spec, then /status) under field manager "galactic-agent" by a publisher
- * thread through a rate-limited work queue. Writes are skipped when the
+ * (spec, then /status) under field manager "galactic-agent" by publisher
+ * threads sharing one rate-limited work queue. Writes are skipped when the
  * informer cache of this node's reports (label network.datumapis.com/node)
- * already holds the intent; reports of attachments that are gone are deleted
- * with a UID precondition.
+ * already holds the intent, or still predates our last write of the same
+ * intent; reports of attachments that are gone are deleted with a UID
+ * precondition.
  *
  * Route learning (DESIGN §3.5): an informer on the NodeAttachments of the
  * VPCs this node hosts (label network.datumapis.com/vpc, set-based
