@@ -32,15 +32,20 @@
  * with more kills.
  */
 #include "tests/lib/cnirt.h"
+#include "tests/lib/common_proxy.h"
 #include "tests/lib/cp.h"
 #include "tests/lib/crds.h"
 #include "tests/lib/daemon.h"
+#include "tests/lib/fpod.h"
 #include "tests/lib/gtest.h"
 #include "tests/lib/kreq.h"
+#include "tests/lib/noderec.h"
 #include "tests/lib/topo.h"
 
 #include <curl/curl.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,7 +53,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "agent/cni/base62.h"
 
 #define RNS "galactic-system"
 #define TNS "tenant-fault"
@@ -69,6 +73,15 @@ static struct topo T;
 static int setup_ok, cp_is_up;
 static char setup_why[1024], work[600], tokdir[600], kcfg[700];
 static int aport[3]; /* agents' metrics ports (n1, n2) */
+/*
+ * Every daemon reaches the API server through a proxy of its own
+ * (tests/lib/common_proxy.h), as through its node's network, with its own
+ * kubeconfig (the token file's, server changed): the compaction fault cuts
+ * them all. 0: n1's agent, 1: n2's, 2 and 3: the translator slots X[0], X[1].
+ */
+#define NPX 4
+static struct tproxy *PX[NPX];
+static char pkcfg[NPX][760];
 
 static int soak(void)
 {
@@ -79,51 +92,7 @@ static int soak(void)
 
 /* ---- pods ----------------------------------------------------------------- */
 
-struct fpod {
-	char name[16], att[16];
-	int node, host, up;
-};
-#define MAXP 128
-static struct fpod P[MAXP];
-static int np;
-
-static struct fpod *new_pod(const char *prefix, int node)
-{
-	struct fpod *p;
-
-	ck_assert_int_lt(np, MAXP);
-	p = &P[np];
-	p->node = node;
-	p->host = 20 + np;
-	snprintf(p->name, sizeof(p->name), "%s%d", prefix, np);
-	b62_encode(2000 + (uint64_t)np, p->att, sizeof(p->att));
-	np++;
-	return p;
-}
-
-static const char *a6_of(const struct fpod *p, char *b, size_t n)
-{
-	snprintf(b, n, "fd00:a::%x", p->host);
-	return b;
-}
-
-static const char *a4_of(const struct fpod *p, char *b, size_t n)
-{
-	snprintf(b, n, "10.1.%d.%d", p->host / 250, p->host % 250 + 1);
-	return b;
-}
-
-static int rt(const struct fpod *p, const char *verb, char *out, size_t n)
-{
-	char env[512], nsp[256], cid[80];
-
-	if (topo_out(cid, sizeof(cid), "printf '%s-%s' | sha256sum | cut -c1-64", T.prefix, p->name))
-		return -1;
-	snprintf(env, sizeof(env), "CNI_ARGS='IgnoreUnknown=1;K8S_POD_NAMESPACE=" TNS ";K8S_POD_NAME=%s;"
-		 "K8S_POD_INFRA_CONTAINER_ID=%s;K8S_POD_UID=uid-%s'", p->name, cid, p->name);
-	return cnirt_tool(&T, p->node, NULL, env, out, n, "cnirt %s %s %s %s eth0", verb, p->name,
-			  cnirt_ns_path(&T, p->name, nsp, sizeof(nsp)), cid);
-}
+static struct fpods F; /* tests/lib/fpod.h */
 
 /*
  * What happens on a cell before the runtime calls CNI: compute's claim,
@@ -133,27 +102,35 @@ static int rt(const struct fpod *p, const char *verb, char *out, size_t n)
 static void incumbents_and_conflist(const struct fpod *p)
 {
 	char a4[40], a6[48], x[40];
-	struct cnirt_att a = { .net = p->name, .vpc = VPC, .att = p->att, .mtu = 1400, .n_addrs = 2 };
 
-	snprintf(a6, sizeof(a6), "%s/128", a6_of(p, x, sizeof(x)));
-	snprintf(a4, sizeof(a4), "%s/32", a4_of(p, x, sizeof(x)));
+	snprintf(a6, sizeof(a6), "%s/128", fp_a6(p, x, sizeof(x)));
+	snprintf(a4, sizeof(a4), "%s/32", fp_a4(p, x, sizeof(x)));
 	ck_assert_msg(topo_sh("bash -c 'set -euo pipefail; . %s/tests/lib/incumbents.sh; inc_init %s %s " TNS "; "
 			      "inc_claim %s net-" VPC "; uid=$(inc_interface %s net-" VPC " %s %s); "
 			      "inc_vpc_operator %s " VPC " %s \"$uid\" %s %s' >>%s/incumbents.log 2>&1",
 			      cnirt_top(), cp.dir, work, p->name, p->name, a6, a4, p->name, p->att, a6, a4, cp.dir) == 0,
 		      "stand-in incumbents for %s (%s/incumbents.log)", p->name, cp.dir);
-	a.addrs[0].address = a6, a.addrs[0].gateway = "fe80::1";
-	a.addrs[1].address = a4, a.addrs[1].gateway = "169.254.1.1";
-	ck_assert_int_eq(cnirt_mkns(&T, p->name), 0);
-	ck_assert_int_eq(cnirt_write_conflist(&T, p->node, p->name, cnirt_operator_conflist(&a, "1.1.0")), 0);
+	ck_assert_int_eq(fp_prepare(&F, p), 0);
 }
 
-static void add_ok(struct fpod *p)
+/* The same for n pods scheduled together: one apply per kind (incumbents.sh pods). */
+static void incumbents_and_conflists(struct fpod *const *p, int n)
 {
-	char out[8192];
+	char a4[40], a6[48], list[700];
+	FILE *f;
 
-	ck_assert_msg(rt(p, "add", out, sizeof(out)) == 0, "cnirt add %s: %s", p->name, out);
-	p->up = 1;
+	snprintf(list, sizeof(list), "%s/pods.in", cp.dir);
+	f = fopen(list, "w");
+	ck_assert_ptr_nonnull(f);
+	for (int i = 0; i < n; i++)
+		fprintf(f, "%s net-" VPC " " VPC " %s %s/128 %s/32\n", p[i]->name, p[i]->att, fp_a6(p[i], a6, sizeof(a6)),
+			fp_a4(p[i], a4, sizeof(a4)));
+	ck_assert_int_eq(fclose(f), 0);
+	ck_assert_msg(topo_sh("%s/tests/lib/incumbents.sh %s %s " TNS " pods <%s >>%s/incumbents.log 2>&1", cnirt_top(),
+			      cp.dir, work, list, cp.dir) == 0,
+		      "stand-in incumbents for %d pods (%s/incumbents.log)", n, cp.dir);
+	for (int i = 0; i < n; i++)
+		ck_assert_int_eq(fp_prepare(&F, p[i]), 0);
 }
 
 /* ---- daemons -------------------------------------------------------------- */
@@ -165,7 +142,7 @@ static void start_agent(int node)
 	if (!aport[node])
 		aport[node] = gt_free_port();
 	snprintf(extra, sizeof(extra), "--cni-socket %s --kubeconfig %s --node n%d --report-namespace " RNS
-		 " --metrics-addr 127.0.0.1:%d", cnirt_sock(&T, node, s, sizeof(s)), kcfg, node, aport[node]);
+		 " --metrics-addr 127.0.0.1:%d", cnirt_sock(&T, node, s, sizeof(s)), pkcfg[node - 1], node, aport[node]);
 	ck_assert_int_gt(topo_agent_start(&T, node, extra), 0);
 	ck_assert_msg(cnirt_wait_socket(&T, node, 30) == 0, "agent n%d did not open its socket (%s/n%d/agent.log)",
 		      node, T.dir, node);
@@ -180,10 +157,19 @@ struct replica {
 static struct replica X[2];
 static int incarnations;
 
+/* who leads, sampled while a fault runs (lead_run) */
+struct lead_watch {
+	pthread_t thr;
+	atomic_bool stop;
+	int running, samples, both, last;
+	char seq[512];
+};
+static struct lead_watch LW; /* not on a test's stack: a failing test leaves it running until teardown */
+
 static void start_translator(struct replica *r)
 {
 	char p[32], log[700];
-	char *argv[] = { "build/rel/bin/galactic-translator", "--kubeconfig", kcfg, "--namespace", RNS, "--id", r->id,
+	char *argv[] = { "build/rel/bin/galactic-translator", "--kubeconfig", pkcfg[2 + (r - X)], "--namespace", RNS, "--id", r->id,
 			 "--lease-namespace", RNS, "--lease-duration", "4", "--renew-deadline", "3",
 			 "--retry-period", "0.5", "--metrics-addr", p, "--log-level", "info", NULL };
 	double t0 = gt_now();
@@ -342,10 +328,22 @@ static void setup(void)
 			return;
 		}
 	}
+	for (int k = 0; k < NPX; k++) {
+		const char *port = strrchr(cp.apiserver, ':');
+
+		snprintf(pkcfg[k], sizeof(pkcfg[k]), "%s-px%d", kcfg, k);
+		if (!port || !(PX[k] = tproxy_start(atoi(port + 1))) ||
+		    topo_sh("sed 's#server: %s#server: https://127.0.0.1:%d#' %s >%s && grep -q 'server: https://127.0.0.1:%d$' %s",
+			    cp.apiserver, tproxy_port(PX[k]), kcfg, pkcfg[k], tproxy_port(PX[k]), pkcfg[k])) {
+			snprintf(setup_why, sizeof(setup_why), "proxy %d to the API server or its kubeconfig", k);
+			return;
+		}
+	}
 	if (topo_up(&T, 2)) {
 		snprintf(setup_why, sizeof(setup_why), "topo_up failed");
 		return;
 	}
+	fp_init(&F, &T, &cp, TNS, VPC, NATT_PATH, 2000);
 	for (int n = 1; n <= 2; n++) {
 		char body[128];
 
@@ -367,10 +365,15 @@ static void setup(void)
 	setup_ok = 1;
 }
 
+static void lead_watch_stop(struct lead_watch *w);
+
 static void teardown(void)
 {
+	lead_watch_stop(&LW);
 	if (getenv("GT_KEEP"))
 		return;
+	if (T.prefix[0]) /* a fault's continuous ping, when it failed before stopping it */
+		topo_sh("test -e %s/ping.pid && kill -INT $(cat %s/ping.pid) 2>/dev/null; true", T.dir, T.dir);
 	if (cp_is_up)
 		topo_sh("touch %s/nso.stop; for _ in $(seq 30); do kill -0 $(cat %s/nso.pid) 2>/dev/null || exit 0; sleep 0.1; done;"
 			" kill $(cat %s/nso.pid) 2>/dev/null; true", work, cp.dir, cp.dir);
@@ -381,10 +384,13 @@ static void teardown(void)
 		}
 	if (T.prefix[0]) {
 		topo_sh("rm -f /run/galactic/%s-n*.sock", T.prefix);
-		for (int i = 0; i < np; i++)
-			topo_sh("ip netns del %s-%s 2>/dev/null; true", T.prefix, P[i].name);
+		for (int i = 0; i < F.n; i++)
+			topo_sh("ip netns del %s-%s 2>/dev/null; true", T.prefix, F.p[i].name);
 	}
 	topo_down(&T);
+	for (int k = 0; k < NPX; k++)
+		if (PX[k])
+			tproxy_stop(PX[k]);
 	if (cp_is_up)
 		cp_down(&cp);
 }
@@ -415,41 +421,125 @@ static const char *cond_of(const json_t *o, const char *type)
 	return kstr(kcond(o, type), "status", NULL) ?: "-";
 }
 
-/* Every up pod: its claim Ready=True and its attachment Programmed=True; "" or the first that is not. */
+static const char *sstr(const json_t *o, const char *k)
+{
+	return kstr(json_object_get(o, "status"), k, NULL) ?: "";
+}
+
+/* The item of list l named name; how many there are in *n. */
+static json_t *named(json_t *l, const char *name, int *n)
+{
+	json_t *x, *hit = NULL;
+	size_t k;
+
+	*n = 0;
+	json_array_foreach(json_object_get(l, "items"), k, x)
+		if (!strcmp(kstr(json_object_get(x, "metadata"), "name", NULL) ?: "", name))
+			hit = x, (*n)++;
+	return hit;
+}
+
+/*
+ * Every up pod: exactly one claim, interface and attachment; its claim
+ * Ready=True (the NSO stand-in's derivation of Bound, Allocated and the
+ * translator's Prepared and Programmed, both True too); its attachment
+ * Programmed=True with the translator's fields right (node, podName,
+ * hostInterface: the host veth its node's record holds); its interface's
+ * vpc and attachmentRef. "" or the first that is not.
+ */
+static const struct fpod *stuck; /* the pod statuses_converged last stopped at */
+
 static int statuses_converged(char *why, size_t n)
 {
-	json_t *l[2] = { NULL, NULL };
+	json_t *l[3] = { NULL, NULL, NULL }, *rec[3] = { NULL, noderec(&T, 1), noderec(&T, 2) };
 	int ok = 1;
 
 	why[0] = 0;
 	if (kreq(&cp, "GET", NIC_PATH, NULL, NULL, NULL, &l[0]) != 200 ||
-	    kreq(&cp, "GET", VA_PATH, NULL, NULL, NULL, &l[1]) != 200) {
+	    kreq(&cp, "GET", VA_PATH, NULL, NULL, NULL, &l[1]) != 200 ||
+	    kreq(&cp, "GET", NI_PATH, NULL, NULL, NULL, &l[2]) != 200) {
 		snprintf(why, n, "list failed");
 		ok = 0;
 	}
-	for (int i = 0; i < np && ok; i++) {
-		json_t *x, *c = NULL, *a = NULL;
+	for (int i = 0; i < F.n && ok; i++) {
+		const struct fpod *p = &F.p[i];
+		int nc, na, ni;
+		json_t *c, *a, *f, *r;
+		char node[8], hif[32] = "";
 		size_t k;
 
-		if (!P[i].up)
+		if (!p->up)
 			continue;
-		json_array_foreach(json_object_get(l[0], "items"), k, x)
-			if (!strcmp(kstr(json_object_get(x, "metadata"), "name", NULL) ?: "", P[i].name))
-				c = x;
-		json_array_foreach(json_object_get(l[1], "items"), k, x)
-			if (!strcmp(kstr(json_object_get(x, "metadata"), "name", NULL) ?: "", P[i].name))
-				a = x;
-		if (!c || strcmp(cond_of(c, "Ready"), "True")) {
-			snprintf(why, n, "claim %s Ready=%s", P[i].name, c ? cond_of(c, "Ready") : "(no claim)");
+		stuck = p;
+		c = named(l[0], p->name, &nc), a = named(l[1], p->name, &na), f = named(l[2], p->name, &ni);
+		snprintf(node, sizeof(node), "n%d", p->node);
+		json_array_foreach(json_object_get(rec[p->node], "attachments"), k, r)
+			if (!strcmp(kstr(r, "id", NULL) ?: "", p->att))
+				snprintf(hif, sizeof(hif), "%s", kstr(r, "hostIfname", NULL) ?: "");
+		if (nc != 1 || na != 1 || ni != 1) {
+			snprintf(why, n, "%s: %d claims, %d interfaces, %d attachments (want one of each)", p->name, nc, ni, na);
 			ok = 0;
-		} else if (!a || strcmp(cond_of(a, "Programmed"), "True")) {
-			snprintf(why, n, "attachment %s Programmed=%s", P[i].name, a ? cond_of(a, "Programmed") : "(none)");
+		} else if (strcmp(cond_of(c, "Ready"), "True") || strcmp(cond_of(c, "Prepared"), "True") ||
+			   strcmp(cond_of(c, "Programmed"), "True")) {
+			snprintf(why, n, "claim %s Ready=%s Prepared=%s Programmed=%s", p->name, cond_of(c, "Ready"),
+				 cond_of(c, "Prepared"), cond_of(c, "Programmed"));
+			ok = 0;
+		} else if (strcmp(cond_of(a, "Programmed"), "True")) {
+			snprintf(why, n, "attachment %s Programmed=%s", p->name, cond_of(a, "Programmed"));
+			ok = 0;
+		} else if (strcmp(sstr(a, "vpc"), VPC) || strcmp(sstr(a, "node"), node) || strcmp(sstr(a, "podName"), p->name) ||
+			   !hif[0] || strcmp(sstr(a, "hostInterface"), hif)) {
+			snprintf(why, n, "attachment %s status vpc=%s node=%s podName=%s hostInterface=%s, want %s %s %s %s", p->name,
+				 sstr(a, "vpc"), sstr(a, "node"), sstr(a, "podName"), sstr(a, "hostInterface"), VPC, node, p->name,
+				 hif[0] ? hif : "(not in the record)");
+			ok = 0;
+		} else if (strcmp(sstr(f, "vpc"), VPC) ||
+			   strcmp(kstr(json_object_get(json_object_get(f, "status"), "attachmentRef"), "name", NULL) ?: "", p->name)) {
+			snprintf(why, n, "interface %s status vpc=%s attachmentRef %s", p->name, sstr(f, "vpc"),
+				 kstr(json_object_get(json_object_get(f, "status"), "attachmentRef"), "name", NULL) ?: "(none)");
 			ok = 0;
 		}
 	}
-	json_decref(l[0]);
-	json_decref(l[1]);
+	for (int k = 0; k < 3; k++)
+		json_decref(l[k]), json_decref(rec[k]);
 	return ok;
+}
+
+/* What a pod that did not converge has (stderr): its claim, interface, attachment and report, and what the daemons logged of it. */
+static void dump_pod(const struct fpod *p)
+{
+	const char *lists[3] = { NIC_PATH, NI_PATH, VA_PATH };
+	json_t *l = NULL, *x;
+	char path[300];
+	size_t k;
+
+	if (!p)
+		return;
+	for (int i = 0; i < 3; i++) {
+		json_t *o;
+		char *txt;
+
+		snprintf(path, sizeof(path), "%s/%s", lists[i], p->name);
+		o = kget(&cp, path, NULL);
+		json_object_del(json_object_get(o, "metadata"), "managedFields");
+		txt = o ? json_dumps(o, JSON_COMPACT) : NULL;
+		fprintf(stderr, "stuck %s: %s\n", path, txt ? txt : "(none)");
+		free(txt);
+		json_decref(o);
+	}
+	if (kreq(&cp, "GET", NATT_PATH, NULL, NULL, NULL, &l) == 200)
+		json_array_foreach(json_object_get(l, "items"), k, x)
+			if (!strcmp(kstr(x, "spec", "vpcAttachment") ?: "", p->att)) {
+				char *txt;
+
+				json_object_del(json_object_get(x, "metadata"), "managedFields");
+				txt = json_dumps(x, JSON_COMPACT);
+				fprintf(stderr, "stuck report: %s\n", txt ? txt : "?");
+				free(txt);
+			}
+	json_decref(l);
+	topo_sh("for f in %s/translator-*.log %s/n%d/agent.log; do echo \"== $f\"; grep -e '%s' -e '%s' -e leader -e relist "
+		"-e 'watch failed' $f | tail -40; done >&2", cp.dir, T.dir, p->node, p->name, p->att);
 }
 
 static double statuses_converge_within(const char *tag, double limit)
@@ -460,6 +550,8 @@ static double statuses_converge_within(const char *tag, double limit)
 
 	while (!(ok = statuses_converged(why, sizeof(why))) && gt_now() - t0 < limit)
 		usleep(200 * 1000);
+	if (!ok)
+		dump_pod(stuck);
 	ck_assert_msg(ok, "%s: statuses not converged in %.0f s: %s (logs %s)", tag, limit, why, cp.dir);
 	return gt_now() - t0;
 }
@@ -535,13 +627,13 @@ static void check_managed_fields(int *checked)
 	char why[512], p[300];
 
 	*checked = 0;
-	for (int i = 0; i < np; i++) {
-		if (!P[i].up)
+	for (int i = 0; i < F.n; i++) {
+		if (!F.p[i].up)
 			continue;
 		for (int k = 0; k < 3; k++) {
 			json_t *o;
 
-			snprintf(p, sizeof(p), "%s/%s", lists[k], P[i].name);
+			snprintf(p, sizeof(p), "%s/%s", lists[k], F.p[i].name);
 			o = kget(&cp, p, NULL);
 			ck_assert_msg(o, "GET %s", p);
 			ck_assert_msg(owners_ok(o, mine[k], why, sizeof(why)), "conflicting writes: %s", why);
@@ -581,10 +673,10 @@ START_TEST(t_translator_killed_during_burst)
 	NEED_SETUP();
 	bring_up();
 	for (int i = 0; i < burst; i++) {
-		struct fpod *p = new_pod("t", i % 2 ? 2 : 1);
+		struct fpod *p = fp_new(&F, "t", i % 2 ? 2 : 1);
 
 		incumbents_and_conflist(p);
-		add_ok(p);
+		fp_add_ok(&F, p);
 		if ((i + 1) % every == 0 && done < kills) {
 			int l = leader(20), o;
 			double t0, c;
@@ -631,10 +723,10 @@ START_TEST(t_translator_killed_during_burst)
 	 * observes up to RETRY_S late, then acts at its next retry */
 	ck_assert_msg(worst <= LEASE_S + 2 * RETRY_S + 1.0, "a handover took %.2f s (lease %.0f s)", worst, LEASE_S);
 	ck_assert_msg(conf == 0, "the translators counted %g conflicts (409)", conf);
-	for (int i = 0; i < np; i++)
-		if (P[i].up) {
-			ck_assert_msg(rt(&P[i], "del", out, sizeof(out)) == 0, "del %s: %s", P[i].name, out);
-			P[i].up = 0;
+	for (int i = 0; i < F.n; i++)
+		if (F.p[i].up) {
+			ck_assert_msg(fp_rt(&F, &F.p[i], "del", out, sizeof(out)) == 0, "del %s: %s", F.p[i].name, out);
+			F.p[i].up = 0;
 		}
 	printf("fault time: %s %.1f s\n", __func__, gt_now() - t_test);
 }
@@ -669,9 +761,9 @@ START_TEST(t_token_rotated)
 	for (int i = 0; i < 2; i++)
 		ports[nd] = X[i].port, pids[nd++] = X[i].pid;
 	/* writes before the rotation, so every client has used the old token */
-	p[0] = new_pod("k", 1);
+	p[0] = fp_new(&F, "k", 1);
 	incumbents_and_conflist(p[0]);
-	add_ok(p[0]);
+	fp_add_ok(&F, p[0]);
 	statuses_converge_within("before the rotation", 60);
 	for (int i = 0; i < nd; i++) {
 		before[i] = unauthorized(ports[i]);
@@ -694,9 +786,9 @@ START_TEST(t_token_rotated)
 	/* writes continue: new pods on both nodes, their reports and statuses */
 	t0 = gt_now();
 	for (int i = 1; i < 4; i++) {
-		p[i] = new_pod("k", i % 2 ? 2 : 1);
+		p[i] = fp_new(&F, "k", i % 2 ? 2 : 1);
 		incumbents_and_conflist(p[i]);
-		add_ok(p[i]);
+		fp_add_ok(&F, p[i]);
 	}
 	conv = statuses_converge_within("after the rotation", 90);
 	for (int i = 0; i < nd; i++)
@@ -722,7 +814,7 @@ START_TEST(t_token_rotated)
 	ck_assert_int_eq(topo_agent_pid(&T, 1), pids[0]);
 	ck_assert_int_eq(topo_agent_pid(&T, 2), pids[1]);
 	for (int i = 0; i < 4; i++) {
-		ck_assert_msg(rt(p[i], "del", out, sizeof(out)) == 0, "del %s: %s", p[i]->name, out);
+		ck_assert_msg(fp_rt(&F, p[i], "del", out, sizeof(out)) == 0, "del %s: %s", p[i]->name, out);
 		p[i]->up = 0;
 	}
 	printf("fault time: %s %.1f s\n", __func__, gt_now() - t_test);
@@ -735,7 +827,7 @@ static int learned(int node, const struct fpod *p)
 	char a6[48], a4[32];
 
 	return topo_sh("jq -e --arg a '%s/128' --arg b '%s/32' 'any(.remotes[]; .prefix == $a or .prefix == $b)' "
-		       "%s/n%d/record-remotes.json >/dev/null 2>&1", a6_of(p, a6, sizeof(a6)), a4_of(p, a4, sizeof(a4)),
+		       "%s/n%d/record-remotes.json >/dev/null 2>&1", fp_a6(p, a6, sizeof(a6)), fp_a4(p, a4, sizeof(a4)),
 		       T.dir, node) == 0;
 }
 
@@ -745,8 +837,8 @@ static int routed(int node, const struct fpod *p)
 	char a6[48], a4[32];
 
 	return topo_sh("{ ip -n %s-n%d -6 route show table all; ip -n %s-n%d -4 route show table all; } | "
-		       "grep -q -e '^%s ' -e '^%s '", T.prefix, node, T.prefix, node, a6_of(p, a6, sizeof(a6)),
-		       a4_of(p, a4, sizeof(a4))) == 0;
+		       "grep -q -e '^%s ' -e '^%s '", T.prefix, node, T.prefix, node, fp_a6(p, a6, sizeof(a6)),
+		       fp_a4(p, a4, sizeof(a4))) == 0;
 }
 
 /* NodeAttachments whose spec.node is node (-1 when the list fails); with owner uid, how many are owned by it. */
@@ -775,6 +867,400 @@ static int reports_of(const char *node, const char *uid, int *owned)
 	return n;
 }
 
+/* ---- the control plane's faults --------------------------------------------- */
+
+/* The steady pair s1 (n1) and s2 (n2), with their upstream objects: made once, kept by the faults that ping across. */
+static struct fpod *S[2];
+
+static void steady_pods(void)
+{
+	for (int i = 0; i < 2; i++)
+		if (!S[i]) {
+			S[i] = fp_new(&F, "s", i + 1);
+			incumbents_and_conflist(S[i]);
+		}
+	for (int i = 0; i < 2; i++)
+		if (!S[i]->up)
+			fp_add_ok(&F, S[i]);
+}
+
+/*
+ * Who leads, sampled every 100 ms from both replicas' metrics while a fault
+ * runs: two leaders at once must never be seen; the changes are kept
+ * ("tr-1 - tr-2": tr-1 led, none did, tr-2 took over).
+ */
+
+static void *lead_run(void *arg)
+{
+	struct lead_watch *w = arg;
+
+	while (!atomic_load(&w->stop)) {
+		int l0 = gt_metric(X[0].port, "galactic_translator_leader") == 1;
+		int l1 = gt_metric(X[1].port, "galactic_translator_leader") == 1;
+		int cur = l0 ? 0 : l1 ? 1 : -1;
+
+		w->samples++;
+		w->both += l0 && l1;
+		if (cur != w->last && strlen(w->seq) < sizeof(w->seq) - 24) {
+			snprintf(w->seq + strlen(w->seq), sizeof(w->seq) - strlen(w->seq), "%s%s", w->seq[0] ? " " : "",
+				 cur < 0 ? "-" : X[cur].id);
+			w->last = cur;
+		}
+		usleep(100 * 1000);
+	}
+	return NULL;
+}
+
+static void lead_watch_stop(struct lead_watch *w)
+{
+	if (!w->running)
+		return;
+	atomic_store(&w->stop, true);
+	pthread_join(w->thr, NULL);
+	w->running = 0;
+}
+
+static void lead_watch_start(struct lead_watch *w)
+{
+	lead_watch_stop(w);
+	memset(w, 0, sizeof(*w));
+	w->last = -2;
+	atomic_store(&w->stop, false);
+	ck_assert_int_eq(pthread_create(&w->thr, NULL, lead_run, w), 0);
+	w->running = 1;
+}
+
+/* The translators' Lease: its holder (into buf) and leaseTransitions (-1 when unreadable). */
+static long lease_of(char *holder, size_t n)
+{
+	json_t *l = kget(&cp, "/apis/coordination.k8s.io/v1/namespaces/" RNS "/leases/galactic-translator", NULL);
+	long tr = -1;
+
+	holder[0] = 0;
+	if (l) {
+		snprintf(holder, n, "%s", kstr(json_object_get(l, "spec"), "holderIdentity", NULL) ?: "");
+		tr = (long)json_integer_value(json_object_get(json_object_get(l, "spec"), "leaseTransitions"));
+	}
+	json_decref(l);
+	return tr;
+}
+
+/* Waits until both the node state (records, veths, reports) and the upstream statuses match: the time each took. */
+static void converge_all(const char *tag, double t0, double limit, double *t_node, double *t_up)
+{
+	char why_n[4096] = "", why_s[1024] = "";
+
+	*t_node = *t_up = -1;
+	while (gt_now() - t0 < limit && (*t_node < 0 || *t_up < 0)) {
+		if (*t_node < 0 && fp_state_matches(&F, why_n, sizeof(why_n)))
+			*t_node = gt_now() - t0;
+		if (*t_up < 0 && statuses_converged(why_s, sizeof(why_s)))
+			*t_up = gt_now() - t0;
+		usleep(200 * 1000);
+	}
+	ck_assert_msg(*t_node >= 0, "%s: node state not converged in %.0f s: %s (logs %s)", tag, limit, why_n, T.dir);
+	ck_assert_msg(*t_up >= 0, "%s: statuses not converged in %.0f s: %s (logs %s)", tag, limit, why_s, cp.dir);
+	fp_converge(&F, tag); /* matches still, and every pod pings across */
+}
+
+/*
+ * kube-apiserver stopped during a burst of ADDs (short: 30 ADDs, 12 s
+ * down; soak: 200 ADDs, 60 s down) with both translator replicas and the
+ * stand-in incumbents running. The burst's upstream objects exist before
+ * the outage (compute, NSO and the VPC operator wrote them as the pods were
+ * scheduled); then: every ADD succeeds while the API is down and the new
+ * pod pings its node's steady pod at once; the continuous s1 -> s2 ping
+ * loses nothing; after the restart every record, report (exactly one per
+ * pod) and veth matches, every claim is Ready and every attachment
+ * Programmed with the translator's fields right (exactly one claim,
+ * interface and attachment per pod), 0 conflicts, no managedFields leaf of
+ * two managers, never two leaders at once and one leader at the end,
+ * holding the Lease; no daemon restarted.
+ */
+START_TEST(t_apiserver_down_during_add_burst)
+{
+	const double t_test = gt_now();
+	int burst = soak() ? 200 : 30, before = soak() ? 20 : 6, checked, l0, l1;
+	double down_s = soak() ? 60 : 12, t_stop, t_call, t_up, t_burst, worst = 0, t_node, t_st, c0 = 0, c1 = 0, p409a, p409b;
+	struct fpod *b[200];
+	struct lead_watch *lw = &LW;
+	pid_t pids[4];
+	long tx, rx, tr0, tr1;
+	char out[8192], dst[48], h0[32], h1[32];
+
+	NEED_SETUP();
+	bring_up();
+	steady_pods();
+	for (int i = 0; i < burst; i++)
+		b[i] = fp_new(&F, "b", i % 2 ? 2 : 1);
+	incumbents_and_conflists(b, burst);
+	statuses_converge_within("the steady pods", 60);
+	l0 = leader(20);
+	ck_assert_int_ge(l0, 0);
+	tr0 = lease_of(h0, sizeof(h0));
+	for (int i = 0; i < 2; i++) {
+		double c = conflicts(&X[i]);
+
+		ck_assert_msg(c >= 0, "metrics of %s", X[i].id);
+		c0 += c;
+		pids[i] = X[i].pid;
+	}
+	pids[2] = topo_agent_pid(&T, 1), pids[3] = topo_agent_pid(&T, 2);
+	p409a = apiserver_status_patch_409s(); /* the API server's counters start again with it */
+	fp_ping_start(&F, S[0], S[1]);
+	lead_watch_start(lw);
+	for (int i = 0; i < before; i++)
+		fp_add_ok(&F, b[i]);
+	ck_assert_int_eq(cp_ctl(&cp, "stop-apiserver"), 0);
+	t_stop = gt_now();
+	for (int i = before; i < burst; i++) {
+		double t0 = gt_now();
+
+		ck_assert_msg(fp_rt(&F, b[i], "add", out, sizeof(out)) == 0, "ADD %s with the API down: %s", b[i]->name, out);
+		b[i]->up = 1;
+		if (gt_now() - t0 > 2) /* when, to read beside the agent's log */
+			topo_sh("echo \"slow ADD: %s on n%d took %.2f s, ended $(date -u +%%H:%%M:%%S.%%N)\" >&2", b[i]->name,
+				b[i]->node, gt_now() - t0);
+		worst = gt_now() - t0 > worst ? gt_now() - t0 : worst;
+		/* attached and forwarding on its node while the API is away */
+		fp_a6(S[b[i]->node - 1], dst, sizeof(dst));
+		ck_assert_msg(cnirt_wait_ping(&T, b[i]->name, dst, 10) == 0, "%s -> %s (same node) with the API down",
+			      b[i]->name, dst);
+	}
+	t_burst = gt_now() - t_stop;
+	/* every ADD of the burst ran with the API away (still no answer after the
+	 * last); a burst slower than down_s (a loaded machine) makes the outage longer */
+	ck_assert_msg(kreq(&cp, "GET", "/readyz", NULL, NULL, NULL, NULL) == 0,
+		      "the API server answered right after the burst (%.1f s after the stop)", t_burst);
+	while (gt_now() - t_stop < down_s)
+		usleep(100 * 1000);
+	t_call = gt_now();
+	ck_assert_int_eq(cp_ctl(&cp, "start-apiserver"), 0);
+	t_up = gt_now();
+	converge_all("after the API server returned", t_up, soak() ? 240 : 90, &t_node, &t_st);
+	lead_watch_stop(lw);
+	l1 = leader(20);
+	ck_assert_msg(l1 >= 0, "no translator leads after the outage (%s)", cp.dir);
+	tr1 = lease_of(h1, sizeof(h1));
+	for (int i = 0; i < 2; i++) {
+		double c = conflicts(&X[i]);
+
+		ck_assert_msg(c >= 0, "metrics of %s", X[i].id);
+		c1 += c;
+	}
+	p409b = apiserver_status_patch_409s();
+	check_managed_fields(&checked);
+	fp_ping_stop(&F, &tx, &rx);
+	printf("fault api: %d ADDs (%d before the stop, %d while down, the last %.1f s after the stop), API stopped "
+	       "%.1f s before start-apiserver, which took %.1f s (down %.1f s in all); slowest ADD while down %.2f s; "
+	       "after the API server was back: records, reports and veths matched in %.2f s, every claim Ready and "
+	       "attachment Programmed (fields right, one of each per pod) in %.2f s\n", burst, before, burst - before,
+	       t_burst, t_call - t_stop, t_up - t_call, t_up - t_stop, worst, t_node, t_st);
+	printf("fault api: leader %s before (Lease holder %s, %ld transitions), %s after (holder %s, %ld transitions); "
+	       "sampled %d times: leaders seen [%s], both leading %d times; conflicts counted by the translators %g; "
+	       "status-PATCH 409s at the API server %g before the stop, %g since its restart; managedFields of %d "
+	       "objects: no field of two managers; continuous ping s1 -> s2: %ld sent, %ld received, %ld lost\n",
+	       X[l0].id, h0, tr0, X[l1].id, h1, tr1, lw->samples, lw->seq, lw->both, c1 - c0, p409a, p409b, checked, tx, rx,
+	       tx - rx);
+	ck_assert_msg(lw->both == 0, "two translators led at once in %d samples", lw->both);
+	ck_assert_str_eq(h1, X[l1].id); /* the one leading holds the Lease */
+	ck_assert_msg(tr1 >= tr0, "leaseTransitions went back (%ld -> %ld)", tr0, tr1);
+	ck_assert_msg(c1 - c0 == 0, "the translators counted %g conflicts (409) during the outage", c1 - c0);
+	for (int i = 0; i < 2; i++)
+		ck_assert_msg(X[i].pid == pids[i] && kill(pids[i], 0) == 0, "translator %s restarted or died", X[i].id);
+	ck_assert_msg(topo_agent_pid(&T, 1) == pids[2] && topo_agent_pid(&T, 2) == pids[3], "an agent restarted");
+	ck_assert_int_gt(tx, 50);
+	ck_assert_msg(tx - rx <= 1, "running pods lost %ld of %ld echoes while the API was down", tx - rx, tx);
+	for (int i = 0; i < burst; i++)
+		fp_del_ok(&F, b[i]);
+	fp_converge(&F, "burst pods deleted");
+	printf("fault time: %s %.1f s\n", __func__, gt_now() - t_test);
+}
+END_TEST
+
+/* Relists a daemon's log shows ("watch expired, relisting"), of one informer or (NULL) all. */
+static long relists(const char *log, const char *informer)
+{
+	long n = fp_log_count(log, "watch expired, relisting", informer);
+
+	ck_assert_msg(n >= 0, "cannot read %s", log);
+	return n;
+}
+
+static const char *tlog(const struct replica *r, char *b, size_t n)
+{
+	snprintf(b, n, "%s/translator-%s.log", cp.dir, r->id);
+	return b;
+}
+
+static const char *alog(int node, char *b, size_t n)
+{
+	snprintf(b, n, "%s/n%d/agent.log", T.dir, node);
+	return b;
+}
+
+/* The translator's informers of the kinds the compaction fault changes (named by resource; the reports' by its mapping, "galactic" by default). */
+static const char *const TINF[] = { "vpcattachments", "networkinterfaces", "networkinterfaceclaims", "galactic" };
+#define NTINF (sizeof(TINF) / sizeof(TINF[0]))
+
+/* Attachment p's Programmed condition: its status ("-" when none) and reason into reason. */
+static const char *programmed_of(const struct fpod *p, char *reason, size_t n)
+{
+	static char st[16];
+	char path[300];
+	json_t *a;
+
+	snprintf(path, sizeof(path), "%s/%s", VA_PATH, p->name);
+	a = kget(&cp, path, NULL);
+	snprintf(st, sizeof(st), "%s", a ? cond_of(a, "Programmed") : "-");
+	snprintf(reason, n, "%s", kstr(kcond(a, "Programmed"), "reason", NULL) ?: "-");
+	json_decref(a);
+	return st;
+}
+
+/*
+ * etcd compacted past every watcher. Each daemon reaches the API server
+ * through a proxy of its own (agents n1 and n2, both translator replicas);
+ * the test cuts them all, then changes what every watcher cares about:
+ * on each node a pod attached (its upstream objects written first, as the
+ * incumbents do), one deleted (CNI DEL: its report goes, its upstream
+ * objects stay, as while the pod terminates) and one churned (ADD/DEL three
+ * times). etcd is compacted at its current revision and the API server
+ * restarted (no watch-cache history to serve the old revisions from), then
+ * the proxies restored. Every daemon's informers must relist (a new "watch
+ * expired, relisting" in each agent's log, and in each translator's for
+ * every informer of a changed kind) and everything converge: records,
+ * reports, veths; each node learned the other's new pod and forgot the
+ * deleted and churned ones (record and kernel), pings across both ways;
+ * the new pods' claims Ready and attachments Programmed with the fields
+ * right; the deleted pods' attachments Programmed=False (ReportMissing: the
+ * delete was only seen through the relist); the continuous ping loses
+ * nothing; the leader is one, holding the Lease.
+ */
+START_TEST(t_etcd_compaction_past_every_watcher)
+{
+	const double t_test = gt_now();
+	struct fpod *d[2], *e[2], *f[2];
+	char out[8192], rev[64], a6[48], lg[700], reason[64], h[32];
+	long a0[2], a1[2], t0r[2][NTINF], t1r[2][NTINF], tall0[2], tall1[2], tx, rx;
+	double t0, t_node, t_st, t_routes = -1;
+	int l;
+
+	NEED_SETUP();
+	bring_up();
+	steady_pods();
+	for (int n = 0; n < 2; n++) {
+		d[n] = fp_new(&F, "c", n + 1);
+		e[n] = fp_new(&F, "c", n + 1);
+		f[n] = fp_new(&F, "c", n + 1);
+	}
+	{
+		struct fpod *all[6] = { d[0], d[1], e[0], e[1], f[0], f[1] };
+
+		incumbents_and_conflists(all, 2); /* d: attached before the cut */
+		fp_add_ok(&F, d[0]);
+		fp_add_ok(&F, d[1]);
+		converge_all("before the cut", gt_now(), 90, &t_node, &t_st);
+		ck_assert(fp_learned_pod(&F, 1, d[1]) && fp_learned_pod(&F, 2, d[0]));
+		fp_ping_start(&F, S[0], S[1]);
+		for (int k = 0; k < NPX; k++)
+			tproxy_cut(PX[k]);
+		incumbents_and_conflists(all + 2, 4); /* the incumbents reach the API server themselves */
+	}
+	for (int n = 0; n < 2; n++) {
+		fp_add_ok(&F, e[n]);
+		fp_del_ok(&F, d[n]);
+		for (int i = 0; i < 3; i++) {
+			fp_add_ok(&F, f[n]);
+			fp_del_ok(&F, f[n]);
+		}
+	}
+	sleep(2); /* the NSO stand-in's writes for the new claims */
+	ck_assert_int_eq(topo_out(rev, sizeof(rev), "%s/tests/controlplane/cp.sh etcdctl %s endpoint status -w json | "
+				  "jq -r '.[0].Status.header.revision'", cnirt_top(), cp.dir), 0);
+	ck_assert_int_gt(atol(rev), 0);
+	snprintf(out, sizeof(out), "etcdctl compact %s", rev);
+	ck_assert_int_eq(cp_ctl(&cp, out), 0);
+	ck_assert_int_eq(cp_ctl(&cp, "restart-apiserver"), 0);
+	/* cut off, nobody can have heard of the changes */
+	ck_assert_msg(fp_learned_pod(&F, 1, d[1]) && fp_learned_pod(&F, 2, d[0]), "a node forgot a deleted pod while cut off");
+	for (int n = 1; n <= 2; n++)
+		a0[n - 1] = relists(alog(n, lg, sizeof(lg)), NULL);
+	for (int i = 0; i < 2; i++) {
+		tall0[i] = relists(tlog(&X[i], lg, sizeof(lg)), NULL);
+		for (size_t k = 0; k < NTINF; k++)
+			t0r[i][k] = relists(lg, TINF[k]);
+	}
+	t0 = gt_now();
+	for (int k = 0; k < NPX; k++)
+		tproxy_restore(PX[k]);
+	converge_all("after compaction", t0, 90, &t_node, &t_st);
+	for (; gt_now() - t0 < 90; usleep(100 * 1000))
+		if (fp_learned_pod(&F, 1, e[1]) && fp_learned_pod(&F, 2, e[0]) && !learned(1, d[1]) && !learned(2, d[0]) &&
+		    !learned(1, f[1]) && !learned(2, f[0]) && routed(1, e[1]) && routed(2, e[0]) && !routed(1, d[1]) &&
+		    !routed(2, d[0]) && !routed(1, f[1]) && !routed(2, f[0])) {
+			t_routes = gt_now() - t0;
+			break;
+		}
+	ck_assert_msg(t_routes >= 0, "routes not converged 90 s after the restore: n1 learned %s %d, forgot %s %d, %s %d; "
+		      "n2 learned %s %d, forgot %s %d, %s %d", e[1]->name, fp_learned_pod(&F, 1, e[1]), d[1]->name,
+		      !learned(1, d[1]), f[1]->name, !learned(1, f[1]), e[0]->name, fp_learned_pod(&F, 2, e[0]), d[0]->name,
+		      !learned(2, d[0]), f[0]->name, !learned(2, f[0]));
+	ck_assert_msg(cnirt_wait_ping(&T, S[0]->name, fp_a6(e[1], a6, sizeof(a6)), 20) == 0, "s1 -> %s", e[1]->name);
+	ck_assert_msg(cnirt_wait_ping(&T, S[1]->name, fp_a6(e[0], a6, sizeof(a6)), 20) == 0, "s2 -> %s", e[0]->name);
+	/* the deletes, seen only through the relists: the report is gone, the translator says so */
+	for (int n = 0; n < 2; n++) {
+		for (t0 = gt_now(); gt_now() - t0 < 30 && strcmp(programmed_of(d[n], reason, sizeof(reason)), "False");
+		     usleep(200 * 1000))
+			;
+		ck_assert_msg(!strcmp(programmed_of(d[n], reason, sizeof(reason)), "False") &&
+				      !strcmp(reason, "ReportMissing"),
+			      "deleted %s: attachment Programmed=%s (%s), want False (ReportMissing)", d[n]->name,
+			      programmed_of(d[n], reason, sizeof(reason)), reason);
+	}
+	for (int n = 1; n <= 2; n++)
+		a1[n - 1] = relists(alog(n, lg, sizeof(lg)), NULL);
+	for (int i = 0; i < 2; i++) {
+		tall1[i] = relists(tlog(&X[i], lg, sizeof(lg)), NULL);
+		for (size_t k = 0; k < NTINF; k++)
+			t1r[i][k] = relists(lg, TINF[k]);
+	}
+	l = leader(20);
+	ck_assert_int_ge(l, 0);
+	lease_of(h, sizeof(h));
+	fp_ping_stop(&F, &tx, &rx);
+	printf("fault compaction: etcd compacted at revision %s past every watcher (4 proxies cut); after the restore: "
+	       "records, reports and veths matched in %.2f s, statuses in %.2f s, routes both ways (new pods learned, "
+	       "deleted and churned ones forgotten, record and kernel) in %.2f s; deleted pods' attachments "
+	       "Programmed=False (ReportMissing)\n", rev, t_node, t_st, t_routes);
+	printf("fault compaction: relists logged: agent n1 %ld, agent n2 %ld", a1[0] - a0[0], a1[1] - a0[1]);
+	for (int i = 0; i < 2; i++) {
+		printf(", %s %ld (", X[i].id, tall1[i] - tall0[i]);
+		for (size_t k = 0; k < NTINF; k++)
+			printf("%s%s %ld", k ? ", " : "", TINF[k], t1r[i][k] - t0r[i][k]);
+		printf(")");
+	}
+	printf("; leader %s (Lease holder %s); continuous ping s1 -> s2: %ld sent, %ld received, %ld lost\n", X[l].id, h,
+	       tx, rx, tx - rx);
+	for (int n = 0; n < 2; n++)
+		ck_assert_msg(a1[n] > a0[n], "agent n%d did not relist after the compaction (%s)", n + 1,
+			      alog(n + 1, lg, sizeof(lg)));
+	for (int i = 0; i < 2; i++)
+		for (size_t k = 0; k < NTINF; k++)
+			ck_assert_msg(t1r[i][k] > t0r[i][k], "%s: informer %s did not relist after the compaction (%s)", X[i].id,
+				      TINF[k], tlog(&X[i], lg, sizeof(lg)));
+	ck_assert_str_eq(h, X[l].id);
+	ck_assert_int_gt(tx, 20);
+	ck_assert_msg(tx - rx <= 1, "running pods lost %ld of %ld echoes", tx - rx, tx);
+	for (int n = 0; n < 2; n++)
+		fp_del_ok(&F, e[n]);
+	for (int i = 0; i < 2; i++)
+		fp_del_ok(&F, S[i]);
+	fp_converge(&F, "compaction pods deleted");
+	printf("fault time: %s %.1f s\n", __func__, gt_now() - t_test);
+}
+END_TEST
+
 /*
  * A node deleted from the cluster (its Node object) while its agent still
  * runs, as an operator decommissioning it does before the machine goes:
@@ -792,15 +1278,15 @@ START_TEST(t_node_deleted)
 
 	NEED_SETUP();
 	bring_up();
-	d[0] = new_pod("d", 2);
-	d[1] = new_pod("d", 2);
-	e = new_pod("d", 1);
+	d[0] = fp_new(&F, "d", 2);
+	d[1] = fp_new(&F, "d", 2);
+	e = fp_new(&F, "d", 1);
 	for (int i = 0; i < 2; i++) {
 		incumbents_and_conflist(d[i]);
-		add_ok(d[i]);
+		fp_add_ok(&F, d[i]);
 	}
 	incumbents_and_conflist(e);
-	add_ok(e);
+	fp_add_ok(&F, e);
 	statuses_converge_within("before the node is deleted", 60);
 	for (t0 = gt_now(); gt_now() - t0 < 30 && !(learned(1, d[0]) && learned(1, d[1])); usleep(100 * 1000))
 		;
@@ -809,7 +1295,7 @@ START_TEST(t_node_deleted)
 	{
 		char a6[48];
 
-		ck_assert_msg(cnirt_wait_ping(&T, e->name, a6_of(d[0], a6, sizeof(a6)), 20) == 0, "%s -> %s", e->name,
+		ck_assert_msg(cnirt_wait_ping(&T, e->name, fp_a6(d[0], a6, sizeof(a6)), 20) == 0, "%s -> %s", e->name,
 			      d[0]->name);
 	}
 	{
@@ -847,7 +1333,7 @@ START_TEST(t_node_deleted)
 	       "%.2f s later (garbage collector), n1's routes toward its pods gone %.2f s later (record and kernel); "
 	       "none written back in the 3 s after\n", n2pods, t_reports, t_routes);
 	topo_agent_stop(&T, 2, SIGTERM);
-	ck_assert_msg(rt(e, "del", out, sizeof(out)) == 0, "del %s: %s", e->name, out);
+	ck_assert_msg(fp_rt(&F, e, "del", out, sizeof(out)) == 0, "del %s: %s", e->name, out);
 	e->up = 0;
 	d[0]->up = d[1]->up = 0; /* the node is gone */
 	printf("fault time: %s %.1f s\n", __func__, gt_now() - t_test);
@@ -866,9 +1352,11 @@ int main(void)
 	tc = tcase_create("cluster");
 
 	tcase_add_unchecked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, soak() ? 1800 : 400);
+	tcase_set_timeout(tc, soak() ? 3000 : 900);
 	tcase_add_test(tc, t_translator_killed_during_burst);
 	tcase_add_test(tc, t_token_rotated);
+	tcase_add_test(tc, t_apiserver_down_during_add_burst);
+	tcase_add_test(tc, t_etcd_compaction_past_every_watcher);
 	tcase_add_test(tc, t_node_deleted); /* last: the node is gone after it */
 	suite_add_tcase(s, tc);
 	return gt_run(s);

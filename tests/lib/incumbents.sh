@@ -25,9 +25,10 @@
 #   incumbents.sh CPDIR WORKDIR NS network-context NAME NETWORK [FAMILY ...]  (FAMILY: egress reach)
 #   incumbents.sh CPDIR WORKDIR NS interface NAME NETWORK [ADDR/LEN ...]   prints the uid
 #   incumbents.sh CPDIR WORKDIR NS vpc-operator NAME VPC-ID ATT-ID UID [ADDR/LEN ...]
+#   incumbents.sh CPDIR WORKDIR NS pods <LINES   (NAME NETWORK VPC-ID ATT-ID [ADDR/LEN ...] a line: all three writers, one apply per kind)
 #   incumbents.sh CPDIR WORKDIR NS nso-loop        (until WORKDIR/nso.stop exists)
 # Sourced: inc_init CPDIR WORKDIR NS, then inc_claim, inc_network_context, inc_interface,
-# inc_vpc_operator, inc_nso_pass, inc_nso_loop with the same arguments.
+# inc_vpc_operator, inc_pods, inc_nso_pass, inc_nso_loop with the same arguments.
 # WORKDIR gets the loop's scratch files, conflicts.<manager> (one line per
 # 409) and, per claim, programmed.<name> / ready.<name> (epoch ms when the
 # NSO loop first saw the translator's Programmed=True / made Ready=True).
@@ -85,12 +86,15 @@ inc_ni_addrs() {
 inc_json_list() { local a; local -a inc_items=(); for a in "$@"; do inc_items+=("\"$a\""); done; local IFS=,; echo "[${inc_items[*]}]"; }
 
 # compute: the claim (spec only; immutable upstream).
-inc_claim() { # name network
-  inc_k apply -f - >/dev/null <<J
+inc_claim_json() { # name network
+  cat <<J
 {"apiVersion":"networking.datumapis.com/v1alpha","kind":"NetworkInterfaceClaim",
  "metadata":{"name":"$1","namespace":"$INC_NS"},
  "spec":{"network":{"name":"$2"},"attachmentMode":"Netns","interfaceName":"eth0","ipFamilies":["IPv6","IPv4"]}}
 J
+}
+inc_claim() { # name network
+  inc_claim_json "$1" "$2" | inc_k apply -f - >/dev/null
 }
 
 # NSO: the NetworkContext of a network in a location, named as the VPC the
@@ -113,14 +117,17 @@ J
 # NSO, binding: the interface named as the claim, spec.claimRef back to it
 # (no ownerReference, as upstream); no address: the guest addresses itself
 # (the VPC operator then renders no ipam). Prints the interface's uid.
-inc_interface() { # name network [addr/len ...]
+inc_interface_json() { # name network [addr/len ...]
   local name=$1 net=$2; shift 2
-  inc_k apply -o jsonpath='{.metadata.uid}' -f - <<J
+  cat <<J
 {"apiVersion":"networking.datumapis.com/v1alpha","kind":"NetworkInterface",
  "metadata":{"name":"$name","namespace":"$INC_NS"},
  "spec":{"network":{"name":"$net"},"claimRef":{"name":"$name"},"interfaceName":"eth0","mtu":1400,
   "addresses":$(inc_ni_addrs "$@")}}
 J
+}
+inc_interface() { # name network [addr/len ...]
+  inc_interface_json "$@" | inc_k apply -o jsonpath='{.metadata.uid}' -f -
 }
 
 # NSO, one pass: each interface's phase/networkContextRef/Allocated and each
@@ -180,10 +187,10 @@ inc_nso_loop() {
 # case; the id itself goes to status.vpc); then its own
 # status fields (the ids it allocated, the NAD, Ready) by Status().Update:
 # read, set, PUT with resourceVersion, again on 409.
-inc_vpc_operator() { # name vpc-id attachment-id interface-uid [addr/len ...]
-  local name=$1 vpc=$2 att=$3 uid=$4 o code
-  shift 4
-  inc_k apply -f - >/dev/null <<J || return 1
+inc_attachment_json() { # name vpc-id interface-uid [addr/len ...]
+  local name=$1 vpc=$2 uid=$3
+  shift 3
+  cat <<J
 {"apiVersion":"cloud.datumapis.com/v1alpha1","kind":"VPCAttachment",
  "metadata":{"name":"$name","namespace":"$INC_NS",
   "ownerReferences":[{"apiVersion":"networking.datumapis.com/v1alpha","kind":"NetworkInterface",
@@ -191,6 +198,16 @@ inc_vpc_operator() { # name vpc-id attachment-id interface-uid [addr/len ...]
  "spec":{"vpc":{"name":"${vpc,,}"},"interfaceRef":{"name":"$name"},
   "interface":{"name":"eth0","mode":"Netns","addresses":$(inc_json_list "$@")}}}
 J
+}
+inc_vpc_operator() { # name vpc-id attachment-id interface-uid [addr/len ...]
+  local name=$1 vpc=$2 att=$3 uid=$4
+  shift 4
+  inc_attachment_json "$name" "$vpc" "$uid" "$@" | inc_k apply -f - >/dev/null || return 1
+  inc_vpc_status "$name" "$vpc" "$att"
+}
+# The VPC operator's own status fields of attachment name (Status().Update, again on 409).
+inc_vpc_status() { # name vpc-id attachment-id
+  local name=$1 vpc=$2 att=$3 o code
   for _ in $(seq 20); do
     o=$(inc_api "$INC_VA/$name" | jq -c --arg now "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg vpc "$vpc" --arg att "$att" "$INC_JQ_COND"'
       . as $o | .status.vpc = $vpc | .status.vpcAttachment = $att
@@ -204,6 +221,38 @@ J
   echo "vpc-operator: $name: still 409 after 20 tries" >&2; return 1
 }
 
+# compute, NSO and the VPC operator for a burst of pods scheduled together,
+# one line each on stdin: NAME NETWORK VPC-ID ATT-ID [ADDR/LEN ...]. The
+# objects and write methods of inc_claim, inc_interface and
+# inc_vpc_operator, with one kubectl apply (a List) per kind.
+inc_pods() {
+  local name net vpc att uid; local -a rest c=() i=() a=() v=()
+  local -A addrs uids
+  while read -r name net vpc att rest; do
+    [ -n "$name" ] || continue
+    read -r -a rest <<<"$rest"
+    c+=("$(inc_claim_json "$name" "$net")")
+    i+=("$(inc_interface_json "$name" "$net" "${rest[@]}")")
+    addrs[$name]=${rest[*]} v+=("$name $vpc $att")
+  done
+  [ ${#c[@]} -gt 0 ] || return 0
+  inc_list() { local IFS=,; echo "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":[$*]}"; }
+  inc_list "${c[@]}" | inc_k apply -f - >/dev/null || return 1
+  while read -r name uid; do uids[$name]=$uid; done < <(inc_list "${i[@]}" | inc_k apply -o json -f - |
+    jq -r '(.items // [.])[] | "\(.metadata.name) \(.metadata.uid)"')
+  for x in "${v[@]}"; do
+    read -r name vpc att <<<"$x"
+    [ -n "${uids[$name]:-}" ] || { echo "inc_pods: no uid for interface $name" >&2; return 1; }
+    # shellcheck disable=SC2086 # the addresses, one word each
+    a+=("$(inc_attachment_json "$name" "$vpc" "${uids[$name]}" ${addrs[$name]})")
+  done
+  inc_list "${a[@]}" | inc_k apply -f - >/dev/null || return 1
+  for x in "${v[@]}"; do
+    read -r name vpc att <<<"$x"
+    inc_vpc_status "$name" "$vpc" "$att" || return 1
+  done
+}
+
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   set -euo pipefail
   [ $# -ge 4 ] || { sed -n '2,/^$/p' "$0" >&2; exit 2; }
@@ -214,6 +263,7 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
     network-context) inc_network_context "$@" ;;
     interface) inc_interface "$@" ;;
     vpc-operator) inc_vpc_operator "$@" ;;
+    pods) inc_pods ;;
     nso-pass) inc_nso_pass ;;
     nso-loop) inc_nso_loop ;;
     *) echo "incumbents.sh: unknown command $cmd" >&2; exit 2 ;;
