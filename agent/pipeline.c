@@ -177,7 +177,7 @@ static void merge_results(struct gdp_results *last, const struct gdp_results *re
 				drop[x - last->v] = any = true;
 		}
 		for (size_t i = 0; i < dl->n_gone_remotes; i++) {
-			struct gdp_result *x = gdp_results_find(last, GDP_OBJ_REMOTE, dl->gone_remotes[i].vpc,
+			struct gdp_result *x = gdp_results_find(last, GDP_OBJ_REMOTE, gdp_remote_vpc(&dl->gone_remotes[i]),
 								gdp_prefix_str(&dl->gone_remotes[i].prefix, pb, sizeof(pb)));
 
 			if (x)

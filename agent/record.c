@@ -325,7 +325,7 @@ static int emit_remotes(FILE *f, void *ctx)
 	fprintf(f, "{\"version\":%d,\"remotes\":[", RECORD_REMOTES_VERSION);
 	for (size_t i = 0; x && i < x->n; i++) {
 		const struct gdp_remote *m = &x->v[i];
-		json_t *id = json_string(m->vpc);
+		json_t *id = json_string(gdp_remote_vpc(m));
 		char *q = id ? json_dumps(id, JSON_ENCODE_ANY) : NULL;
 
 		json_decref(id);
@@ -755,12 +755,16 @@ static int remotes_elem(json_t *x, size_t i, void *ctx)
 	struct remotes_parse *p = ctx;
 	const char *pf = jstr(x, "prefix"), *sid = jstr(x, "sid");
 	struct gdp_remote m;
+	char vpc[GDP_ID_MAX + 1];
+	int rc;
 
 	memset(&m, 0, sizeof(m));
-	if (!json_is_object(x) || jcopy(x, "vpc", m.vpc, sizeof(m.vpc), true) || !m.vpc[0] || !pf ||
+	if (!json_is_object(x) || jcopy(x, "vpc", vpc, sizeof(vpc), true) || !vpc[0] || !pf ||
 	    gdp_prefix_parse(pf, &m.prefix) || !sid || inet_pton(AF_INET6, sid, &m.sid) != 1)
 		return snprintf(p->err, p->errlen, "remotes[%zu]: needs \"vpc\", a \"prefix\" and an IPv6 \"sid\"", i),
 		       -EINVAL;
+	if ((rc = gdp_remote_set_vpc(&m, vpc)))
+		return snprintf(p->err, p->errlen, "remotes[%zu]: vpc '%s': %s", i, vpc, strerror(-rc)), rc;
 	if (gdp_state_add_remote(p->st, &m))
 		return snprintf(p->err, p->errlen, "out of memory"), -ENOMEM;
 	return 0;
@@ -1646,7 +1650,7 @@ static bool same_remotes(const struct rec_remotes *x, const struct gdp_remote *v
 	if (!x || x->n != n)
 		return false;
 	for (size_t i = 0; i < n; i++)
-		if (strcmp(x->v[i].vpc, v[i].vpc) || !gdp_prefix_equal(&x->v[i].prefix, &v[i].prefix) ||
+		if (x->v[i].vpc_ix != v[i].vpc_ix || !gdp_prefix_equal(&x->v[i].prefix, &v[i].prefix) ||
 		    memcmp(&x->v[i].sid, &v[i].sid, sizeof(v[i].sid)))
 			return false;
 	return true;
@@ -1760,7 +1764,7 @@ bool record_remote_overlaps(struct record *r, const char *vpc, const struct gdp_
 	for (size_t i = 0; r->remotes && i < r->remotes->n; i++) {
 		const struct gdp_remote *x = &r->remotes->v[i];
 
-		if (!strcmp(x->vpc, vpc) && x->prefix.family == p->family &&
+		if (!strcmp(gdp_remote_vpc(x), vpc) && x->prefix.family == p->family &&
 		    (gdp_prefix_contains(&x->prefix, p) || gdp_prefix_contains(p, &x->prefix)))
 			return true;
 	}
@@ -1883,10 +1887,24 @@ static int snapshot_locked(struct record *r, struct rec_snap *s)
 	return 0;
 }
 
+/* Whether st hosts m's VPC; last: the previous answer (remotes run by VPC). */
+struct hosted_last {
+	uint32_t ix;
+	bool set, yes;
+};
+
+static bool hosted(const struct gdp_state *st, const struct gdp_remote *m, struct hosted_last *last)
+{
+	if (!last->set || last->ix != m->vpc_ix)
+		*last = (struct hosted_last){ m->vpc_ix, true, gdp_state_find_vpc(st, gdp_remote_vpc(m)) != NULL };
+	return last->yes;
+}
+
 /* s->st.remotes from s->remotes: shared as they are unless some name a VPC
  * s does not host (then a filtered copy: the learner's set always matches). */
 static int snapshot_remotes(struct rec_snap *s)
 {
+	struct hosted_last last = { 0 };
 	bool filter = false;
 
 	s->st.remotes = NULL;
@@ -1894,14 +1912,14 @@ static int snapshot_remotes(struct rec_snap *s)
 	if (!s->remotes)
 		return 0;
 	for (size_t i = 0; i < s->remotes->n && !filter; i++)
-		filter = !gdp_state_find_vpc(&s->st, s->remotes->v[i].vpc);
+		filter = !hosted(&s->st, &s->remotes->v[i], &last);
 	if (!filter) {
 		s->st.remotes = s->remotes->v;
 		s->st.n_remotes = s->st.cap_remotes = s->remotes->n;
 		return 0;
 	}
 	for (size_t i = 0; i < s->remotes->n; i++)
-		if (gdp_state_find_vpc(&s->st, s->remotes->v[i].vpc) && gdp_state_add_remote(&s->st, &s->remotes->v[i]))
+		if (hosted(&s->st, &s->remotes->v[i], &last) && gdp_state_add_remote(&s->st, &s->remotes->v[i]))
 			return -ENOMEM;
 	return 0;
 }

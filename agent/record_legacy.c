@@ -183,17 +183,23 @@ static int remote_elem(json_t *o, size_t i, void *ctx)
 	struct remotes_load *l = ctx;
 	const char *pf = jstr(o, "prefix"), *sid = jstr(o, "sid");
 	struct gdp_remote r;
-	char why[200];
+	char why[200], vpc[GDP_ID_MAX + 1];
+	int rc;
 
 	(void)i;
 	memset(&r, 0, sizeof(r));
-	if (jcopy(o, "vpc", r.vpc, sizeof(r.vpc), true) || !pf || gdp_prefix_parse(pf, &r.prefix)) {
+	if (jcopy(o, "vpc", vpc, sizeof(vpc), true) || !pf || gdp_prefix_parse(pf, &r.prefix)) {
 		bad_obj(l->bad, GDP_OBJ_REMOTE, jstr(o, "vpc"), pf, "missing vpc or invalid prefix");
 		return 0;
 	}
 	if (!sid || inet_pton(AF_INET6, sid, &r.sid) != 1) {
 		snprintf(why, sizeof(why), "invalid SID '%s'", sid ? sid : "(none)");
-		bad_obj(l->bad, GDP_OBJ_REMOTE, r.vpc, pf, why);
+		bad_obj(l->bad, GDP_OBJ_REMOTE, vpc, pf, why);
+		return 0;
+	}
+	if ((rc = gdp_remote_set_vpc(&r, vpc))) {
+		snprintf(why, sizeof(why), "vpc: %s", strerror(-rc));
+		bad_obj(l->bad, GDP_OBJ_REMOTE, vpc, pf, why);
 		return 0;
 	}
 	return gdp_state_add_remote(l->st, &r) ? -ENOMEM : 0;
@@ -347,7 +353,7 @@ int legacy_save_remotes(const char *dir, const struct gdp_state *st, char *err, 
 	for (i = 0; i < st->n_remotes; i++) {
 		const struct gdp_remote *r = &st->remotes[i];
 
-		json_array_append_new(arr, json_pack("{s:s, s:o, s:s}", "vpc", r->vpc, "prefix",
+		json_array_append_new(arr, json_pack("{s:s, s:o, s:s}", "vpc", gdp_remote_vpc(r), "prefix",
 						     prefix_json(&r->prefix, false), "sid",
 						     inet_ntop(AF_INET6, &r->sid, s, sizeof(s))));
 	}

@@ -76,7 +76,7 @@ static uint64_t prefix_hash(uint64_t h, const struct gdp_prefix *p)
 
 static uint64_t remote_hash(const struct gdp_remote *r)
 {
-	return prefix_hash(fnv(FNV0, r->vpc, strlen(r->vpc) + 1), &r->prefix);
+	return prefix_hash(fnv(FNV0, &r->vpc_ix, sizeof(r->vpc_ix)), &r->prefix);
 }
 
 /* Open addressing over indexes (+1; 0 = empty), at most half full. */
@@ -131,7 +131,7 @@ static bool vpc_equal(const struct gdp_vpc *a, const struct gdp_vpc *b)
 
 static bool remote_key_eq(const struct gdp_remote *a, const struct gdp_remote *b)
 {
-	return !strcmp(a->vpc, b->vpc) && prefix_same(&a->prefix, &b->prefix);
+	return a->vpc_ix == b->vpc_ix && prefix_same(&a->prefix, &b->prefix);
 }
 
 static void check_shared(const struct gdp_state *cur, struct gdp_delta *d);

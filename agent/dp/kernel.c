@@ -747,7 +747,7 @@ static struct gdp_result *remote_res(struct pass *ps, size_t i)
 	if (!(r = calloc(1, sizeof(*r))))
 		return NULL;
 	r->kind = GDP_OBJ_REMOTE;
-	snprintf(r->vpc, sizeof(r->vpc), "%s", ps->d->remotes[i].vpc);
+	snprintf(r->vpc, sizeof(r->vpc), "%s", gdp_remote_vpc(&ps->d->remotes[i]));
 	gdp_prefix_str(&ps->d->remotes[i].prefix, r->key, sizeof(r->key));
 	ps->rres[i] = r;
 	ps->n_rres++;
@@ -1494,15 +1494,15 @@ static int plan(struct pass *ps)
 		return -ENOMEM;
 	for (i = 0; i < d->n_remotes; i++) {
 		const struct gdp_remote *rm = &d->remotes[i];
-		const struct gdp_vpc *v = i && ps->rvpc[i - 1] && !strcmp(rm->vpc, d->remotes[i - 1].vpc)
-						  ? &d->vpcs[ps->rvpc[i - 1] - 1] : gdp_state_find_vpc(d, rm->vpc);
+		const struct gdp_vpc *v = i && ps->rvpc[i - 1] && rm->vpc_ix == d->remotes[i - 1].vpc_ix
+						  ? &d->vpcs[ps->rvpc[i - 1] - 1] : gdp_state_find_vpc(d, gdp_remote_vpc(rm));
 		int e = gdp_validate_remote_in(d, &ps->locals, i, err, sizeof(err));
 
 		if (v)
 			ps->rvpc[i] = (uint32_t)(v - d->vpcs) + 1;
 		if (!e && !vok[v - d->vpcs]) {
 			snprintf(err, sizeof(err), "remote %s in vpc %s: vpc is not programmed",
-				 gdp_prefix_str(&rm->prefix, pb, sizeof(pb)), rm->vpc);
+				 gdp_prefix_str(&rm->prefix, pb, sizeof(pb)), gdp_remote_vpc(rm));
 			e = -EAGAIN;
 		}
 		if (e)
@@ -2622,8 +2622,8 @@ static int kb_apply_delta(struct gdp_backend *b, const struct gdp_state *d, cons
 	}
 	for (i = 0; i < dl->n_remotes; i++) {
 		const struct gdp_remote *rm = &d->remotes[dl->remotes[i]];
-		const struct gdp_vpc *v = gdp_state_find_vpc(d, rm->vpc);
-		struct gdp_result *rr = gdp_results_get(res, GDP_OBJ_REMOTE, rm->vpc,
+		const struct gdp_vpc *v = gdp_state_find_vpc(d, gdp_remote_vpc(rm));
+		struct gdp_result *rr = gdp_results_get(res, GDP_OBJ_REMOTE, gdp_remote_vpc(rm),
 							  gdp_prefix_str(&rm->prefix, pb, sizeof(pb)));
 		struct gnl_route r;
 		int e;
@@ -2632,7 +2632,7 @@ static int kb_apply_delta(struct gdp_backend *b, const struct gdp_state *d, cons
 			goto nomem;
 		e = gdp_validate_remote_in(d, &locals, dl->remotes[i], err, sizeof(err));
 		if (!e && (!v || !table_ok(k, v->table))) {
-			snprintf(err, sizeof(err), "remote %s in vpc %s: vpc is not programmed", pb, rm->vpc);
+			snprintf(err, sizeof(err), "remote %s in vpc %s: vpc is not programmed", pb, gdp_remote_vpc(rm));
 			e = -EAGAIN;
 		}
 		if (e) {
@@ -2660,7 +2660,7 @@ static int kb_apply_delta(struct gdp_backend *b, const struct gdp_state *d, cons
 
 		for (i = 0; i < dl->n_gone_remotes; i++) {
 			const struct gdp_remote *rm = &dl->gone_remotes[i];
-			const struct gdp_vpc *v = gdp_state_find_vpc(d, rm->vpc);
+			const struct gdp_vpc *v = gdp_state_find_vpc(d, gdp_remote_vpc(rm));
 			struct gnl_route r;
 
 			if (!v || !table_ok(k, v->table)) {
@@ -2684,7 +2684,7 @@ static int kb_apply_delta(struct gdp_backend *b, const struct gdp_state *d, cons
 			if (rhash_insert(&hh, th.v, i) >= 0)
 				used[i] = true; /* a repeat: counted once */
 		for (i = 0; i < d->n_remotes; i++) {
-			const struct gdp_vpc *v = gdp_state_find_vpc(d, d->remotes[i].vpc);
+			const struct gdp_vpc *v = gdp_state_find_vpc(d, gdp_remote_vpc(&d->remotes[i]));
 			struct gnl_route r;
 			long x;
 

@@ -216,10 +216,14 @@ bool gdp_prefix_equal(const struct gdp_prefix *a, const struct gdp_prefix *b)
 /* Host bits beyond len must be zero (the kernel would reject or silently mask them). */
 static bool prefix_canonical(const struct gdp_prefix *p)
 {
-	unsigned bytes = p->family == AF_INET ? 4 : 16, i;
+	unsigned bytes = p->family == AF_INET ? 4 : 16, i = p->len / 8;
 
-	for (i = 0; i < bytes * 8; i++)
-		if (i >= p->len && (p->addr.raw[i / 8] & (0x80 >> (i % 8))))
+	if (p->len >= bytes * 8)
+		return true;
+	if (p->addr.raw[i++] & (0xff >> (p->len % 8)))
+		return false; /* host bits in the byte the length ends in */
+	for (; i < bytes; i++)
+		if (p->addr.raw[i])
 			return false;
 	return true;
 }
@@ -502,36 +506,40 @@ int gdp_validate_remote_in(const struct gdp_state *s, struct gdp_locals *lx, siz
 			   size_t errlen)
 {
 	const struct gdp_remote *r = &s->remotes[idx];
-	const struct gdp_vpc *v = gdp_state_find_vpc(s, r->vpc);
+	const char *vpc = gdp_remote_vpc(r);
+	const struct gdp_vpc *v = gdp_state_find_vpc(s, vpc);
 	const struct gdp_attachment *at;
 	char pb[64], sb[INET6_ADDRSTRLEN];
 	const struct in6_addr *a = &r->sid;
 
-	gdp_prefix_str(&r->prefix, pb, sizeof(pb));
+	/* the texts only for a message: this runs for each of 100,000 remotes */
 	if (!v) {
-		snprintf(err, errlen, "remote %s: unknown vpc '%s'", pb, r->vpc);
+		snprintf(err, errlen, "remote %s: unknown vpc '%s'", gdp_prefix_str(&r->prefix, pb, sizeof(pb)), vpc);
 		return -ENOENT;
 	}
 	if ((r->prefix.family != AF_INET && r->prefix.family != AF_INET6) ||
 	    !prefix_canonical(&r->prefix)) {
-		snprintf(err, errlen, "remote %s in vpc %s: invalid prefix", pb, r->vpc);
+		snprintf(err, errlen, "remote %s in vpc %s: invalid prefix", gdp_prefix_str(&r->prefix, pb, sizeof(pb)),
+			 vpc);
 		return -EINVAL;
 	}
 	if (!in_vpc(v, &r->prefix)) {
-		snprintf(err, errlen, "remote %s in vpc %s: prefix outside the VPC's prefixes", pb, r->vpc);
+		snprintf(err, errlen, "remote %s in vpc %s: prefix outside the VPC's prefixes",
+			 gdp_prefix_str(&r->prefix, pb, sizeof(pb)), vpc);
 		return -EINVAL;
 	}
-	inet_ntop(AF_INET6, a, sb, sizeof(sb));
 	if (IN6_IS_ADDR_UNSPECIFIED(a) || IN6_IS_ADDR_LOOPBACK(a) || IN6_IS_ADDR_MULTICAST(a) ||
 	    IN6_IS_ADDR_LINKLOCAL(a) || IN6_IS_ADDR_V4MAPPED(a) || IN6_IS_ADDR_V4COMPAT(a) ||
 	    gdp_sid_parse(a, NULL, NULL, NULL, NULL) < 0) {
-		snprintf(err, errlen, "remote %s in vpc %s: invalid SID %s", pb, r->vpc, sb);
+		inet_ntop(AF_INET6, a, sb, sizeof(sb));
+		snprintf(err, errlen, "remote %s in vpc %s: invalid SID %s", gdp_prefix_str(&r->prefix, pb, sizeof(pb)),
+			 vpc, sb);
 		return -EINVAL;
 	}
 	/* A prefix served by a local attachment must not be sent away. */
-	if ((at = local_owner(s, lx, r->vpc, &r->prefix))) {
-		snprintf(err, errlen, "remote %s in vpc %s: address is local (attachment %s)", pb, r->vpc,
-			 at->id);
+	if ((at = local_owner(s, lx, vpc, &r->prefix))) {
+		snprintf(err, errlen, "remote %s in vpc %s: address is local (attachment %s)",
+			 gdp_prefix_str(&r->prefix, pb, sizeof(pb)), vpc, at->id);
 		return -EEXIST;
 	}
 	/* Duplicates among remotes are found by the backend with a hash (n can be 100k). */

@@ -15,12 +15,15 @@
  *   0xC  End.DX6 toward one attachment, arg = the attachment's number
  * Arg 0 is reserved (never allocated) so a zero arg means "unset".
  *
- * Stability: fields are only ever added, never renamed or re-typed.
+ * Stability: what is persisted (the record's JSON, agent/record.h) only
+ * ever gains fields; these in-memory structs may be re-laid out (struct
+ * gdp_remote is packed: 100,000 of them are the agent's largest set).
  */
 #ifndef GALACTIC_AGENT_DP_MODEL_H
 #define GALACTIC_AGENT_DP_MODEL_H
 
 #include <netinet/in.h>
+#include <sys/socket.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -38,7 +41,7 @@
 
 /* An IPv4 or IPv6 prefix (host addresses have len 32 / 128). */
 struct gdp_prefix {
-	int family;             /* AF_INET or AF_INET6 */
+	sa_family_t family;     /* AF_INET or AF_INET6 */
 	uint8_t len;
 	union {
 		struct in_addr v4;
@@ -77,12 +80,37 @@ struct gdp_attachment {
 					 * those the node learned (agent/cni/learn.h), both gateways stay */
 };
 
-/* A prefix of a VPC hosted elsewhere, reached through that node's SID. */
+/*
+ * A prefix of a VPC hosted elsewhere, reached through that node's SID.
+ * 40 bytes: the VPC is its interned id (gdp_vpc_intern), not the string
+ * (65 of the 104 bytes it was; 6 MiB at 100,000 remotes). Set it with
+ * gdp_remote_set_vpc, read it with gdp_remote_vpc; two remotes are of the
+ * same VPC when their vpc_ix are equal. A zeroed remote's VPC is "".
+ */
 struct gdp_remote {
-	char vpc[GDP_ID_MAX + 1];
 	struct gdp_prefix prefix;
 	struct in6_addr sid;
+	uint32_t vpc_ix;
 };
+
+/*
+ * VPC ids interned for the remotes: process-wide, thread-safe, never
+ * freed (a node's remotes name the few VPCs it hosts: the learner keeps
+ * only those, the record's file holds what the learner gave it). Index 0
+ * is "". At most GDP_VPC_NAMES_MAX ids (64 B each); past it -ENOSPC.
+ * gdp_vpc_intern: 0 with *ix; -EINVAL when id is longer than GDP_ID_MAX,
+ * -ENOSPC, -ENOMEM. gdp_vpc_find: the same without adding (-ENOENT).
+ * gdp_vpc_name: the id of ix ("" for an index never given out).
+ */
+#define GDP_VPC_NAMES_MAX (1u << 20)
+int gdp_vpc_intern(const char *id, uint32_t *ix);
+int gdp_vpc_find(const char *id, uint32_t *ix);
+const char *gdp_vpc_name(uint32_t ix);
+/* gdp_vpc_intern's index of an id known to be valid (a constant); 0 ("") when it fails. */
+uint32_t gdp_vpc_ix(const char *id);
+/* r's VPC id, and setting it (gdp_vpc_intern's errors). */
+const char *gdp_remote_vpc(const struct gdp_remote *r);
+int gdp_remote_set_vpc(struct gdp_remote *r, const char *vpc_id);
 
 /* Families of an egress declaration (same bits as REC_FAM_* and CNI_FAM_*). */
 enum { GDP_FAM_V4 = 1u << 0, GDP_FAM_V6 = 1u << 1 };

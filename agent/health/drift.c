@@ -67,7 +67,7 @@ static void counted_remotes(struct gdrift *d, struct gdp_results *res, const str
 		      !gdp_results_find(res, GDP_OBJ_REMOTE, d->pending.v[i].vpc, d->pending.v[i].key);
 	for (size_t i = 0; ask && i < covered->n_remotes; i++) {
 		const struct gdp_remote *rm = &covered->remotes[i];
-		struct gdp_result *p = gdp_results_find(&d->pending, GDP_OBJ_REMOTE, rm->vpc,
+		struct gdp_result *p = gdp_results_find(&d->pending, GDP_OBJ_REMOTE, gdp_remote_vpc(rm),
 							 gdp_prefix_str(&rm->prefix, pb, sizeof(pb)));
 
 		if (p)

@@ -341,7 +341,10 @@ int rpt_routes_from_report(const json_t *obj, const char *my_node, const struct 
 		unsigned fn;
 
 		memset(&r, 0, sizeof(r));
-		snprintf(r.vpc, sizeof(r.vpc), "%s", vpc);
+		if (gdp_remote_set_vpc(&r, vpc)) { /* checked above: not longer than an id */
+			out->n_remotes = base;
+			return BAD("spec.vpc '%s': no room for another VPC id", vpc);
+		}
 		if (!pf || gdp_prefix_parse(pf, &r.prefix) || !canonical(&r.prefix))
 			goto bad_route;
 		if (!sid || inet_pton(AF_INET6, sid, &r.sid) != 1 ||
@@ -406,7 +409,7 @@ static size_t addr_bytes(const struct gdp_prefix *p) { return p->family == AF_IN
 static int cmp_route(const void *a, const void *b)
 {
 	const struct gdp_remote *x = a, *y = b;
-	int c = strcmp(x->vpc, y->vpc);
+	int c = x->vpc_ix == y->vpc_ix ? 0 : strcmp(gdp_remote_vpc(x), gdp_remote_vpc(y));
 
 	if (c)
 		return c;
@@ -422,7 +425,7 @@ static int cmp_route(const void *a, const void *b)
 
 static bool same_prefix(const struct gdp_remote *x, const struct gdp_remote *y)
 {
-	return !strcmp(x->vpc, y->vpc) && x->prefix.family == y->prefix.family &&
+	return x->vpc_ix == y->vpc_ix && x->prefix.family == y->prefix.family &&
 	       x->prefix.len == y->prefix.len &&
 	       !memcmp(x->prefix.addr.raw, y->prefix.addr.raw, addr_bytes(&x->prefix));
 }
@@ -487,7 +490,7 @@ size_t rpt_remotes_resolve(struct gdp_remote *v, size_t n, struct rpt_overlaps *
 		struct lenseg seg[129]; /* lengths 0-128 */
 		size_t nseg = 0, end = run, nb = addr_bytes(&v[run].prefix);
 
-		while (end < m && !strcmp(v[end].vpc, v[run].vpc) &&
+		while (end < m && v[end].vpc_ix == v[run].vpc_ix &&
 		       v[end].prefix.family == v[run].prefix.family) {
 			if (!nseg || seg[nseg - 1].len != v[end].prefix.len)
 				seg[nseg++] = (struct lenseg){ v[end].prefix.len, end, end };

@@ -605,7 +605,7 @@ static void on_overlap(const struct gdp_remote *kept, const struct gdp_remote *o
 	gdp_prefix_str(&other->prefix, po, sizeof(po));
 	inet_ntop(AF_INET6, &kept->sid, sk, sizeof(sk));
 	inet_ntop(AF_INET6, &other->sid, so, sizeof(so));
-	snprintf(key, sizeof(key), "%s %s", kept->vpc, po);
+	snprintf(key, sizeof(key), "%s %s", gdp_remote_vpc(kept), po);
 	if (nested)
 		snprintf(what, sizeof(what), "inside %s via %s", pk, sk);
 	else
@@ -615,11 +615,11 @@ static void on_overlap(const struct gdp_remote *kept, const struct gdp_remote *o
 		if (nested)
 			glogf(GLOG_WARN, COMP,
 			      "vpc %s: prefix %s via %s lies inside %s via %s offered by another report; both programmed, the longest match wins",
-			      kept->vpc, po, so, pk, sk);
+			      gdp_remote_vpc(kept), po, so, pk, sk);
 		else
 			glogf(GLOG_WARN, COMP,
 			      "vpc %s: prefix %s offered by more than one report; keeping the lowest SID %s, dropping %s",
-			      kept->vpc, po, sk, so);
+			      gdp_remote_vpc(kept), po, sk, so);
 	}
 	json_object_set_new(oc->seen, key, json_string(what));
 }

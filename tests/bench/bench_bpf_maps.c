@@ -73,8 +73,11 @@ static void build(struct gdp_state *s, size_t n)
 		struct gdp_node far = { .block = { 0xfc, 0, 0, 0, 0, 0 },
 					.node_id = (uint16_t)(2 + (i % 250)) };
 		uint32_t x = (uint32_t)(i / 4);
+		char vpc[16];
 
-		snprintf(r.vpc, sizeof(r.vpc), "vpc%zu", i % 4);
+		snprintf(vpc, sizeof(vpc), "vpc%zu", i % 4);
+		if (gdp_remote_set_vpc(&r, vpc))
+			abort();
 		if (i % 8 < 6) {
 			r.prefix.family = AF_INET6;
 			r.prefix.len = 64;

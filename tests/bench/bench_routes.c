@@ -70,7 +70,7 @@ static void remote_prefix(unsigned k, char *buf, size_t n)
 static void build_state(struct gdp_state *st, unsigned n)
 {
 	struct gdp_vpc v = { .id = "vpcA", .arg = 1, .table = TABLE, .n_prefixes = 1 };
-	struct gdp_remote r = { .vpc = "vpcA" };
+	struct gdp_remote r = { .vpc_ix = gdp_vpc_ix("vpcA") };
 	char pf[64];
 	unsigned k;
 

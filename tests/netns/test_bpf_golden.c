@@ -967,7 +967,7 @@ static void remote(struct gdp_state *s, const char *vpc, const char *prefix, uin
 	struct gdp_remote r = { 0 };
 	struct gdp_node far = { .block = { 0xfc, 0, 0, 0, 0, 0 }, .node_id = node };
 
-	snprintf(r.vpc, sizeof(r.vpc), "%s", vpc);
+	ck_assert_int_eq(gdp_remote_set_vpc(&r, vpc), 0);
 	ck_assert_int_eq(gdp_prefix_parse(prefix, &r.prefix), 0);
 	gdp_sid(&far, GDP_FN_DECAP, 5, &r.sid);
 	ck_assert_int_eq(gdp_state_add_remote(s, &r), 0);

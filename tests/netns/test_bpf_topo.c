@@ -267,7 +267,7 @@ START_TEST(t_v4_bpf_decap_isolated)
 			struct gdp_node far = { .node_id = node };
 
 			memcpy(far.block, block, 6);
-			gdp_sid(&far, GDP_FN_DECAP, gdp_state_find_vpc(&st[n], r->vpc)->arg, &r->sid);
+			gdp_sid(&far, GDP_FN_DECAP, gdp_state_find_vpc(&st[n], gdp_remote_vpc(r))->arg, &r->sid);
 		}
 		ck_assert_int_eq(apply_node(n), 0);
 	}

@@ -140,7 +140,7 @@ static void model(int n, bool bpf)
 		pod_mac(n, v, a.pod_mac);
 		ck_assert_int_eq(gdp_state_add_attachment(s, &a), 0);
 
-		snprintf(r6.vpc, sizeof(r6.vpc), "vpc%c", v);
+		ck_assert_int_eq(gdp_remote_set_vpc(&r6, a.vpc), 0);
 		ck_assert_int_eq(gdp_prefix_parse(far == 1 ? "fd00:a::1" : "fd00:a::2", &r6.prefix), 0);
 		sid(far, GDP_FN_DECAP, arg, &r6.sid);
 		ck_assert_int_eq(gdp_state_add_remote(s, &r6), 0);

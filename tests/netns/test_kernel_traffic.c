@@ -519,7 +519,7 @@ START_TEST(t_bad_input_fails_alone)
 	struct gdp_state st, bad;
 	struct gdp_results res;
 	struct gdp_vpc vc = { .id = "vpcC", .arg = 3, .table = 16390, .n_prefixes = 1 };
-	struct gdp_remote r1 = { .vpc = TOPO_VPC_A }, r2 = { .vpc = TOPO_VPC_A }, r3 = { .vpc = "vpcC" };
+	struct gdp_remote r1 = { .vpc_ix = gdp_vpc_ix(TOPO_VPC_A) }, r2 = { .vpc_ix = gdp_vpc_ix(TOPO_VPC_A) }, r3 = { .vpc_ix = gdp_vpc_ix("vpcC") };
 	struct gdp_attachment dup;
 	const struct gdp_result *x;
 	char d[512], ns[64], err[512], tmp[] = "/tmp/galactic-bad.XXXXXX";
@@ -705,7 +705,7 @@ START_TEST(t_delta_apply_touches_only_its_scope)
 	struct gdp_delta dl;
 	struct gdp_kernel_counters c0, c1;
 	struct gdp_attachment a;
-	struct gdp_remote rm = { .vpc = TOPO_VPC_A };
+	struct gdp_remote rm = { .vpc_ix = gdp_vpc_ix(TOPO_VPC_A) };
 	const struct gdp_vpc *va, *vb;
 	const struct gdp_result *x;
 	char d[512], ns[64], err[512];

@@ -72,7 +72,7 @@ static void desired(int node, struct gdp_state *st)
 	for (int i = 0; i < T.npods; i++) {
 		const struct topo_pod *p = &T.pods[i];
 		struct gdp_attachment a = { .arg = p->arg, .mtu = 1400 };
-		struct gdp_remote r = { .vpc = TOPO_VPC_A };
+		struct gdp_remote r = { .vpc_ix = gdp_vpc_ix(TOPO_VPC_A) };
 		unsigned m[6];
 
 		if (p->node == node) {

@@ -193,7 +193,7 @@ END_TEST
 START_TEST(test_drift_counted_remotes)
 {
 	unsigned long got[GDRIFT_KINDS] = { 0 };
-	struct gdp_remote r1 = { .vpc = "vpcA" }, r2 = { .vpc = "vpcA" };
+	struct gdp_remote r1 = { .vpc_ix = gdp_vpc_ix("vpcA") }, r2 = { .vpc_ix = gdp_vpc_ix("vpcA") };
 	struct gdp_results rs;
 	struct gdp_state st;
 	struct gdrift d;

@@ -101,7 +101,7 @@ START_TEST(t_what_is_learned)
 {
 	struct record *r = open_declared();
 	struct rec_att *g, *a2, *b;
-	struct gdp_remote rm[2] = { { .vpc = "vpcA" }, { .vpc = "vpcB" } };
+	struct gdp_remote rm[2] = { { .vpc_ix = gdp_vpc_ix("vpcA") }, { .vpc_ix = gdp_vpc_ix("vpcB") } };
 	char why[256];
 
 	g = attach(r, "vpcA", "g1", NULL);

@@ -2,6 +2,7 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -189,12 +190,88 @@ START_TEST(t_validate_attachments)
 }
 END_TEST
 
+/* The remotes' interned VPC ids (model.h): one index per id, from any thread. */
+#define NAME_THREADS 4
+#define NAME_IDS     300
+static void *intern_many(void *arg)
+{
+	uint32_t *ix = arg;
+	char id[32];
+
+	for (int i = 0; i < NAME_IDS; i++) {
+		snprintf(id, sizeof(id), "t-%d", (i * 7 + (int)(ix[NAME_IDS] * 13)) % NAME_IDS);
+		if (gdp_vpc_intern(id, &ix[(i * 7 + (int)(ix[NAME_IDS] * 13)) % NAME_IDS]))
+			return (void *)1;
+	}
+	return NULL;
+}
+
+START_TEST(t_vpc_names)
+{
+	static uint32_t got[NAME_THREADS][NAME_IDS + 1];
+	char long_id[GDP_ID_MAX + 2];
+	struct gdp_remote r = { 0 };
+	pthread_t th[NAME_THREADS];
+	uint32_t a, b, c;
+	size_t bad = 0;
+
+	ck_assert_uint_le(sizeof(struct gdp_remote), 40);
+	ck_assert_str_eq(gdp_remote_vpc(&r), ""); /* zeroed: "" */
+	ck_assert_int_eq(gdp_vpc_intern("", &a), 0);
+	ck_assert_uint_eq(a, 0);
+	ck_assert_int_eq(gdp_vpc_find("names-never", &a), -ENOENT);
+	ck_assert_int_eq(gdp_vpc_intern("names-A", &a), 0);
+	ck_assert_int_eq(gdp_vpc_intern("names-B", &b), 0);
+	ck_assert_uint_ne(a, 0);
+	ck_assert_uint_ne(a, b);
+	ck_assert_int_eq(gdp_vpc_intern("names-A", &c), 0);
+	ck_assert_uint_eq(a, c);
+	ck_assert_int_eq(gdp_vpc_find("names-B", &c), 0);
+	ck_assert_uint_eq(b, c);
+	ck_assert_str_eq(gdp_vpc_name(a), "names-A");
+	ck_assert_str_eq(gdp_vpc_name(b), "names-B");
+	ck_assert_str_eq(gdp_vpc_name(GDP_VPC_NAMES_MAX - 1), ""); /* never given out */
+	ck_assert_int_eq(gdp_remote_set_vpc(&r, "names-B"), 0);
+	ck_assert_uint_eq(r.vpc_ix, b);
+	ck_assert_str_eq(gdp_remote_vpc(&r), "names-B");
+	memset(long_id, 'x', sizeof(long_id) - 1);
+	long_id[sizeof(long_id) - 1] = 0;
+	ck_assert_int_eq(gdp_remote_set_vpc(&r, long_id), -EINVAL);
+	ck_assert_uint_eq(r.vpc_ix, b); /* unchanged */
+	long_id[GDP_ID_MAX] = 0;        /* the longest id */
+	ck_assert_int_eq(gdp_vpc_intern(long_id, &c), 0);
+	ck_assert_str_eq(gdp_vpc_name(c), long_id);
+	/* Threads interning the same ids in different orders (the hash grows
+	 * meanwhile): each id one index, the same in every thread. */
+	for (int t = 0; t < NAME_THREADS; t++) {
+		got[t][NAME_IDS] = (uint32_t)t;
+		ck_assert_int_eq(pthread_create(&th[t], NULL, intern_many, got[t]), 0);
+	}
+	for (int t = 0; t < NAME_THREADS; t++) {
+		void *rv;
+
+		ck_assert_int_eq(pthread_join(th[t], &rv), 0);
+		ck_assert_ptr_null(rv);
+	}
+	for (int i = 0; i < NAME_IDS; i++) {
+		char id[32];
+
+		snprintf(id, sizeof(id), "t-%d", i);
+		for (int t = 0; t < NAME_THREADS; t++)
+			bad += got[t][i] != got[0][i] || strcmp(gdp_vpc_name(got[t][i]), id);
+		for (int j = 0; j < i; j++)
+			bad += got[0][j] == got[0][i];
+	}
+	ck_assert_uint_eq(bad, 0);
+}
+END_TEST
+
 START_TEST(t_validate_remotes)
 {
 	static const char *const bad_sids[] = { "::", "::1", "ff02::1", "fe80::1", "::ffff:10.0.0.1",
 						"fcbb:bb00:1:e000:e001::", "fcbb:bb00:1:2:e001::5" };
 	struct gdp_state s;
-	struct gdp_remote r = { .vpc = "vpcA" };
+	struct gdp_remote r = { .vpc_ix = gdp_vpc_ix("vpcA") };
 	char err[256];
 	size_t i;
 
@@ -216,7 +293,16 @@ START_TEST(t_validate_remotes)
 	ck_assert_int_eq(gdp_validate_remote(&s, 0, err, sizeof(err)), -EEXIST);
 	gdp_prefix_parse("fd00:a::1/120", &s.remotes[0].prefix); /* host bits set */
 	ck_assert_int_eq(gdp_validate_remote(&s, 0, err, sizeof(err)), -EINVAL);
-	strcpy(s.remotes[0].vpc, "vpcZ");
+	ck_assert_str_eq(err, "remote fd00:a::1/120 in vpc vpcA: invalid prefix");
+	gdp_prefix_parse("fd00:a::c0/121", &s.remotes[0].prefix); /* a host bit in the length's own byte */
+	ck_assert_int_eq(gdp_validate_remote(&s, 0, err, sizeof(err)), -EINVAL);
+	gdp_prefix_parse("fd00:a::100/120", &s.remotes[0].prefix); /* canonical, not local */
+	ck_assert_int_eq(gdp_validate_remote(&s, 0, err, sizeof(err)), 0);
+	gdp_prefix_parse("fd00:a::/64", &s.remotes[0].prefix);
+	ck_assert_int_eq(gdp_validate_remote(&s, 0, err, sizeof(err)), 0);
+	gdp_prefix_parse("fd00:a:0:0:1::/64", &s.remotes[0].prefix); /* a later byte */
+	ck_assert_int_eq(gdp_validate_remote(&s, 0, err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(gdp_remote_set_vpc(&s.remotes[0], "vpcZ"), 0);
 	ck_assert_int_eq(gdp_validate_remote(&s, 0, err, sizeof(err)), -ENOENT);
 	gdp_state_free(&s);
 }
@@ -255,7 +341,7 @@ START_TEST(t_validate_remotes_indexed)
 		for (i = 0; i < sizeof(pfx) / sizeof(pfx[0]); i++) {
 			struct gdp_remote r = { 0 };
 
-			snprintf(r.vpc, sizeof(r.vpc), "%s", vpcs[v]);
+			ck_assert_int_eq(gdp_remote_set_vpc(&r, vpcs[v]), 0);
 			ck_assert_int_eq(gdp_prefix_parse(pfx[i], &r.prefix), 0);
 			inet_pton(AF_INET6, i % 5 == 3 ? "fe80::1" : "fcbb:bb00:1:2:e001::", &r.sid);
 			ck_assert_int_eq(gdp_state_add_remote(&s, &r), 0);
@@ -289,7 +375,7 @@ START_TEST(t_validate_remotes_indexed)
 	/* a state without attachments: nothing is local */
 	{
 		struct gdp_state e;
-		struct gdp_remote r = { .vpc = "vpcA" };
+		struct gdp_remote r = { .vpc_ix = gdp_vpc_ix("vpcA") };
 
 		base_state(&e);
 		e.n_atts = 0;
@@ -344,7 +430,7 @@ START_TEST(t_state_roundtrip)
 	char dir[] = "/tmp/gst-test.XXXXXX", err[512], path[600];
 	struct gdp_state s, back;
 	struct gdp_results bad;
-	struct gdp_remote r = { .vpc = "vpcA" };
+	struct gdp_remote r = { .vpc_ix = gdp_vpc_ix("vpcA") };
 	FILE *f;
 
 	ck_assert_ptr_nonnull(mkdtemp(dir));
@@ -457,7 +543,7 @@ static void delta_base(struct gdp_state *st, size_t nremotes)
 		gdp_state_add_attachment(st, &a);
 	}
 	for (size_t i = 0; i < nremotes; i++) {
-		struct gdp_remote r = { .vpc = "vpcA" };
+		struct gdp_remote r = { .vpc_ix = gdp_vpc_ix("vpcA") };
 
 		snprintf(b, sizeof(b), "fd00:a::1:%zx/128", i + 1);
 		gdp_prefix_parse(b, &r.prefix);
@@ -617,6 +703,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, t_prefixes);
 	tcase_add_test(tc, t_validate_vpcs);
 	tcase_add_test(tc, t_validate_attachments);
+	tcase_add_test(tc, t_vpc_names);
 	tcase_add_test(tc, t_validate_remotes);
 	tcase_add_test(tc, t_validate_remotes_indexed);
 	tcase_add_test(tc, t_results);

@@ -303,7 +303,7 @@ END_TEST
 START_TEST(t_remotes_replaced_and_filtered)
 {
 	struct gdp_node n = { .block = { 0xfc, 0xbb, 0xbb, 0, 0, 1 }, .node_id = 1 };
-	struct gdp_remote v[2] = { { .vpc = "vpcA" }, { .vpc = "gone" } };
+	struct gdp_remote v[2] = { { .vpc_ix = gdp_vpc_ix("vpcA") }, { .vpc_ix = gdp_vpc_ix("gone") } };
 	struct record *r;
 	struct rec_snap s;
 
@@ -334,7 +334,7 @@ START_TEST(t_remotes_replaced_and_filtered)
 	}
 	ck_assert_int_eq(record_snapshot(r, &s), 0);
 	ck_assert_uint_eq(s.st.n_remotes, 1); /* a VPC this node does not host is left out */
-	ck_assert_str_eq(s.st.remotes[0].vpc, "vpcA");
+	ck_assert_str_eq(gdp_remote_vpc(&s.st.remotes[0]), "vpcA");
 	record_snap_free(&s);
 	commit(r);
 	record_close(r);
@@ -379,13 +379,13 @@ START_TEST(t_remotes_file_parse)
 		ck_assert_msg(record_parse_remotes(good[i], strlen(good[i]), &st, err, sizeof(err)) == 0, "good %zu: %s",
 			      i, err);
 		ck_assert_uint_eq(st.n_remotes, 2);
-		ck_assert_str_eq(st.remotes[0].vpc, "vpcA");
+		ck_assert_str_eq(gdp_remote_vpc(&st.remotes[0]), "vpcA");
 		ck_assert_uint_eq(st.remotes[1].prefix.family, AF_INET);
 		ck_assert_uint_eq(st.remotes[1].sid.s6_addr[7], 3);
 		gdp_state_free(&st);
 	}
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		struct gdp_remote keep = { .vpc = "kept" };
+		struct gdp_remote keep = { .vpc_ix = gdp_vpc_ix("kept") };
 
 		gdp_state_init(&st);
 		gdp_state_add_remote(&st, &keep);
@@ -413,7 +413,8 @@ START_TEST(t_remotes_streamed_roundtrip)
 		char pf[64];
 
 		gdp_prefix_parse("::/0", &v[i].prefix);
-		snprintf(v[i].vpc, sizeof(v[i].vpc), "%s", i % 2 ? "vpcA" : "vpc\"B");
+		if (gdp_remote_set_vpc(&v[i], i % 2 ? "vpcA" : "vpc\"B"))
+			ck_abort_msg("vpc of remote %zu", i);
 		snprintf(pf, sizeof(pf), "fd00:a::%zx:%zx/128", i >> 16, i & 0xffff);
 		if (gdp_prefix_parse(pf, &v[i].prefix))
 			ck_abort_msg("prefix %s", pf);
@@ -434,7 +435,7 @@ START_TEST(t_remotes_streamed_roundtrip)
 		size_t differ = 0; /* counted, not asserted one by one (check marks every assertion) */
 
 		for (size_t i = 0; i < nr; i++)
-			differ += strcmp(s.remotes->v[i].vpc, v[i].vpc) ||
+			differ += strcmp(gdp_remote_vpc(&s.remotes->v[i]), gdp_remote_vpc(&v[i])) ||
 				  !gdp_prefix_equal(&s.remotes->v[i].prefix, &v[i].prefix) ||
 				  memcmp(&s.remotes->v[i].sid, &v[i].sid, sizeof(v[i].sid));
 		ck_assert_uint_eq(differ, 0);
@@ -824,7 +825,7 @@ START_TEST(t_view_follows_record)
 			} else if (what == 9) {
 				struct gdp_remote rm = { .prefix = { .family = AF_INET6, .len = 128 } };
 
-				snprintf(rm.vpc, sizeof(rm.vpc), "vpcA");
+				ck_assert_int_eq(gdp_remote_set_vpc(&rm, "vpcA"), 0);
 				rm.prefix.addr.raw[0] = 0xfd;
 				rm.prefix.addr.raw[15] = (uint8_t)round;
 				record_unlock(r);

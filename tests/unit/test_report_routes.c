@@ -73,7 +73,7 @@ START_TEST(good_report_gives_its_routes)
 
 	ck_assert_int_eq(routes(report()), 0);
 	ck_assert_uint_eq(out.n_remotes, 2);
-	ck_assert_str_eq(out.remotes[0].vpc, "Red7");
+	ck_assert_str_eq(gdp_remote_vpc(&out.remotes[0]), "Red7");
 	ck_assert_str_eq(gdp_prefix_str(&out.remotes[0].prefix, pb, sizeof(pb)), "fd00:a::12/128");
 	ck_assert_str_eq(inet_ntop(AF_INET6, &out.remotes[0].sid, s, sizeof(s)), "fcbb:bb00:1:2:e001::");
 	ck_assert_str_eq(gdp_prefix_str(&out.remotes[1].prefix, pb, sizeof(pb)), "10.1.0.12/32");
@@ -309,7 +309,7 @@ START_TEST(random_damage_is_handled)
 
 			ck_assert_int_eq(gdp_sid_parse(&out.remotes[j].sid, NULL, &nid, &fn, NULL), 0);
 			ck_assert_int_eq(fn, out.remotes[j].prefix.family == AF_INET6 ? GDP_FN_DECAP : GDP_FN_DX4);
-			ck_assert_str_eq(out.remotes[j].vpc, "Red7");
+			ck_assert_str_eq(gdp_remote_vpc(&out.remotes[j]), "Red7");
 		}
 		out.n_remotes = 0;
 		json_decref(o);

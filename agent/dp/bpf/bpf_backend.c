@@ -777,6 +777,7 @@ static int bpf_observe(struct gdp_backend *base, const struct gdp_state *desired
 	struct gdp_state k = no_remotes(desired);
 	int n, e, saved, bad = 0, fd = gbpf_map_fd(b->g, GBPF_MAP_ROUTES);
 	const struct gdp_vpc *last = NULL;
+	uint32_t last_ix = 0;
 	struct gbpf_cfg cfg;
 	uint8_t src[16];
 	struct slots sl;
@@ -836,8 +837,8 @@ static int bpf_observe(struct gdp_backend *base, const struct gdp_state *desired
 		struct gbpf_route_key key;
 		struct gbpf_route have;
 
-		if (!last || strcmp(last->id, rm->vpc))
-			last = gdp_state_find_vpc(desired, rm->vpc);
+		if (!last || last_ix != rm->vpc_ix)
+			last = gdp_state_find_vpc(desired, gdp_remote_vpc(rm)), last_ix = rm->vpc_ix;
 		if (last)
 			gbpf_route_key(&key, last->arg, rm->prefix.family, rm->prefix.addr.raw,
 				       rm->prefix.len);
@@ -847,7 +848,7 @@ static int bpf_observe(struct gdp_backend *base, const struct gdp_state *desired
 			struct gdp_result *r = gbpf_result_remote(res, rm);
 
 			gdp_result_fail_what(r, GDP_WHAT_MAP, -ENOENT, "remote %s in vpc %s: not in the bpf routes map",
-					     r ? r->key : "?", rm->vpc);
+					     r ? r->key : "?", gdp_remote_vpc(rm));
 			bad++;
 		} else {
 			res->remotes_ok++;

@@ -331,13 +331,14 @@ struct gdp_result *gbpf_result_remote(struct gdp_results *res, const struct gdp_
 	}
 	x = &res->v[res->n++];
 	/* Field by field: zeroing all 400 bytes (msg) of 100k results costs more than the rest. */
-	size_t vl = strnlen(rm->vpc, sizeof(x->vpc) - 1);
+	const char *vpc = gdp_remote_vpc(rm);
+	size_t vl = strnlen(vpc, sizeof(x->vpc) - 1);
 
 	x->kind = GDP_OBJ_REMOTE;
 	x->err = 0;
 	x->programmed = false;
 	x->msg[0] = 0;
-	memcpy(x->vpc, rm->vpc, vl);
+	memcpy(x->vpc, vpc, vl);
 	x->vpc[vl] = 0;
 	gbpf_prefix_str(&rm->prefix, x->key, sizeof(x->key));
 	return x;
@@ -582,6 +583,7 @@ int gbpf_sync_routes(struct gbpf *g, const struct gdp_state *d, gbpf_l2_fn l2, v
 	size_t nstale = 0, capstale = 0, capf = 1;
 	unsigned long nfailed = 0;
 	const struct gdp_vpc *last = NULL;
+	uint32_t last_ix = 0;
 	struct kset set = { 0 };
 	struct chunk *c = NULL;
 	char err[512];
@@ -634,8 +636,8 @@ int gbpf_sync_routes(struct gbpf *g, const struct gdp_state *d, gbpf_l2_fn l2, v
 		for (size_t j = 0; j < nb; j++) {
 			const struct gdp_remote *rm = &d->remotes[i0 + j];
 
-			if (!last || strcmp(last->id, rm->vpc))
-				last = gdp_state_find_vpc(d, rm->vpc);
+			if (!last || last_ix != rm->vpc_ix)
+				last = gdp_state_find_vpc(d, gdp_remote_vpc(rm)), last_ix = rm->vpc_ix;
 			if (!remote_surely_valid(last, rm) &&
 			    (e = gdp_validate_remote_in(d, &locals, i0 + j, err, sizeof(err)))) {
 				fail_remote(res, rm, e, "%s", err);
@@ -660,7 +662,7 @@ int gbpf_sync_routes(struct gbpf *g, const struct gdp_state *d, gbpf_l2_fn l2, v
 				char pb[64];
 
 				fail_remote(res, rm, -EEXIST, "remote %s in vpc %s: %s",
-					    gdp_prefix_str(&rm->prefix, pb, sizeof(pb)), rm->vpc,
+					    gdp_prefix_str(&rm->prefix, pb, sizeof(pb)), gdp_remote_vpc(rm),
 					    (size_t)dup < p.nf && p.fsrc[dup] == -3
 						    ? "the VPC's egress default toward the shard has it"
 					    : (size_t)dup < p.nf ? "a local attachment has it"
@@ -765,8 +767,8 @@ int gbpf_sync_routes_delta(struct gbpf *g, const struct gdp_state *d, const stru
 	/* the remotes added or changed */
 	for (size_t i = 0; i < dl->n_remotes; i++) {
 		const struct gdp_remote *rm = &d->remotes[dl->remotes[i]];
-		const struct gdp_vpc *vp = gdp_state_find_vpc(d, rm->vpc);
-		struct gdp_result *r = gdp_results_get(res, GDP_OBJ_REMOTE, rm->vpc,
+		const struct gdp_vpc *vp = gdp_state_find_vpc(d, gdp_remote_vpc(rm));
+		struct gdp_result *r = gdp_results_get(res, GDP_OBJ_REMOTE, gdp_remote_vpc(rm),
 							 gbpf_prefix_str(&rm->prefix, pb, sizeof(pb)));
 		const struct gbpf_route *t = NULL;
 
@@ -819,7 +821,7 @@ int gbpf_sync_routes_delta(struct gbpf *g, const struct gdp_state *d, const stru
 	}
 	for (size_t i = 0; i < dl->n_gone_remotes; i++) {
 		const struct gdp_remote *rm = &dl->gone_remotes[i];
-		const struct gdp_vpc *vp = gdp_state_find_vpc(d, rm->vpc);
+		const struct gdp_vpc *vp = gdp_state_find_vpc(d, gdp_remote_vpc(rm));
 
 		if (!vp)
 			continue;
