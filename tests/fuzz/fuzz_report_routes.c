@@ -50,9 +50,12 @@ static void one(const json_t *o, struct gdp_state *out)
 		uint16_t nid;
 		unsigned fn;
 
-		if (!gdp_state_find_vpc(&local, r->vpc))
+		if (!gdp_state_find_vpc(&local, gdp_remote_vpc(r)))
 			abort();
-		if (gdp_sid_parse(&r->sid, NULL, &nid, &fn, NULL) || nid == local.node.node_id)
+		/* our own SID: our node id under our block (the same id under
+		 * another block is another node's) */
+		if (gdp_sid_parse(&r->sid, NULL, &nid, &fn, NULL) ||
+		    (nid == local.node.node_id && !memcmp(r->sid.s6_addr, local.node.block, 6)))
 			abort();
 		if (fn != (r->prefix.family == AF_INET6 ? GDP_FN_DECAP : GDP_FN_DX4))
 			abort();
@@ -86,11 +89,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (n + ov.duplicates != out.n_remotes || ov.nested > n)
 		abort();
 	for (i = 0; i < n; i++) {
-		if (i && !strcmp(out.remotes[i - 1].vpc, out.remotes[i].vpc) &&
+		if (i && out.remotes[i - 1].vpc_ix == out.remotes[i].vpc_ix &&
 		    gdp_prefix_equal(&out.remotes[i - 1].prefix, &out.remotes[i].prefix))
 			abort();
 		for (size_t k = 0; k < out.n_remotes; k++)
-			if (!strcmp(in[k].vpc, out.remotes[i].vpc) &&
+			if (in[k].vpc_ix == out.remotes[i].vpc_ix &&
 			    gdp_prefix_equal(&in[k].prefix, &out.remotes[i].prefix) &&
 			    memcmp(&in[k].sid, &out.remotes[i].sid, sizeof(in[k].sid)) < 0)
 				abort();

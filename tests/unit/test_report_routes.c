@@ -329,7 +329,7 @@ static struct gdp_remote rt(const char *vpc, const char *prefix, const char *sid
 	struct gdp_remote r;
 
 	memset(&r, 0, sizeof(r));
-	snprintf(r.vpc, sizeof(r.vpc), "%s", vpc);
+	ck_assert_int_eq(gdp_remote_set_vpc(&r, vpc), 0);
 	ck_assert_int_eq(gdp_prefix_parse(prefix, &r.prefix), 0);
 	ck_assert_int_eq(inet_pton(AF_INET6, sid, &r.sid), 1);
 	return r;
@@ -339,7 +339,7 @@ static const char *rt_str(const struct gdp_remote *r, char *buf, size_t n)
 {
 	char pb[64], sb[INET6_ADDRSTRLEN];
 
-	snprintf(buf, n, "%s %s %s", r->vpc, gdp_prefix_str(&r->prefix, pb, sizeof(pb)),
+	snprintf(buf, n, "%s %s %s", gdp_remote_vpc(r), gdp_prefix_str(&r->prefix, pb, sizeof(pb)),
 		 inet_ntop(AF_INET6, &r->sid, sb, sizeof(sb)));
 	return buf;
 }
@@ -521,7 +521,7 @@ START_TEST(overlap_resolution_matches_brute_force)
 			unsigned len;
 
 			memset(r, 0, sizeof(*r));
-			snprintf(r->vpc, sizeof(r->vpc), "%s", rand_r(&seed) % 2 ? "Red7" : "Blu9");
+			r->vpc_ix = gdp_vpc_ix(rand_r(&seed) % 2 ? "Red7" : "Blu9");
 			r->prefix.family = v4 ? AF_INET : AF_INET6;
 			len = v4 ? 24 + rand_r(&seed) % 9 : 120 + rand_r(&seed) % 9;
 			r->prefix.len = (uint8_t)len;
@@ -545,7 +545,7 @@ START_TEST(overlap_resolution_matches_brute_force)
 			bool inside = false;
 
 			for (size_t j = 0; j < n; j++) {
-				if (i == j || strcmp(v[i].vpc, v[j].vpc))
+				if (i == j || strcmp(gdp_remote_vpc(&v[i]), gdp_remote_vpc(&v[j])))
 					continue;
 				ck_assert_msg(!gdp_prefix_equal(&v[i].prefix, &v[j].prefix), "round %d: prefix kept twice", round);
 				inside |= v[j].prefix.len < v[i].prefix.len && gdp_prefix_contains(&v[j].prefix, &v[i].prefix);
@@ -553,7 +553,7 @@ START_TEST(overlap_resolution_matches_brute_force)
 			nested += inside;
 			/* the lowest SID of every claim on this prefix */
 			for (int k = 0; k < N; k++)
-				if (!strcmp(in[k].vpc, v[i].vpc) && gdp_prefix_equal(&in[k].prefix, &v[i].prefix))
+				if (!strcmp(gdp_remote_vpc(&in[k]), gdp_remote_vpc(&v[i])) && gdp_prefix_equal(&in[k].prefix, &v[i].prefix))
 					ck_assert_int_le(memcmp(&v[i].sid, &in[k].sid, sizeof(v[i].sid)), 0);
 		}
 		ck_assert_uint_eq(ov.nested, nested);
