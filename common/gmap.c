@@ -24,12 +24,12 @@ static uint64_t fnv(const char *s)
 	return h;
 }
 
-struct gmap *gmap_new(void)
+static struct gmap *new_with(size_t nb)
 {
 	struct gmap *m = calloc(1, sizeof(*m));
 	if (!m)
 		return NULL;
-	m->nb = 16;
+	m->nb = nb;
 	m->b = calloc(m->nb, sizeof(*m->b));
 	if (!m->b) {
 		free(m);
@@ -37,6 +37,9 @@ struct gmap *gmap_new(void)
 	}
 	return m;
 }
+
+struct gmap *gmap_new(void) { return new_with(16); }
+struct gmap *gmap_new_small(void) { return new_with(1); }
 
 void gmap_free(struct gmap *m, void (*free_val)(void *))
 {

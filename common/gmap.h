@@ -11,6 +11,10 @@
 struct gmap;
 
 struct gmap *gmap_new(void);
+/* The same, starting with one bucket (grows as any): for the many maps that
+ * mostly hold one or two keys, e.g. a store index's set per value (16
+ * empty buckets are 128 of the ~300 bytes such a value costs). */
+struct gmap *gmap_new_small(void);
 /* free_val (may be NULL) is called on each remaining value. */
 void gmap_free(struct gmap *m, void (*free_val)(void *));
 size_t gmap_len(const struct gmap *m);

@@ -248,7 +248,7 @@ static int index_add(struct kube_store *s, const char *key, const json_t *obj)
 			struct gmap *set = gmap_get(s->idx[i].vals, iv.v[k]);
 			int e = 0;
 			if (!set) {
-				if (!(set = gmap_new()))
+				if (!(set = gmap_new_small())) /* most values name one object */
 					return -1;
 				gmap_put(s->idx[i].vals, iv.v[k], set, &e);
 				if (e) {
