@@ -74,6 +74,7 @@ static const struct point {
 	{ "pod_setup", OP_ADD, "ADD: before the veth pair is made", 1 },
 	{ "pod_configure", OP_ADD, "ADD: veth made, pod side being addressed", 0 },
 	{ "record_activate", OP_ADD, "ADD: pod set up, record entry not yet active", 0 },
+	{ "record_commit_ahead", OP_ADD, "ADD: the verb's own commit before the pass (its journal line being written)", 1 },
 	{ "record_commit", OP_ADD, "record commit (files being written)", 1 },
 	{ "kb_apply", OP_ADD, "route sync: kernel backend apply pass", 0 },
 	{ "rpt_update", OP_ADD, "report: new intent handed to the publisher", 0 },
@@ -95,8 +96,9 @@ static const struct point {
 };
 #define NPOINTS (sizeof(points) / sizeof(points[0]))
 
-/* `make test` runs the points marked 1 (5 points, one of each kind: ADD,
- * record commit, DEL, GC, route learning); `make soak` every point. */
+/* `make test` runs the points marked 1 (6 points, one of each kind: ADD,
+ * the verb's commit and the pass's, DEL, GC, route learning); `make soak`
+ * every point. */
 static int soak(void)
 {
 	const char *s = getenv("GT_SOAK");
