@@ -51,6 +51,18 @@ struct memo {
 	json_t *reported;   /* withheld fields already reported for this uid: {field: true}; NULL: none */
 };
 
+/* A FieldWithheld Event waiting for the sender thread. */
+struct evq_item {
+	struct evq_item *next;
+	enum tkind k;
+	json_t *obj; /* metadata name, namespace, uid of the involved object */
+	char *msg;
+};
+
+/* Events queued at most; past it one is dropped (logged; the log line and
+ * the metric of the withheld value were recorded already). */
+#define EVQ_MAX 4096
+
 struct writes {
 	struct kube_client *kc;
 	struct writes_opts o;
@@ -61,7 +73,52 @@ struct writes {
 	double schema_changed_at; /* monotonic seconds of the last target-schema change, 0: never */
 	struct metric *m_writes, *m_skips, *m_errors, *m_conflicts, *m_takeover, *m_rejects,
 		*m_stale, *m_withheld, *m_refused;
+	/* FieldWithheld Events go out from their own thread, not the worker's:
+	 * posted before the status write they cost every chain one round trip
+	 * (every attachment of a 64-hex containerID has one: bench_burst). */
+	pthread_mutex_t emu;
+	pthread_cond_t ecv;
+	struct evq_item *ehead, *etail;
+	size_t en;
+	bool estop, ethr_on;
+	pthread_t ethr;
 };
+
+static void post_event_now(struct writes *w, enum tkind k, const json_t *obj, const char *msg);
+
+static void evq_free(struct evq_item *e)
+{
+	json_decref(e->obj);
+	free(e->msg);
+	free(e);
+}
+
+static void *event_sender(void *arg)
+{
+	struct writes *w = arg;
+
+	pthread_mutex_lock(&w->emu);
+	for (;;) {
+		struct evq_item *e;
+		while (!w->ehead && !w->estop)
+			pthread_cond_wait(&w->ecv, &w->emu);
+		if (w->estop)
+			break;
+		e = w->ehead;
+		w->ehead = e->next;
+		if (!w->ehead)
+			w->etail = NULL;
+		w->en--;
+		pthread_mutex_unlock(&w->emu);
+		/* Only the leader writes, Events included (it may have changed since). */
+		if (!w->o.may_write || w->o.may_write(w->o.ud))
+			post_event_now(w, e->k, e->obj, e->msg);
+		evq_free(e);
+		pthread_mutex_lock(&w->emu);
+	}
+	pthread_mutex_unlock(&w->emu);
+	return NULL;
+}
 
 /* Within this long after a target CRD changed, a 422 may be the API server's
  * validator lagging the CRD: retried with backoff instead of set aside. */
@@ -96,6 +153,8 @@ struct writes *writes_new(struct kube_client *kc, struct metrics *m, const struc
 	snprintf(w->instance, sizeof(w->instance), "%s", o->instance ? o->instance : "");
 	snprintf(w->gate, sizeof(w->gate), "%s", gate ? gate : "");
 	pthread_mutex_init(&w->mu, NULL);
+	pthread_mutex_init(&w->emu, NULL);
+	pthread_cond_init(&w->ecv, NULL);
 	w->memo = gmap_new();
 	w->m_writes = metrics_counter(m, "galactic_translator_status_writes_total",
 				      "Status writes (server-side applies and JSON Patches) that succeeded", "kind");
@@ -147,6 +206,19 @@ void writes_free(struct writes *w)
 {
 	if (!w)
 		return;
+	pthread_mutex_lock(&w->emu);
+	w->estop = true;
+	pthread_cond_signal(&w->ecv);
+	pthread_mutex_unlock(&w->emu);
+	if (w->ethr_on)
+		pthread_join(w->ethr, NULL);
+	/* Not sent: the process stops (a new leader reports each withheld value again). */
+	for (struct evq_item *e = w->ehead, *n; e; e = n) {
+		n = e->next;
+		evq_free(e);
+	}
+	pthread_cond_destroy(&w->ecv);
+	pthread_mutex_destroy(&w->emu);
 	gmap_free(w->memo, memo_free);
 	pthread_mutex_destroy(&w->mu);
 	free(w);
@@ -291,7 +363,7 @@ void writes_note_takeovers(struct writes *w, const char *key, const json_t *obj,
 }
 
 /* A core v1 Event on obj; best effort (a failure is logged, never retried). */
-static void post_event(struct writes *w, enum tkind k, const json_t *obj, const char *msg)
+static void post_event_now(struct writes *w, enum tkind k, const json_t *obj, const char *msg)
 {
 	const struct kube_core_event ev = { TKINDS[k].api_version, TKINDS[k].kind, "Warning", "FieldWithheld",
 				       msg, w->manager, w->instance };
@@ -300,6 +372,41 @@ static void post_event(struct writes *w, enum tkind k, const json_t *obj, const 
 	if (kube_core_event_post(w->kc, obj, &ev, &err) < 0)
 		glog_kv(GLOG_WARN, "translator", "cannot record event", "object",
 			gj_str(obj, "metadata.name"), "error", err.message, NULL);
+}
+
+/* Queues the Event for the sender thread (started at the first one). */
+static void post_event(struct writes *w, enum tkind k, const json_t *obj, const char *msg)
+{
+	struct evq_item *e = calloc(1, sizeof(*e));
+	bool queued = false;
+
+	if (e) {
+		e->k = k;
+		e->obj = json_pack("{s:{s:s?, s:s?, s:s?}}", "metadata", "name", gj_str(obj, "metadata.name"),
+				   "namespace", gj_str(obj, "metadata.namespace"), "uid",
+				   gj_str(obj, "metadata.uid"));
+		e->msg = strdup(msg);
+	}
+	pthread_mutex_lock(&w->emu);
+	if (e && e->obj && e->msg && !w->estop && w->en < EVQ_MAX &&
+	    (w->ethr_on || !pthread_create(&w->ethr, NULL, event_sender, w))) {
+		w->ethr_on = true;
+		if (w->etail)
+			w->etail->next = e;
+		else
+			w->ehead = e;
+		w->etail = e;
+		w->en++;
+		queued = true;
+		pthread_cond_signal(&w->ecv);
+	}
+	pthread_mutex_unlock(&w->emu);
+	if (!queued) {
+		glog_kv(GLOG_WARN, "translator", "event not recorded (queue full or out of memory)", "object",
+			gj_str(obj, "metadata.name"), NULL);
+		if (e)
+			evq_free(e);
+	}
 }
 
 void writes_withheld(struct writes *w, enum tkind k, const char *key, const json_t *obj,

@@ -538,6 +538,9 @@ START_TEST(t_upstream_objects)
 		/* upstream's containerID holds exactly 46 characters: the runtime's
 		 * 64-hex id is withheld, and reported on the object */
 		ck_assert_ptr_null(json_object_get(vs, "containerID"));
+		/* posted by the translator's sender thread after the write: give it a moment */
+		for (int k = 0; k < 100 && withheld_events(p->name) < 1; k++)
+			usleep(100 * 1000);
 		ck_assert_int_ge(withheld_events(p->name), 1);
 		json_decref(nic);
 		json_decref(ni);
