@@ -242,9 +242,10 @@ void rec_changes_free(struct rec_changes *ch);
 int record_commit(struct record *r, const struct rec_snap *s, char *err, size_t errlen);
 /*
  * The same for a writer that wants its change on disk before the pass
- * commits (agent/cni/verbs.c), unless a commit is running: -EALREADY then,
- * nothing done (that commit or the pass's writes it). Never queues behind
- * another commit, so the pass waits for at most one.
+ * commits (agent/cni/verbs.c), unless a commit is running or the change
+ * would compact record.json: -EALREADY then, nothing done (that commit or
+ * the pass's writes it; a compaction stays on the pass's thread). Never
+ * queues behind another commit, so the pass waits for at most one.
  */
 int record_commit_ahead(struct record *r, char *err, size_t errlen);
 
