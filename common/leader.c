@@ -102,6 +102,15 @@ bool leader_is_leader(struct leader *l)
 	return r;
 }
 
+bool leader_is_holding(struct leader *l)
+{
+	bool r;
+	pthread_mutex_lock(&l->mu);
+	r = l->leading;
+	pthread_mutex_unlock(&l->mu);
+	return r;
+}
+
 void leader_holder(struct leader *l, char *buf, size_t n)
 {
 	pthread_mutex_lock(&l->mu);

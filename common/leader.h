@@ -40,6 +40,15 @@ struct leader;
 struct leader *leader_new(struct kube_client *kc, const struct leader_opts *o);
 int leader_start(struct leader *l);
 bool leader_is_leader(struct leader *l);
+/*
+ * Whether the election thread still holds the lease: true from "became
+ * leader" until it gives up (before on_stopped), also while
+ * leader_is_leader() is false because the last renewal is older than
+ * renew_deadline and the next one is still being tried. Work refused in that
+ * window must be looked at again, not dropped: when the late renewal
+ * succeeds no on_started follows.
+ */
+bool leader_is_holding(struct leader *l);
 /* Holder last observed (copied into buf; "" if none). */
 void leader_holder(struct leader *l, char *buf, size_t n);
 /* Stops the thread; releases the lease if we hold it. */

@@ -390,6 +390,9 @@ static void crd_changed(enum tkind k, bool first, void *ud)
 
 /* ---- workers ---- */
 
+/* How soon a key refused while the lease's renewal is late is looked at again (seconds). */
+#define LEADER_RECHECK_S 0.5
+
 static bool is_leader(struct controller *c) { return !c->leader || leader_is_leader(c->leader); }
 static bool may_write(void *ud) { return is_leader(ud); }
 
@@ -398,8 +401,17 @@ static int reconcile_key(struct controller *c, const char *key, double *after)
 {
 	struct qkey k;
 
-	if (!is_leader(c))
-		return 0; /* becoming leader re-queues every key */
+	if (!is_leader(c)) {
+		/* A replica that does not lead drops the key: becoming leader
+		 * re-queues every key. A leader whose renewal is late (past the
+		 * renew deadline, still being tried) looks again shortly: when the
+		 * renewal succeeds no on_started re-queues what it dropped (an
+		 * attachment stayed ReportMissing for minutes after an API server
+		 * outage, test_fault_cluster). */
+		if (c->leader && leader_is_holding(c->leader))
+			*after = LEADER_RECHECK_S;
+		return 0;
+	}
 	if (qkey_parse(key, &k))
 		return 0;
 	metric_add(c->m_reconciles, NULL, 1);
@@ -458,6 +470,8 @@ static struct informer *kind_informer(struct controller *c, enum tkind k,
 	io.transform_ud = (void *)&PROJ[k];
 	io.compact = true;
 	io.page_size = LIST_PAGE;
+	io.backoff_initial_s = TK_INFORMER_BACKOFF_INITIAL_S;
+	io.backoff_max_s = TK_INFORMER_BACKOFF_MAX_S;
 	if (!(inf = informer_new(c->kc, &io)))
 		return NULL;
 	if ((k == TK_VPCATT && informer_add_index(inf, "ids", att_ids_index, NULL)) ||
@@ -548,6 +562,8 @@ struct controller *controller_new(struct kube_client *kc, const struct mapping_s
 		io.transform_ud = (void *)&PROJ_REPORT;
 		io.compact = true;
 		io.page_size = LIST_PAGE;
+		io.backoff_initial_s = TK_INFORMER_BACKOFF_INITIAL_S;
+		io.backoff_max_s = TK_INFORMER_BACKOFF_MAX_S;
 		c->rud[i] = (struct rep_ud){ c, rm };
 		if (!(c->rep[i] = informer_new(kc, &io)) ||
 		    informer_add_index(c->rep[i], "ids", report_ids_index, (void *)rm) ||

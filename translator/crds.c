@@ -82,6 +82,8 @@ struct crds *crds_new(struct kube_client *kc, crds_changed_fn fn, void *ud)
 		snprintf(sel, sizeof(sel), "metadata.name=%s", TKINDS[k].crd);
 		io.field_selector = sel;
 		io.name = TKINDS[k].crd;
+		io.backoff_initial_s = TK_INFORMER_BACKOFF_INITIAL_S;
+		io.backoff_max_s = TK_INFORMER_BACKOFF_MAX_S;
 		c->ud[k] = (struct crd_ud){ c, (enum tkind)k };
 		if (!(c->inf[k] = informer_new(kc, &io)) ||
 		    informer_add_handlers(c->inf[k], &(struct informer_handlers){ on_add, on_update,

@@ -24,6 +24,16 @@ struct tkind_info {
 
 extern const struct tkind_info TKINDS[TK_N];
 
+/*
+ * The reconnect backoff of every translator informer (informer_opts): 0.5 s
+ * doubling to at most 5 s, as the agent's. The informer's default (0.8 s to
+ * 30 s, client-go's) kept the statuses stale for up to 30 s after an API
+ * server outage ended, while the agents' reports were back within 3 s
+ * (test_fault_cluster, docs/reliability.md "Faults").
+ */
+#define TK_INFORMER_BACKOFF_INITIAL_S 0.5
+#define TK_INFORMER_BACKOFF_MAX_S 5.0
+
 /* A work-queue key: which reconciler, which object. */
 struct qkey {
 	enum tkind kind;

@@ -60,7 +60,10 @@ static char *fingerprint(const json_t *fields, const json_t *patched_conds)
 	return s;
 }
 
-static int result(enum wres r) { return r == WR_STALE || r == WR_FAILED; }
+/* 1: retry with backoff. WR_NOOP too (the lease's renewal was late right before the write):
+ * a replica that no longer leads drops the retry (reconcile_key), one whose renewal
+ * succeeds writes it; dropped, nothing would re-queue the key. */
+static int result(enum wres r) { return r == WR_STALE || r == WR_FAILED || r == WR_NOOP; }
 
 static void log_written(const char *what, const char *key, const json_t *conds, const char *why)
 {
