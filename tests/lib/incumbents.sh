@@ -226,28 +226,28 @@ inc_vpc_status() { # name vpc-id attachment-id
 # objects and write methods of inc_claim, inc_interface and
 # inc_vpc_operator, with one kubectl apply (a List) per kind.
 inc_pods() {
-  local name net vpc att uid; local -a rest c=() i=() a=() v=()
-  local -A addrs uids
-  while read -r name net vpc att rest; do
+  local name net vpc att uid x; local -a inc_rest inc_cl=() inc_if=() inc_at=() inc_v=()
+  local -A inc_addrs inc_uids
+  while read -r name net vpc att inc_rest; do
     [ -n "$name" ] || continue
-    read -r -a rest <<<"$rest"
-    c+=("$(inc_claim_json "$name" "$net")")
-    i+=("$(inc_interface_json "$name" "$net" "${rest[@]}")")
-    addrs[$name]=${rest[*]} v+=("$name $vpc $att")
+    read -r -a inc_rest <<<"$inc_rest"
+    inc_cl+=("$(inc_claim_json "$name" "$net")")
+    inc_if+=("$(inc_interface_json "$name" "$net" "${inc_rest[@]}")")
+    inc_addrs[$name]=${inc_rest[*]} inc_v+=("$name $vpc $att")
   done
-  [ ${#c[@]} -gt 0 ] || return 0
+  [ ${#inc_cl[@]} -gt 0 ] || return 0
   inc_list() { local IFS=,; echo "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":[$*]}"; }
-  inc_list "${c[@]}" | inc_k apply -f - >/dev/null || return 1
-  while read -r name uid; do uids[$name]=$uid; done < <(inc_list "${i[@]}" | inc_k apply -o json -f - |
+  inc_list "${inc_cl[@]}" | inc_k apply -f - >/dev/null || return 1
+  while read -r name uid; do inc_uids[$name]=$uid; done < <(inc_list "${inc_if[@]}" | inc_k apply -o json -f - |
     jq -r '(.items // [.])[] | "\(.metadata.name) \(.metadata.uid)"')
-  for x in "${v[@]}"; do
+  for x in "${inc_v[@]}"; do
     read -r name vpc att <<<"$x"
-    [ -n "${uids[$name]:-}" ] || { echo "inc_pods: no uid for interface $name" >&2; return 1; }
+    [ -n "${inc_uids[$name]:-}" ] || { echo "inc_pods: no uid for interface $name" >&2; return 1; }
     # shellcheck disable=SC2086 # the addresses, one word each
-    a+=("$(inc_attachment_json "$name" "$vpc" "${uids[$name]}" ${addrs[$name]})")
+    inc_at+=("$(inc_attachment_json "$name" "$vpc" "${inc_uids[$name]}" ${inc_addrs[$name]})")
   done
-  inc_list "${a[@]}" | inc_k apply -f - >/dev/null || return 1
-  for x in "${v[@]}"; do
+  inc_list "${inc_at[@]}" | inc_k apply -f - >/dev/null || return 1
+  for x in "${inc_v[@]}"; do
     read -r name vpc att <<<"$x"
     inc_vpc_status "$name" "$vpc" "$att" || return 1
   done
