@@ -53,6 +53,7 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -745,6 +746,31 @@ struct run {
 	bool converged;
 };
 
+/* The figures without a target of one learner's rounds (side: "scoped" or
+ * "unscoped: every report"), one fact each. */
+static void side_facts(const char *side, const struct run *r, int n)
+{
+	static const struct { const char *name, *unit, *what; size_t off; } f[] = {
+		{ "learner process peak RSS", "MiB", "report module + record, ru_maxrss", offsetof(struct run, rss_mib) },
+		{ "bytes received until converged", "MiB", "response bodies after gzip decoding (kube_client_rx_bytes)",
+		  offsetof(struct run, rx_body_mib) },
+		{ "bytes on the wire until converged", "MiB", "bodies as sent + headers, finished transfers",
+		  offsetof(struct run, rx_wire_mib) },
+		{ "learner process CPU", "s", "user+system, whole process", offsetof(struct run, cpu_s) },
+		{ "API server CPU while the learner ran", "s",
+		  "user+system of kube-apiserver from the learner's start to its exit", offsetof(struct run, api_cpu_s) },
+	};
+	char name[128];
+	double v[20];
+
+	for (size_t k = 0; k < sizeof(f) / sizeof(f[0]); k++) {
+		for (int i = 0; i < n; i++)
+			memcpy(&v[i], (const char *)&r[i] + f[k].off, sizeof(double));
+		snprintf(name, sizeof(name), "%s (%s)", f[k].name, side);
+		bench_fact(B, name, f[k].unit, f[k].what, v, (size_t)n);
+	}
+}
+
 /* The API server's CPU so far (user + system, s), from its /proc stat; -1 when unknown. */
 static double apiserver_cpu_s(void)
 {
@@ -936,8 +962,8 @@ int main(int argc, char **argv)
 			sleep(1);
 	}
 
-	double sc[20], uc[20], sr[20], ur[20], sb[20], ub[20], sw[20], uw[20], scpu[20], ucpu[20], sapi[20],
-		uapi[20];
+	struct run sr[20], ur[20];
+	double sc[20], uc[20];
 	bool with_unscoped = !getenv("BENCH_LEARNER_UNSCOPED") || strcmp(getenv("BENCH_LEARNER_UNSCOPED"), "0");
 	/* Round 0 warms the scoped side up (the API server's watch cache, the
 	 * page cache; the unscoped side's first list is minutes at 2,000
@@ -974,56 +1000,31 @@ int main(int argc, char **argv)
 			    s.routes);
 		if (!i)
 			continue;
-		if (!with_unscoped)
-			;
-		else if (u.converged)
+		if (with_unscoped && u.converged)
 			bench_check(B, u.routes == want,
 				    "the unscoped learner recorded exactly the %zu routes (%zu)", want, u.routes);
-		else
+		else if (with_unscoped)
 			uncv++;
+		sr[i - 1] = s, ur[i - 1] = u;
 		sc[i - 1] = s.conv_s, uc[i - 1] = u.conv_s;
-		sr[i - 1] = s.rss_mib, ur[i - 1] = u.rss_mib;
-		sb[i - 1] = s.rx_body_mib, ub[i - 1] = u.rx_body_mib;
-		sw[i - 1] = s.rx_wire_mib, uw[i - 1] = u.rx_wire_mib;
-		scpu[i - 1] = s.cpu_s, ucpu[i - 1] = u.cpu_s;
-		sapi[i - 1] = s.api_cpu_s, uapi[i - 1] = u.api_cpu_s;
 	}
 	snprintf(what, sizeof(what), "rpt_start -> the record holds all %zu routes of %d hosted VPCs; "
 		 "%d nodes x %d attachments over %d VPCs in the API; learner scoped by label selector",
 		 want, HOSTED, NODES, ATTS, VPCS);
 	bench_limit(B, "learner converged (scoped)", "s", &(struct bench_side){ what, sc, (size_t)rounds },
 		    TARGET_S);
-	bench_fact(B, "learner process peak RSS (scoped)", "MiB", "report module + record, ru_maxrss",
-		   sr, (size_t)rounds);
-	bench_fact(B, "bytes received until converged (scoped)", "MiB",
-		   "response bodies after gzip decoding (kube_client_rx_bytes)", sb, (size_t)rounds);
-	bench_fact(B, "bytes on the wire until converged (scoped)", "MiB",
-		   "bodies as sent + headers, finished transfers", sw, (size_t)rounds);
-	bench_fact(B, "learner process CPU (scoped)", "s", "user+system, whole process", scpu,
-		   (size_t)rounds);
-	bench_fact(B, "API server CPU while the learner ran (scoped)", "s",
-		   "user+system of kube-apiserver from the learner's start to its exit", sapi, (size_t)rounds);
+	side_facts("scoped", sr, rounds);
 	if (with_unscoped) {
 		double q[3][20];
 
 		snprintf(why, sizeof(why), "same, one watch of every report%s", uncv ? "; NOT converged "
 			 "within the timeout in some rounds: those count as the timeout (a lower bound)" : "");
 		bench_fact(B, "learner converged (unscoped: every report)", "s", why, uc, (size_t)rounds);
-		bench_fact(B, "learner process peak RSS (unscoped)", "MiB", "report module + record, ru_maxrss",
-			   ur, (size_t)rounds);
-		bench_fact(B, "bytes received until converged (unscoped)", "MiB",
-			   "response bodies after gzip decoding (kube_client_rx_bytes)", ub, (size_t)rounds);
-		bench_fact(B, "bytes on the wire until converged (unscoped)", "MiB",
-			   "bodies as sent + headers, finished transfers", uw, (size_t)rounds);
-		bench_fact(B, "learner process CPU (unscoped)", "s", "user+system, whole process", ucpu,
-			   (size_t)rounds);
-		bench_fact(B, "API server CPU while the learner ran (unscoped)", "s",
-			   "user+system of kube-apiserver from the learner's start to its exit", uapi,
-			   (size_t)rounds);
+		side_facts("unscoped", ur, rounds);
 		for (int i = 0; i < rounds; i++) {
 			q[0][i] = sc[i] / uc[i];
-			q[1][i] = sb[i] / ub[i];
-			q[2][i] = sr[i] / ur[i];
+			q[1][i] = sr[i].rx_body_mib / ur[i].rx_body_mib;
+			q[2][i] = sr[i].rss_mib / ur[i].rss_mib;
 		}
 		bench_fact(B, "scoped / unscoped: time", "x", "per pair", q[0], (size_t)rounds);
 		bench_fact(B, "scoped / unscoped: bytes received", "x", "per pair", q[1], (size_t)rounds);
