@@ -9,7 +9,8 @@
 #   $(eval $(call bench,NAME,SRCS,LIBS,LDLIBS))       benchmark program run by `make bench` (release)
 #   $(eval $(call fuzzer,NAME,SRCS,LIBS,LDLIBS))      libFuzzer target (clang) run by `make fuzz`
 # LIBS are names declared with `lib` (order matters: dependants first).
-# LDLIBS are names of LIB_<name> below (jansson curl nl bpf check mhd yaml nft pthread m z).
+# LDLIBS are names of LIB_<name> below (jansson curl nl bpf check mhd yaml nft pthread m z,
+# and jansson_static for galactic-cni).
 
 # Pattern rules list $$(GENERATED) (BPF skeletons, vmlinux.h) as order-only
 # prerequisites; fragments append to it after this file is read.
@@ -28,6 +29,10 @@ CFLAGS_san := $(CBASE) -O1 -fno-omit-frame-pointer -fsanitize=address,undefined 
 LDFLAGS_rel :=
 LDFLAGS_san := -fsanitize=address,undefined
 LIB_jansson := $(shell pkg-config --libs jansson 2>/dev/null)
+# galactic-cni is copied onto the node's CNI bin dir, where libjansson need
+# not be installed: jansson is linked in from libjansson.a (libjansson-dev),
+# glibc stays dynamic (valgrind follows a dynamic glibc; docs/cni.md "Install").
+LIB_jansson_static := -Wl,-Bstatic $(shell pkg-config --static --libs jansson 2>/dev/null) -Wl,-Bdynamic
 LIB_curl    := $(shell pkg-config --libs libcurl 2>/dev/null)
 LIB_nl      := $(shell pkg-config --libs libnl-3.0 2>/dev/null)
 LIB_bpf     := $(shell pkg-config --libs libbpf 2>/dev/null) -lelf -lz

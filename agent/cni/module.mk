@@ -2,7 +2,9 @@
 CNI_CORE_SRCS := agent/cni/cni.c agent/cni/base62.c agent/cni/config.c \
 	agent/cni/result.c agent/cni/proto.c
 $(eval $(call lib,gcni,$(CNI_CORE_SRCS)))
-$(eval $(call prog,galactic-cni,agent/cni/plugin.c,gcni,jansson))
+# Linked with libjansson.a: the plugin needs nothing on a node beyond glibc
+# (tests/images/test_images.sh reads its DT_NEEDED).
+$(eval $(call prog,galactic-cni,agent/cni/plugin.c,gcni,jansson_static))
 # The upstream plugin names, so attachment definitions the VPC operator renders
 # today reach galactic-cni unchanged: the same binary, the name picks the role
 # (docs/cni.md). Symlinks here; a node installs them as copies or links.

@@ -17,7 +17,10 @@
 #     a running copy of the binary, no ETXTBSY, the running copy untouched,
 #     every name present, executable and answering CNI VERSION, no temporary
 #     file left; while a plain cp over the running copy fails with ETXTBSY
-#     (what the chart's earlier `cp` init step would have hit on upgrade).
+#     (what the chart's earlier `cp` init step would have hit on upgrade);
+#   - galactic-cni, which runs on the node and not in the image, needs no
+#     shared library beyond glibc's (its DT_NEEDED) and answers VERSION from
+#     a root holding only the loader and glibc's libraries.
 # Needs root (chroot, unshare). Prints 'images: N passed, N failed'.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -38,6 +41,14 @@ check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; 
 
 [ "$(id -u)" = 0 ] || { echo "images: needs root (chroot)"; echo "images: 0 passed, 1 failed"; exit 1; }
 check "chart appVersion ($app) is the daemons' version ($ver)" [ "$app" = "$ver" ]
+
+# glibc's own libraries: what a node has without any package of ours
+GLIBC_SONAMES='libc.so.6 libm.so.6 libpthread.so.0 libdl.so.2 librt.so.1 ld-linux-x86-64.so.2'
+# only_glibc "SONAME...": every name given is one of glibc's (and there is one)
+only_glibc() {
+  [ -n "$1" ] || return 1
+  for l in $1; do [[ " $GLIBC_SONAMES " == *" $l "* ]] || return 1; done
+}
 
 blob() { echo "$1/blobs/sha256/${2#sha256:}"; }
 
@@ -197,6 +208,22 @@ if [ -x "$R/usr/local/bin/galactic-cni-install" ]; then
       bash -c '[ "$(stat -c %a "$1")" = 755 ] && cmp -s "$1" "$2" && [ "$(jq -r ".supportedVersions|index(\"1.0.0\")!=null" <<<"$3")" = true ]' \
       _ "$D/$n" "$R/usr/local/bin/galactic-cni" "$v"
   done
+  # The plugin runs on the node, not in the image: it may need nothing a
+  # node's glibc does not bring (libjansson is linked in, mk/rules.mk).
+  plug=$R/usr/local/bin/galactic-cni
+  needed=$(readelf -d "$plug" 2>/dev/null | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
+  check "galactic-cni needs only glibc (DT_NEEDED: ${needed:-none read})" only_glibc "$needed"
+  # ... and runs from a root holding only the loader and glibc's libraries
+  N=$tmp/node
+  mkdir -p "$N/opt/cni/bin"
+  cp "$plug" "$N/opt/cni/bin/galactic-cni"
+  interp=$(readelf -l "$plug" | sed -n 's/.*Requesting program interpreter: \(.*\)\]/\1/p')
+  for f in "$interp" $(cd "$R" && for l in $GLIBC_SONAMES; do find lib* usr/lib* -maxdepth 2 -name "$l"; done 2>/dev/null); do
+    f=${f#/}; mkdir -p "$N/$(dirname "$f")"; cp -L "$R/$f" "$N/$f"
+  done
+  v=$(CNI_COMMAND=VERSION chroot "$N" /opt/cni/bin/galactic-cni </dev/null 2>&1)
+  check "galactic-cni answers VERSION on a node with only glibc ($(find "$N" -name '*.so*' | wc -l) libraries): ${v%%$'\n'*}" \
+    bash -c '[ "$(jq -r ".supportedVersions|index(\"1.0.0\")!=null" <<<"$1" 2>/dev/null)" = true ]' _ "$v"
   left=$(find "$D" -name '.*' -type f | wc -l)
   check "no temporary file left ($left)" [ "$left" = 0 ]
   exec 7>&-
