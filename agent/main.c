@@ -54,6 +54,7 @@
 #include "agent/report/report.h"
 #include "common/log.h"
 #include "common/version.h"
+#include "common/grow.h"
 
 #define COMP "agent"
 
@@ -269,15 +270,8 @@ static void veth_note(struct watch *w, uint32_t ifindex, const char *name)
 {
 	struct watch_veth *v = veth_find(w, ifindex, NULL);
 
-	if (!v && w->nveths == w->capveths) {
-		size_t nc = w->capveths ? w->capveths * 2 : 64;
-		struct watch_veth *nv = realloc(w->veths, nc * sizeof(*nv));
-
-		if (!nv)
-			return; /* unknown later: its deletions count as drift (a full pass) */
-		w->veths = nv;
-		w->capveths = nc;
-	}
+	if (!v && G_GROW(w->veths, w->capveths, w->nveths, 64))
+		return; /* unknown later: its deletions count as drift (a full pass) */
 	if (!v)
 		v = &w->veths[w->nveths++];
 	v->ifindex = ifindex;

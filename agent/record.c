@@ -16,6 +16,7 @@
 #include "common/fileio.h"
 #include "common/json.h"
 #include "common/log.h"
+#include "common/grow.h"
 
 #define COMP "record"
 
@@ -821,16 +822,9 @@ static void journal_dirty(struct record *r, struct rec_att *a)
 	r->jvpcs = true; /* an attachment's state can change which VPCs are listed */
 	if (a->jdirty)
 		return;
-	if (r->njdirty == r->capjdirty) {
-		size_t nc = r->capjdirty ? r->capjdirty * 2 : 16;
-		struct rec_att **nv = realloc(r->jdirty, nc * sizeof(*nv));
-
-		if (!nv) {
-			r->full_dirty = true; /* the compaction writes it */
-			return;
-		}
-		r->jdirty = nv;
-		r->capjdirty = nc;
+	if (G_GROW(r->jdirty, r->capjdirty, r->njdirty, 16)) {
+		r->full_dirty = true; /* the compaction writes it */
+		return;
 	}
 	a->jdirty = true;
 	r->jdirty[r->njdirty++] = a;
@@ -855,16 +849,9 @@ static void view_dirty(struct record *r, struct rec_att *a)
 {
 	if (a->vdirty || r->view_reset)
 		return;
-	if (r->nvdirty == r->capvdirty) {
-		size_t nc = r->capvdirty ? r->capvdirty * 2 : 16;
-		struct rec_att **nv = realloc(r->vdirty, nc * sizeof(*nv));
-
-		if (!nv) {
-			view_reset_locked(r); /* the view is rebuilt whole instead */
-			return;
-		}
-		r->vdirty = nv;
-		r->capvdirty = nc;
+	if (G_GROW(r->vdirty, r->capvdirty, r->nvdirty, 16)) {
+		view_reset_locked(r); /* the view is rebuilt whole instead */
+		return;
 	}
 	a->vdirty = true;
 	r->vdirty[r->nvdirty++] = a;
@@ -883,16 +870,9 @@ static void view_gone(struct record *r, struct rec_att *a)
 	}
 	if (r->view_reset)
 		return;
-	if (r->nvgone == r->capvgone) {
-		size_t nc = r->capvgone ? r->capvgone * 2 : 16;
-		struct rec_key *ng = realloc(r->vgone, nc * sizeof(*ng));
-
-		if (!ng) {
-			view_reset_locked(r);
-			return;
-		}
-		r->vgone = ng;
-		r->capvgone = nc;
+	if (G_GROW(r->vgone, r->capvgone, r->nvgone, 16)) {
+		view_reset_locked(r);
+		return;
 	}
 	snprintf(r->vgone[r->nvgone].vpc, sizeof(r->vgone[0].vpc), "%s", a->m.vpc);
 	snprintf(r->vgone[r->nvgone].id, sizeof(r->vgone[0].id), "%s", a->m.id);
@@ -938,15 +918,10 @@ static void clear_locked(struct record *r)
 
 static int add_vpc_locked(struct record *r, const struct rec_vpc *v)
 {
-	if (r->nvpcs == r->capvpcs) {
-		size_t nc = r->capvpcs ? r->capvpcs * 2 : 16;
-		struct rec_vpc *nv = realloc(r->vpcs, nc * sizeof(*nv));
+	int rc = G_GROW(r->vpcs, r->capvpcs, r->nvpcs, 16);
 
-		if (!nv)
-			return -ENOMEM;
-		r->vpcs = nv;
-		r->capvpcs = nc;
-	}
+	if (rc)
+		return rc;
 	r->vpcs[r->nvpcs++] = *v;
 	return 0;
 }
@@ -956,15 +931,8 @@ static struct rec_att *add_att_locked(struct record *r, struct rec_att *a)
 {
 	struct rec_att *x;
 
-	if (r->natts == r->capatts) {
-		size_t nc = r->capatts ? r->capatts * 2 : 64;
-		struct rec_att **nv = realloc(r->atts, nc * sizeof(*nv));
-
-		if (!nv)
-			return NULL;
-		r->atts = nv;
-		r->capatts = nc;
-	}
+	if (G_GROW(r->atts, r->capatts, r->natts, 64))
+		return NULL;
 	x = malloc(sizeof(*x));
 	if (!x)
 		return NULL;
@@ -1784,16 +1752,9 @@ static void note_gone(struct record *r, const struct rec_att *a)
 {
 	if (!a->on_disk)
 		return;
-	if (r->ngone == r->capgone) {
-		size_t nc = r->capgone ? r->capgone * 2 : 16;
-		struct rec_key *ng = realloc(r->gone, nc * sizeof(*ng));
-
-		if (!ng) {
-			r->full_dirty = true; /* the compaction drops it instead */
-			return;
-		}
-		r->gone = ng;
-		r->capgone = nc;
+	if (G_GROW(r->gone, r->capgone, r->ngone, 16)) {
+		r->full_dirty = true; /* the compaction drops it instead */
+		return;
 	}
 	snprintf(r->gone[r->ngone].vpc, sizeof(r->gone[0].vpc), "%s", a->m.vpc);
 	snprintf(r->gone[r->ngone].id, sizeof(r->gone[0].id), "%s", a->m.id);
@@ -2026,15 +1987,8 @@ static struct rec_view_vpc *view_vpc(struct rec_view *v, const char *id, bool ad
 			return &v->vc[i];
 	if (!add)
 		return NULL;
-	if (v->nvc == v->capvc) {
-		size_t nc = v->capvc ? v->capvc * 2 : 8;
-		struct rec_view_vpc *nv = realloc(v->vc, nc * sizeof(*nv));
-
-		if (!nv)
-			return NULL;
-		v->vc = nv;
-		v->capvc = nc;
-	}
+	if (G_GROW(v->vc, v->capvc, v->nvc, 8))
+		return NULL;
 	snprintf(v->vc[v->nvc].id, sizeof(v->vc[0].id), "%s", id);
 	v->vc[v->nvc].n = 0;
 	return &v->vc[v->nvc++];
@@ -2071,15 +2025,10 @@ static void att_model(const struct rec_att *a, struct gdp_attachment *m, struct 
 
 static int push_change(struct rec_changes *ch, const struct gdp_attachment *prev, size_t cur)
 {
-	if (ch->n_atts == ch->cap_atts) {
-		size_t nc = ch->cap_atts ? ch->cap_atts * 2 : 8;
-		struct gdp_att_change *nv = realloc(ch->atts, nc * sizeof(*nv));
+	int rc = G_GROW(ch->atts, ch->cap_atts, ch->n_atts, 8);
 
-		if (!nv)
-			return -ENOMEM;
-		ch->atts = nv;
-		ch->cap_atts = nc;
-	}
+	if (rc)
+		return rc;
 	memset(&ch->atts[ch->n_atts], 0, sizeof(ch->atts[0]));
 	ch->atts[ch->n_atts].had = prev != NULL;
 	if (prev)
@@ -2197,17 +2146,8 @@ static int view_update_locked(struct record *r, struct rec_view *v, struct rec_c
 			v->s.pods[k] = pod;
 			continue;
 		}
-		if (st->n_atts + 1 >= v->cap_pods) {
-			size_t nc = v->cap_pods * 2 + 16;
-			struct rec_pod *np = realloc(v->s.pods, nc * sizeof(*np));
-
-			if (!np) {
-				rc = -ENOMEM;
-				break;
-			}
-			v->s.pods = np;
-			v->cap_pods = nc;
-		}
+		if ((rc = G_RESERVE(v->s.pods, v->cap_pods, st->n_atts + 2, 16)))
+			break;
 		if (!view_vpc(v, m.vpc, true) || gdp_state_add_attachment(st, &m)) {
 			rc = -ENOMEM;
 			break;

@@ -2,6 +2,7 @@
 
 #include "common/json.h"
 #include "common/metrics.h"
+#include "common/grow.h"
 
 #include <curl/curl.h>
 #include <pthread.h>
@@ -295,16 +296,8 @@ static int buf_append(struct buf *b, const char *d, size_t n)
 		b->overflow = true;
 		return -1;
 	}
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 16384;
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		char *np = realloc(b->p, cap);
-		if (!np)
-			return -1;
-		b->p = np;
-		b->cap = cap;
-	}
+	if (G_RESERVE(b->p, b->cap, b->len + n + 1, 16384))
+		return -1;
 	memcpy(b->p + b->len, d, n);
 	b->len += n;
 	b->p[b->len] = 0;

@@ -2,6 +2,7 @@
 
 #include "common/json.h"
 #include "common/yaml.h"
+#include "common/grow.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -108,16 +109,11 @@ static char *read_file(const char *path, size_t *len, char *err, size_t errlen)
 		return NULL;
 	}
 	for (;;) {
-		if (n + 4096 + 1 > cap) {
-			cap = (cap ? cap * 2 : 8192);
-			char *nb = realloc(buf, cap);
-			if (!nb) {
-				snprintf(err, errlen, "read %s: out of memory", path);
-				free(buf);
-				fclose(f);
-				return NULL;
-			}
-			buf = nb;
+		if (G_RESERVE(buf, cap, n + 4096 + 1, 8192)) {
+			snprintf(err, errlen, "read %s: out of memory", path);
+			free(buf);
+			fclose(f);
+			return NULL;
 		}
 		size_t r = fread(buf + n, 1, cap - n - 1, f);
 		n += r;

@@ -2,6 +2,7 @@
 
 #include "common/gmap.h"
 #include "common/json.h"
+#include "common/grow.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -455,14 +456,8 @@ struct kube_store_replace *kube_store_replace_begin(struct kube_store *s)
 static bool change_add(struct change **ch, size_t *nch, size_t *cap, char kind, json_t *old,
 		       json_t *nw)
 {
-	if (*nch == *cap) {
-		size_t c = *cap ? *cap * 2 : 64;
-		struct change *n = realloc(*ch, c * sizeof(**ch));
-		if (!n)
-			return false;
-		*ch = n;
-		*cap = c;
-	}
+	if (G_GROW(*ch, *cap, *nch, 64))
+		return false;
 	(*ch)[(*nch)++] = (struct change){ kind, old, nw };
 	return true;
 }

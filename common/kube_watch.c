@@ -1,6 +1,7 @@
 #include "common/kube_watch.h"
 
 #include "common/json.h"
+#include "common/grow.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -116,17 +117,9 @@ int kube_watch_decoder_feed(struct kube_watch_decoder *d, const char *data, size
 			snprintf(err, errlen, "watch stream: event larger than %zu bytes", d->max);
 			return -1;
 		}
-		if (d->len + len + 1 > d->cap) {
-			size_t cap = d->cap ? d->cap : 65536;
-			while (cap < d->len + len + 1)
-				cap *= 2;
-			char *nb = realloc(d->buf, cap);
-			if (!nb) {
-				snprintf(err, errlen, "watch stream: out of memory");
-				return -1;
-			}
-			d->buf = nb;
-			d->cap = cap;
+		if (G_RESERVE(d->buf, d->cap, d->len + len + 1, 65536)) {
+			snprintf(err, errlen, "watch stream: out of memory");
+			return -1;
 		}
 		memcpy(d->buf + d->len, data, len);
 		d->len += len;

@@ -1,6 +1,7 @@
 #include "common/metrics.h"
 
 #include "common/gmap.h"
+#include "common/grow.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -194,14 +195,10 @@ static void sb_printf(struct sb *b, const char *fmt, ...)
 			b->len += (size_t)n;
 			return;
 		}
-		size_t cap = b->cap * 2 + (size_t)(n > 0 ? n : 0) + 256;
-		char *np = realloc(b->p, cap);
-		if (!np) {
+		if (n < 0 || G_RESERVE(b->p, b->cap, b->len + (size_t)n + 1, 256)) {
 			b->oom = true;
 			return;
 		}
-		b->p = np;
-		b->cap = cap;
 	}
 }
 

@@ -17,6 +17,8 @@ $(eval $(call unit_test,test_common_http,tests/unit/test_common_http.c,gcommon,$
 $(eval $(call unit_test,test_common_core_event,tests/unit/test_common_core_event.c,gcommon,$(COMMON_LDLIBS)))
 $(eval $(call unit_test,test_common_json,tests/unit/test_common_json.c,gcommon,$(COMMON_LDLIBS)))
 $(eval $(call unit_test,test_common_metrics,tests/unit/test_common_metrics.c,gcommon,$(COMMON_LDLIBS)))
+# common/grow.h: the one grow-by-doubling helper.
+$(eval $(call unit_test,test_common_grow,tests/unit/test_common_grow.c,,))
 
 COMMON_E2E_LIB := tests/lib/cp.c tests/lib/common_e2e.c tests/lib/common_proxy.c
 $(eval $(call e2e_test,test_common_client,tests/e2e/test_common_client.c $(COMMON_E2E_LIB),gcommon,$(COMMON_LDLIBS)))

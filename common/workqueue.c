@@ -1,6 +1,7 @@
 #include "common/workqueue.h"
 
 #include "common/gmap.h"
+#include "common/grow.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -262,14 +263,8 @@ void wq_add_after(struct wq *q, const char *key, double delay_s)
 		}
 		goto out;
 	}
-	if (q->nheap == q->capheap) {
-		size_t cap = q->capheap ? q->capheap * 2 : 64;
-		struct delayed *n = realloc(q->heap, cap * sizeof(*n));
-		if (!n)
-			goto out;
-		q->heap = n;
-		q->capheap = cap;
-	}
+	if (G_GROW(q->heap, q->capheap, q->nheap, 64))
+		goto out;
 	char *k = strdup(key);
 	if (!k)
 		goto out;

@@ -5,6 +5,7 @@
 #include "common/log.h"
 #include "translator/intent.h"
 #include "translator/rec_egress.h"
+#include "common/grow.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -20,17 +21,15 @@ static size_t collect_reports(const struct rec_ctx *c, const char *ids,
 			      struct report_candidate **out)
 {
 	struct report_candidate *v = NULL;
-	size_t n = 0, i;
+	size_t n = 0, cap = 0, i;
 	json_t *objs, *o;
 
 	*out = NULL;
 	for (size_t k = 0; k < c->maps->n; k++) {
 		objs = kube_store_by_index(c->rep[k], "ids", ids);
 		json_array_foreach(objs, i, o) {
-			struct report_candidate *nv = realloc(v, (n + 1) * sizeof(*v));
-			if (!nv)
+			if (G_GROW(v, cap, n, 4))
 				break;
-			v = nv;
 			v[n].valid = report_extract(&c->maps->e[k], o, &v[n].v, v[n].err,
 						    sizeof(v[n].err)) == 0;
 			n++;

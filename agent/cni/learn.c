@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/grow.h"
 
 #define COMP "learn"
 #define REFUSED_MEMORY 64 /* (interface, address) pairs logged once */
@@ -212,14 +213,8 @@ static int scan_cb(const struct nlmsghdr *h, void *arg)
 
 	if (gnl_neigh_parse(h, &n) || !n.has_lladdr)
 		return 0;
-	if (c->n == c->cap) {
-		size_t cap = c->cap ? 2 * c->cap : 64;
-		struct gnl_neigh *v = realloc(c->v, cap * sizeof(*v));
-
-		if (!v)
-			return c->err = -ENOMEM;
-		c->v = v, c->cap = cap;
-	}
+	if (G_GROW(c->v, c->cap, c->n, 64))
+		return c->err = -ENOMEM;
 	c->v[c->n++] = n;
 	return 0;
 }

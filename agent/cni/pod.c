@@ -12,6 +12,7 @@
 #include "agent/cni/result.h"
 #include "agent/nl/nl.h"
 #include "agent/nl/objects.h"
+#include "common/grow.h"
 
 static void to_gnl(const struct cni_ip *ip, int plen, struct gnl_addr *a)
 {
@@ -492,15 +493,8 @@ static int sweep_cb(const struct nlmsghdr *h, void *arg)
 
 	if (gnl_link_parse(h, &l) || strcmp(l.kind, "veth") || !ours(l.name))
 		return 0;
-	if (sw->n == sw->cap) {
-		size_t nc = sw->cap ? sw->cap * 2 : 16;
-		void *nv = realloc(sw->names, nc * sizeof(*sw->names));
-
-		if (!nv)
-			return -ENOMEM;
-		sw->names = nv;
-		sw->cap = nc;
-	}
+	if (G_GROW(sw->names, sw->cap, sw->n, 16))
+		return -ENOMEM;
 	snprintf(sw->names[sw->n++], CNI_IFNAME_MAX + 1, "%s", l.name);
 	return 0;
 }

@@ -12,6 +12,7 @@
 #include "agent/cni/pod.h"
 #include "agent/cni/result.h"
 #include "common/log.h"
+#include "common/grow.h"
 
 #define COMP "cni"
 
@@ -56,15 +57,10 @@ static bool busy_locked(struct gcni_verbs *v, const char *k)
 
 static int mark_locked(struct gcni_verbs *v, const char *k)
 {
-	if (v->nbusy == v->capbusy) {
-		size_t nc = v->capbusy ? v->capbusy * 2 : 64;
-		char (*nb)[300] = realloc(v->busy, nc * sizeof(*nb));
+	int rc = G_GROW(v->busy, v->capbusy, v->nbusy, 64);
 
-		if (!nb)
-			return -ENOMEM;
-		v->busy = nb;
-		v->capbusy = nc;
-	}
+	if (rc)
+		return rc;
 	snprintf(v->busy[v->nbusy++], 300, "%s", k);
 	return 0;
 }

@@ -1,5 +1,6 @@
 /* Result bookkeeping and the backend registry shared by every backend. */
 #include "agent/dp/backend.h"
+#include "common/grow.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -170,15 +171,8 @@ struct gdp_result *gdp_results_get(struct gdp_results *r, enum gdp_obj_kind kind
 	x = gdp_results_find(r, kind, vpc, key);
 	if (x)
 		return x;
-	if (r->n == r->cap) {
-		size_t nc = r->cap ? r->cap * 2 : 64;
-		struct gdp_result *nv = realloc(r->v, nc * sizeof(*nv));
-
-		if (!nv)
-			return NULL;
-		r->v = nv;
-		r->cap = nc;
-	}
+	if (G_GROW(r->v, r->cap, r->n, 64))
+		return NULL;
 	x = &r->v[r->n++];
 	memset(x, 0, sizeof(*x));
 	x->kind = kind;

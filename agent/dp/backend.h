@@ -135,6 +135,8 @@ struct gdp_delta {
 	size_t *remotes, n_remotes;             /* remotes added or changed (indexes into desired->remotes) */
 	struct gdp_remote *gone_remotes;        /* remotes removed */
 	size_t n_gone_remotes;
+	/* capacities of the four arrays (common/grow.h) */
+	size_t cap_atts, cap_gone_atts, cap_remotes, cap_gone_remotes;
 };
 
 void gdp_delta_init(struct gdp_delta *d);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "agent/dp/backend.h"
+#include "common/grow.h"
 
 void gdp_delta_init(struct gdp_delta *d)
 {
@@ -32,14 +33,13 @@ bool gdp_delta_empty(const struct gdp_delta *d)
 	return !d->full && !d->n_atts && !d->n_gone_atts && !d->n_remotes && !d->n_gone_remotes;
 }
 
-static int push_idx(size_t **v, size_t *n, size_t x)
+static int push_idx(size_t **v, size_t *n, size_t *cap, size_t x)
 {
-	size_t *nv = realloc(*v, (*n + 1) * sizeof(**v));
+	int rc = G_GROW(*v, *cap, *n, 8);
 
-	if (!nv)
-		return -ENOMEM;
-	nv[(*n)++] = x;
-	*v = nv;
+	if (rc)
+		return rc;
+	(*v)[(*n)++] = x;
 	return 0;
 }
 
@@ -48,7 +48,7 @@ int gdp_delta_add_att(struct gdp_delta *d, size_t i)
 	for (size_t j = 0; j < d->n_atts; j++)
 		if (d->atts[j] == i)
 			return 0;
-	return push_idx(&d->atts, &d->n_atts, i);
+	return push_idx(&d->atts, &d->n_atts, &d->cap_atts, i);
 }
 
 static uint64_t fnv(uint64_t h, const void *p, size_t n)
@@ -161,7 +161,7 @@ static int diff_atts(const struct gdp_state *prev, const struct gdp_state *cur, 
 			if (att_key_eq(&prev->atts[h.slot[s] - 1], a))
 				found = h.slot[s];
 		if (!found) {
-			rc = push_idx(&d->atts, &d->n_atts, i);
+			rc = push_idx(&d->atts, &d->n_atts, &d->cap_atts, i);
 			continue;
 		}
 		if (seen[found - 1] || !att_equal(&prev->atts[found - 1], a))
@@ -169,17 +169,11 @@ static int diff_atts(const struct gdp_state *prev, const struct gdp_state *cur, 
 		seen[found - 1] = true;
 	}
 	for (i = 0; i < prev->n_atts && !rc; i++) {
-		struct gdp_attachment *nv;
-
 		if (seen[i])
 			continue;
-		nv = realloc(d->gone_atts, (d->n_gone_atts + 1) * sizeof(*nv));
-		if (!nv) {
-			rc = -ENOMEM;
+		if ((rc = G_GROW(d->gone_atts, d->cap_gone_atts, d->n_gone_atts, 8)))
 			break;
-		}
-		d->gone_atts = nv;
-		nv[d->n_gone_atts++] = prev->atts[i];
+		d->gone_atts[d->n_gone_atts++] = prev->atts[i];
 	}
 	if (!rc)
 		check_shared(cur, d);
@@ -225,20 +219,14 @@ static int diff_remotes(const struct gdp_state *prev, const struct gdp_state *cu
 		if (found)
 			seen[found - 1] = true;
 		if (!found || memcmp(&prev->remotes[found - 1].sid, &r->sid, sizeof(r->sid)))
-			rc = push_idx(&d->remotes, &d->n_remotes, i);
+			rc = push_idx(&d->remotes, &d->n_remotes, &d->cap_remotes, i);
 	}
 	for (i = 0; i < prev->n_remotes && !rc && !d->full; i++) {
-		struct gdp_remote *nv;
-
 		if (seen[i])
 			continue;
-		nv = realloc(d->gone_remotes, (d->n_gone_remotes + 1) * sizeof(*nv));
-		if (!nv) {
-			rc = -ENOMEM;
+		if ((rc = G_GROW(d->gone_remotes, d->cap_gone_remotes, d->n_gone_remotes, 8)))
 			break;
-		}
-		d->gone_remotes = nv;
-		nv[d->n_gone_remotes++] = prev->remotes[i];
+		d->gone_remotes[d->n_gone_remotes++] = prev->remotes[i];
 	}
 	free(seen);
 	free(h.slot);
@@ -335,12 +323,9 @@ int gdp_delta_compute_changes(const struct gdp_state *prev, const struct gdp_sta
 			/* changed in place: remove-then-add is not ordered here */
 			d->full = !att_equal(&c->prev, &cur->atts[c->cur]);
 		} else if (c->had) {
-			struct gdp_attachment *nv = realloc(d->gone_atts, (d->n_gone_atts + 1) * sizeof(*nv));
-
-			if (!nv)
-				return -ENOMEM;
-			d->gone_atts = nv;
-			nv[d->n_gone_atts++] = c->prev;
+			if ((rc = G_GROW(d->gone_atts, d->cap_gone_atts, d->n_gone_atts, 8)))
+				return rc;
+			d->gone_atts[d->n_gone_atts++] = c->prev;
 		} else if (c->cur != SIZE_MAX) {
 			rc = gdp_delta_add_att(d, c->cur);
 		}

@@ -1,5 +1,6 @@
 /* The egress shard's nftables translator (agent/dp/egress.h). */
 #include "agent/dp/egress.h"
+#include "common/grow.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -84,15 +85,10 @@ static void sb_add(struct sb *b, const char *fmt, ...)
 			b->n += (size_t)k;
 			return;
 		}
-		size_t nc = (b->cap + (size_t)k + 1) * 2;
-		char *np = realloc(b->p, nc);
-
-		if (!np) {
+		if (G_RESERVE(b->p, b->cap, b->n + (size_t)k + 1, 256)) {
 			b->oom = true;
 			return;
 		}
-		b->p = np;
-		b->cap = nc;
 	}
 }
 

@@ -46,6 +46,7 @@
 #include "agent/dp/egress.h"
 #include "agent/dp/steer.h"
 #include "agent/nl/objects.h"
+#include "common/grow.h"
 
 #define V6_METRIC 1024
 
@@ -77,17 +78,7 @@ struct kb {
 #define VEC(T) struct { T *v; size_t n, cap; }
 #define VEC_PUSH(vec, item)                                                     \
 	({                                                                      \
-		int rc_ = 0;                                                    \
-		if ((vec).n == (vec).cap) {                                     \
-			size_t nc_ = (vec).cap ? (vec).cap * 2 : 64;            \
-			void *nv_ = realloc((vec).v, nc_ * sizeof(*(vec).v));   \
-			if (!nv_)                                               \
-				rc_ = -ENOMEM;                                  \
-			else {                                                  \
-				(vec).v = nv_;                                  \
-				(vec).cap = nc_;                                \
-			}                                                       \
-		}                                                               \
+		int rc_ = G_GROW((vec).v, (vec).cap, (vec).n, 64);              \
 		if (!rc_)                                                       \
 			(vec).v[(vec).n++] = (item);                            \
 		rc_;                                                            \

@@ -1,6 +1,7 @@
 /* Desired node state: containers, SIDs, validation. */
 #include "agent/dp/model.h"
 #include "agent/nl/nl.h"
+#include "common/grow.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -22,25 +23,10 @@ void gdp_state_free(struct gdp_state *s)
 	gdp_state_init(s);
 }
 
-static int grow(void **v, size_t *cap, size_t n, size_t sz)
-{
-	size_t nc;
-	void *nv;
-
-	if (n < *cap)
-		return 0;
-	nc = *cap ? *cap * 2 : 8;
-	nv = realloc(*v, nc * sz);
-	if (!nv)
-		return -ENOMEM;
-	*v = nv;
-	*cap = nc;
-	return 0;
-}
 
 int gdp_state_add_vpc(struct gdp_state *s, const struct gdp_vpc *v)
 {
-	if (grow((void **)&s->vpcs, &s->cap_vpcs, s->n_vpcs, sizeof(*v)))
+	if (G_GROW(s->vpcs, s->cap_vpcs, s->n_vpcs, 8))
 		return -ENOMEM;
 	s->vpcs[s->n_vpcs++] = *v;
 	return 0;
@@ -48,7 +34,7 @@ int gdp_state_add_vpc(struct gdp_state *s, const struct gdp_vpc *v)
 
 int gdp_state_add_attachment(struct gdp_state *s, const struct gdp_attachment *a)
 {
-	if (grow((void **)&s->atts, &s->cap_atts, s->n_atts, sizeof(*a)))
+	if (G_GROW(s->atts, s->cap_atts, s->n_atts, 8))
 		return -ENOMEM;
 	s->atts[s->n_atts++] = *a;
 	return 0;
@@ -56,7 +42,7 @@ int gdp_state_add_attachment(struct gdp_state *s, const struct gdp_attachment *a
 
 int gdp_state_add_remote(struct gdp_state *s, const struct gdp_remote *r)
 {
-	if (grow((void **)&s->remotes, &s->cap_remotes, s->n_remotes, sizeof(*r)))
+	if (G_GROW(s->remotes, s->cap_remotes, s->n_remotes, 8))
 		return -ENOMEM;
 	s->remotes[s->n_remotes++] = *r;
 	return 0;
@@ -64,16 +50,7 @@ int gdp_state_add_remote(struct gdp_state *s, const struct gdp_remote *r)
 
 int gdp_state_reserve_remotes(struct gdp_state *s, size_t cap)
 {
-	void *nv;
-
-	if (cap <= s->cap_remotes)
-		return 0;
-	nv = realloc(s->remotes, cap * sizeof(*s->remotes));
-	if (!nv)
-		return -ENOMEM;
-	s->remotes = nv;
-	s->cap_remotes = cap;
-	return 0;
+	return G_RESERVE(s->remotes, s->cap_remotes, cap, 0);
 }
 
 static void *dup(const void *p, size_t n, size_t sz)

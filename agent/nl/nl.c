@@ -19,6 +19,7 @@
 #include <netlink/socket.h>
 
 #include "agent/nl/objects.h"
+#include "common/grow.h"
 
 #define RECV_BUF (256 * 1024)
 
@@ -166,28 +167,9 @@ int gnl_batch_add(struct gnl_batch *b, struct nl_msg *msg, void *tag)
 	struct nlmsghdr *h = nlmsg_hdr(msg);
 	size_t need = NLMSG_ALIGN(h->nlmsg_len);
 
-	if (b->len + need > b->cap) {
-		/* small first (one request of gnl_talk from each CNI thread), doubling after */
-		size_t nc = b->cap ? b->cap * 2 : 4096;
-		uint8_t *nb;
-
-		while (nc < b->len + need)
-			nc *= 2;
-		nb = realloc(b->buf, nc);
-		if (!nb)
-			return -ENOMEM;
-		b->buf = nb;
-		b->cap = nc;
-	}
-	if (b->n == b->capn) {
-		size_t nc = b->capn ? b->capn * 2 : 8;
-		struct gnl_req *nv = realloc(b->v, nc * sizeof(*nv));
-
-		if (!nv)
-			return -ENOMEM;
-		b->v = nv;
-		b->capn = nc;
-	}
+	/* small first (one request of gnl_talk from each CNI thread), doubling after */
+	if (G_RESERVE(b->buf, b->cap, b->len + need, 4096) || G_GROW(b->v, b->capn, b->n, 8))
+		return -ENOMEM;
 	memcpy(b->buf + b->len, h, h->nlmsg_len);
 	memset(b->buf + b->len + h->nlmsg_len, 0, need - h->nlmsg_len);
 	((struct nlmsghdr *)(b->buf + b->len))->nlmsg_flags |= NLM_F_REQUEST | NLM_F_ACK;

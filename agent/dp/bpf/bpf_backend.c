@@ -21,6 +21,7 @@
 #include "agent/dp/bpf/bpf_sync.h"
 #include "agent/nl/nl.h"
 #include "agent/nl/objects.h"
+#include "common/grow.h"
 
 /* A neighbour state with a usable address (the kernel's NUD_VALID). */
 #define NH_VALID (NUD_PERMANENT | NUD_NOARP | NUD_REACHABLE | NUD_PROBE | NUD_STALE | NUD_DELAY)
@@ -483,18 +484,15 @@ static const struct gbpf_route *l2_for(void *ctx, const uint8_t sid[16])
 			goto found;
 	}
 	if (c->n == c->cap) {
-		size_t nc = c->cap ? c->cap * 2 : 64, mask = 2 * nc - 1;
-		void *nv = realloc(c->v, nc * sizeof(*c->v));
-		uint32_t *ns = calloc(mask + 1, sizeof(*ns));
+		/* the slot table is sized from the new capacity: made first, so that
+		 * a failure leaves both as they were */
+		size_t nc = g_grow_cap(c->cap, c->n + 1, sizeof(*c->v), 64), mask = 2 * nc - 1;
+		uint32_t *ns = nc ? calloc(mask + 1, sizeof(*ns)) : NULL;
 
-		if (!nv || !ns) {
+		if (!ns || G_RESERVE(c->v, c->cap, nc, 64)) {
 			free(ns);
-			if (nv)
-				c->v = nv;
 			return NULL;
 		}
-		c->v = nv;
-		c->cap = nc;
 		for (size_t j = 0; j < c->n; j++) {
 			size_t k = sid_hash(c->v[j].sid) & mask;
 

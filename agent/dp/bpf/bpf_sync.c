@@ -1,6 +1,7 @@
 /* Desired state -> bpf maps, level-triggered (see bpf_sync.h). */
 #include "agent/dp/bpf/bpf_sync.h"
 #include "agent/dp/egress.h"
+#include "common/grow.h"
 
 #include <arpa/inet.h>
 #include <bpf/bpf.h>
@@ -320,15 +321,8 @@ struct gdp_result *gbpf_result_remote(struct gdp_results *res, const struct gdp_
 {
 	struct gdp_result *x;
 
-	if (res->n == res->cap) {
-		size_t nc = res->cap ? res->cap * 2 : 64;
-		struct gdp_result *nv = realloc(res->v, nc * sizeof(*nv));
-
-		if (!nv)
-			return NULL;
-		res->v = nv;
-		res->cap = nc;
-	}
+	if (G_GROW(res->v, res->cap, res->n, 64))
+		return NULL;
 	x = &res->v[res->n++];
 	/* Field by field: zeroing all 400 bytes (msg) of 100k results costs more than the rest. */
 	const char *vpc = gdp_remote_vpc(rm);
@@ -507,6 +501,7 @@ static int walk_one(struct kset *set, struct plan *p, const struct gbpf_route_ke
 		    struct gbpf_route_key **stale, size_t *nstale, size_t *capstale)
 {
 	long at = kset_probe(set, p, k, false, 0);
+	int rc;
 
 	if (at >= 0) {
 		struct gbpf_route want;
@@ -516,15 +511,8 @@ static int walk_one(struct kset *set, struct plan *p, const struct gbpf_route_ke
 			p->same[(size_t)at / 64] |= 1ull << ((size_t)at % 64);
 		return 0;
 	}
-	if (*nstale == *capstale) {
-		size_t nc = *capstale ? *capstale * 2 : 256;
-		struct gbpf_route_key *ns = realloc(*stale, nc * sizeof(*ns));
-
-		if (!ns)
-			return -ENOMEM;
-		*stale = ns;
-		*capstale = nc;
-	}
+	if ((rc = G_GROW(*stale, *capstale, *nstale, 256)))
+		return rc;
 	(*stale)[(*nstale)++] = *k;
 	return 0;
 }
