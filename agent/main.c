@@ -221,7 +221,16 @@ static void on_hup(struct agent *ag)
 		glogf(GLOG_ERROR, COMP, "drop-in files not imported: %s", err);
 }
 
-/* Which kernel events can mean drift of what we own (a resync is cheap). */
+/*
+ * Which kernel events can mean drift of what we own. A node's primary CNI
+ * (Cilium, Calico, ptp...) creates and deletes a veth for every pod of
+ * its own: notifications about links that are not ours (not an
+ * attachment's host veth, not the uplink or the egress interface, not a
+ * link the bpf backend filters) cause no pass and no read-back; which
+ * links are ours is decided by the record's names and the ifindexes seen
+ * for them, never by a name pattern (docs/dataplane-kernel.md, "Kernel
+ * notifications").
+ */
 struct watch {
 	uint8_t proto;
 	uint32_t tmin, tmax;
@@ -230,32 +239,54 @@ struct watch {
 	bool tc;                 /* a TC filter, chain or qdisc was deleted: on tc_if[] */
 	bool steer_seen;         /* nftables: the transaction being read touched the steering table */
 	bool steer;              /* ... and it was someone else's: drift, read back at once */
+	bool host_gone;          /* a host veth the record still has was deleted: read back (drift), repair */
+	bool host_back;          /* a host veth came back whose attachment the last pass failed: read back, repair */
 	char comm[16];           /* our task name (NFTA_GEN_PROC_NAME of our own transactions) */
 	int tc_if[16];           /* its links (ifindex); n_tc_if > 16: too many to say */
 	size_t n_tc_if;
 	struct gdp_backend *bpf; /* the bpf backend (next hops' neighbours), or NULL */
 	struct record *rec;
+	struct pipeline *pl;     /* the last pass's results (a host veth's attachment) */
 	struct glearn *learn;   /* NULL without the CNI socket */
-	/* Links seen as an attachment's host veth (ifindex -> name): once the
-	 * record no longer has the name, the deletions on that link are a CNI
-	 * DEL's own (its pass removed what it owned, then the veth went), not
-	 * drift, and ask for no full pass. */
-	struct watch_veth { uint32_t ifindex; char name[IFNAMSIZ]; } *veths;
+	/* The node's own links by name, from the record (watch_names, before
+	 * each batch of notifications): the uplink ("lo" when none is named:
+	 * the SIDs' device) and the egress shard's internet interface. */
+	char uplink[IFNAMSIZ], eoif[IFNAMSIZ];
+	bool uplinks_by_addr;    /* bpf, no uplink named: a link with a global IPv6 address is one */
+	unsigned long foreign;   /* notifications about other links, dropped (debug log) */
+	/* Links seen as an attachment's host veth (ifindex -> name; node:
+	 * the uplink or the egress interface). Once the record no longer has
+	 * a host veth's name, the deletions on that link are a CNI DEL's own
+	 * (its pass removed what it owned, then the veth went), not drift,
+	 * and ask for no full pass. */
+	struct watch_veth { uint32_t ifindex; char name[IFNAMSIZ]; bool node; } *veths;
 	size_t nveths, capveths;
 };
 
-/* A link the record knows as an attachment's host veth (reserved or desired). */
-static bool host_veth(struct record *rec, const char *name)
+/* A link the record knows as an attachment's host veth (reserved or desired);
+ * vpc and id (may be NULL) get its attachment's. */
+static bool host_veth_of(struct record *rec, const char *name, char *vpc, char *id)
 {
 	bool found = false;
 
 	if (!rec || !name[0])
 		return false;
 	record_lock(rec);
-	for (size_t i = 0; i < record_n_atts(rec) && !found; i++)
-		found = !strcmp(record_att(rec, i)->m.host_ifname, name);
+	for (size_t i = 0; i < record_n_atts(rec) && !found; i++) {
+		const struct rec_att *a = record_att(rec, i);
+
+		if ((found = !strcmp(a->m.host_ifname, name)) && vpc && id) {
+			snprintf(vpc, GDP_ID_MAX + 1, "%s", a->m.vpc);
+			snprintf(id, GDP_ID_MAX + 1, "%s", a->m.id);
+		}
+	}
 	record_unlock(rec);
 	return found;
+}
+
+static bool host_veth(struct record *rec, const char *name)
+{
+	return host_veth_of(rec, name, NULL, NULL);
 }
 
 static struct watch_veth *veth_find(struct watch *w, uint32_t ifindex, const char *name)
@@ -266,7 +297,7 @@ static struct watch_veth *veth_find(struct watch *w, uint32_t ifindex, const cha
 	return NULL;
 }
 
-static void veth_note(struct watch *w, uint32_t ifindex, const char *name)
+static void veth_note(struct watch *w, uint32_t ifindex, const char *name, bool node)
 {
 	struct watch_veth *v = veth_find(w, ifindex, NULL);
 
@@ -275,6 +306,7 @@ static void veth_note(struct watch *w, uint32_t ifindex, const char *name)
 	if (!v)
 		v = &w->veths[w->nveths++];
 	v->ifindex = ifindex;
+	v->node = node;
 	snprintf(v->name, sizeof(v->name), "%s", name);
 }
 
@@ -284,7 +316,7 @@ static bool departed(struct watch *w, uint32_t ifindex, const char *name)
 {
 	struct watch_veth *v = (ifindex || (name && name[0])) ? veth_find(w, ifindex, name) : NULL;
 
-	return v && !host_veth(w->rec, v->name);
+	return v && !v->node && !host_veth(w->rec, v->name);
 }
 
 static void veth_forget(struct watch *w, uint32_t ifindex)
@@ -295,6 +327,49 @@ static void veth_forget(struct watch *w, uint32_t ifindex)
 		*v = w->veths[--w->nveths];
 }
 
+/* The node's own links as the record names them now (before each batch). */
+static void watch_names(struct watch *w)
+{
+	struct gdp_node n;
+	struct gdp_egress e;
+	int mtu;
+	bool named;
+
+	if (!record_node_identity(w->rec, &n, &mtu))
+		n.uplink[0] = 0;
+	named = n.uplink[0] && strcmp(n.uplink, "lo");
+	snprintf(w->uplink, sizeof(w->uplink), "%s", n.uplink[0] ? n.uplink : "lo");
+	w->uplinks_by_addr = w->bpf && !named;
+	w->eoif[0] = 0;
+	if (record_egress(w->rec, &e) && e.have)
+		snprintf(w->eoif, sizeof(w->eoif), "%s", e.oif[0] ? e.oif : w->uplink);
+}
+
+/* Whose link a link notification is about (the record's names, the
+ * ifindexes seen for them, the links the bpf backend filters). */
+enum link_whose { LINK_OTHER, LINK_HOST, LINK_NODE };
+
+static enum link_whose link_whose(struct watch *w, const struct gnl_link *l)
+{
+	struct watch_veth *v = veth_find(w, l->ifindex, NULL);
+
+	if (host_veth(w->rec, l->name))
+		return LINK_HOST;
+	if (!strcmp(l->name, w->uplink) || (w->eoif[0] && !strcmp(l->name, w->eoif)))
+		return LINK_NODE;
+	if (v)
+		return v->node ? LINK_NODE : LINK_HOST; /* renamed, or a DEL's veth going */
+	if (w->bpf && gdp_bpf_link_ours(w->bpf, l->ifindex))
+		return LINK_NODE; /* an uplink the bpf backend chose by its address */
+	return LINK_OTHER;
+}
+
+/* A TC notification's link: ours (a host veth or node link seen, or one the bpf backend filters)? */
+static bool tc_link_ours(struct watch *w, uint32_t ifindex)
+{
+	return veth_find(w, ifindex, NULL) || (w->bpf && gdp_bpf_link_ours(w->bpf, ifindex));
+}
+
 /* At start: the host veths already there (their DELs must not ask for a full pass either). */
 static int seed_cb(const struct nlmsghdr *h, void *arg)
 {
@@ -302,7 +377,7 @@ static int seed_cb(const struct nlmsghdr *h, void *arg)
 	struct gnl_link l;
 
 	if (gnl_link_parse(h, &l) == 0 && host_veth(w->rec, l.name))
-		veth_note(w, l.ifindex, l.name);
+		veth_note(w, l.ifindex, l.name, false);
 	return 0;
 }
 
@@ -319,6 +394,19 @@ static void watch_seed(struct watch *w, const char *netns)
 	gnl_close(s);
 }
 
+/* A host veth (re)appeared: one the last pass failed (its veth was missing) is worth a repair. */
+static void host_link_seen(struct watch *w, const struct gnl_link *l)
+{
+	char vpc[GDP_ID_MAX + 1] = "", id[GDP_ID_MAX + 1] = "";
+	struct gdp_result r;
+	bool known = veth_find(w, l->ifindex, NULL) != NULL;
+
+	if (!known && w->pl && host_veth_of(w->rec, l->name, vpc, id) &&
+	    pipeline_result(w->pl, GDP_OBJ_ATTACHMENT, vpc, id, &r) == 0 && (!r.programmed || r.err))
+		w->host_back = true;
+	veth_note(w, l->ifindex, l->name, false);
+}
+
 static int watch_cb(const struct nlmsghdr *h, void *arg)
 {
 	struct watch *w = arg;
@@ -326,12 +414,16 @@ static int watch_cb(const struct nlmsghdr *h, void *arg)
 	struct gnl_rule ru;
 	struct gnl_neigh n;
 	struct gnl_ifaddr a;
+	struct gnl_link l;
 
 	switch (h->nlmsg_type) {
 	case RTM_NEWROUTE:
 	case RTM_DELROUTE:
+		/* ours: our protocol in a table we write (main, the VPC range);
+		 * or anyone's in a VPC table (refuses that VPC) */
 		if (gnl_route_parse(h, &r) == 0 &&
-		    ((h->nlmsg_type == RTM_DELROUTE && r.protocol == w->proto && !departed(w, r.oif, NULL)) ||
+		    ((h->nlmsg_type == RTM_DELROUTE && r.protocol == w->proto &&
+		      (r.table == RT_TABLE_MAIN || (r.table >= w->tmin && r.table <= w->tmax)) && !departed(w, r.oif, NULL)) ||
 		     (r.protocol != w->proto && r.table >= w->tmin && r.table <= w->tmax)))
 			w->dirty = true;
 		break;
@@ -344,7 +436,8 @@ static int watch_cb(const struct nlmsghdr *h, void *arg)
 			w->dirty = true;
 		break;
 	case RTM_NEWNEIGH:
-		/* A self-addressed guest's first packets (learn.h). */
+		/* A self-addressed guest's first packets (learn.h: by the guest's
+		 * MAC, no system call for another device's neighbours). */
 		if (w->learn && gnl_neigh_parse(h, &n) == 0 && glearn_neigh(w->learn, &n))
 			w->learned = true;
 		/* An underlay next hop of the bpf routes (re)resolved elsewhere: refresh their L2. */
@@ -357,53 +450,83 @@ static int watch_cb(const struct nlmsghdr *h, void *arg)
 		else if (w->bpf && gnl_neigh_parse(h, &n) == 0 && gdp_bpf_nexthop_event(w->bpf, &n, true))
 			w->dirty = true;
 		break;
+	case RTM_NEWADDR:
+		/* bpf without a named uplink: a link that gets a global IPv6
+		 * address becomes one (decap), unless it is a host veth */
+		if (w->uplinks_by_addr && gnl_ifaddr_parse(h, &a) == 0 && a.family == AF_INET6 &&
+		    a.scope == RT_SCOPE_UNIVERSE && !veth_find(w, a.ifindex, NULL) && !gdp_bpf_link_ours(w->bpf, a.ifindex))
+			w->dirty = true;
+		break;
 	case RTM_DELADDR:
 		if (gnl_ifaddr_parse(h, &a) == 0 && a.protocol == w->proto && !departed(w, a.ifindex, NULL))
 			w->dirty = true;
 		break;
-	case RTM_NEWLINK: {
-		struct gnl_link l;
-
-		/* An attachment's own veth coming and going up is the CNI verbs'
-		 * doing, applied by an incremental pass: not a reason for a full
-		 * one (every ADD would be followed by one). Its deletion is seen
-		 * (DELLINK, and the routes that go with it); a host veth set down
-		 * by someone else is repaired by the next full pass. */
-		if (gnl_link_parse(h, &l) == 0 && host_veth(w->rec, l.name)) {
-			veth_note(w, l.ifindex, l.name);
+	case RTM_NEWLINK:
+		if (gnl_link_parse(h, &l))
+			break;
+		switch (link_whose(w, &l)) {
+		case LINK_OTHER:
+			w->foreign++; /* another CNI's veth, a bridge...: nothing of ours */
+			break;
+		case LINK_HOST:
+			/* An attachment's own veth coming and going up is the CNI
+			 * verbs' doing, applied by an incremental pass: not a reason
+			 * for a full one (every ADD would be followed by one). Its
+			 * deletion is seen (DELLINK, and the routes that go with
+			 * it); a host veth set down by someone else is repaired by
+			 * the next full pass. */
+			if (host_veth(w->rec, l.name))
+				host_link_seen(w, &l);
+			else if (!departed(w, l.ifindex, NULL))
+				w->dirty = true; /* a host veth renamed away */
+			break; /* (departed: a DEL's veth going down on its way out) */
+		case LINK_NODE:
+			veth_note(w, l.ifindex, l.name, true);
+			w->dirty = true; /* the uplink appeared or changed */
 			break;
 		}
-		if (departed(w, l.ifindex, NULL))
-			break; /* a DEL's veth going down on its way out */
-		w->dirty = true; /* another link appeared or changed (the uplink...) */
 		break;
-	}
-	case RTM_DELLINK: {
-		struct gnl_link l;
-
-		/* A DEL's veth (its attachment left the record first) is not
-		 * drift; a host veth still recorded, the uplink, anything else is. */
-		if (gnl_link_parse(h, &l) == 0 && departed(w, l.ifindex, NULL)) {
+	case RTM_DELLINK:
+		if (gnl_link_parse(h, &l))
+			break;
+		switch (link_whose(w, &l)) {
+		case LINK_OTHER:
+			w->foreign++;
+			break;
+		case LINK_HOST:
+			/* A DEL's veth (its attachment left the record first) is
+			 * not drift; one the record still has is: read back */
+			if (!departed(w, l.ifindex, NULL) && host_veth(w->rec, l.name))
+				w->host_gone = true;
+			else if (!departed(w, l.ifindex, NULL))
+				w->dirty = true;
 			veth_forget(w, l.ifindex);
 			break;
-		}
-		if (gnl_link_parse(h, &l) == 0)
+		case LINK_NODE:
 			veth_forget(w, l.ifindex);
-		w->dirty = true;
+			w->dirty = true;
+			break;
+		}
 		break;
 	case RTM_DELTFILTER:
 	case RTM_DELCHAIN:
 	case RTM_DELQDISC: {
 		const struct tcmsg *t = NLMSG_DATA(h);
 
+		if (h->nlmsg_len < NLMSG_LENGTH(sizeof(*t)) || t->tcm_ifindex <= 0)
+			break;
 		/* A DEL's veth going takes its qdisc and filters with it: not drift
 		 * (a read-back holds the passes, ~1 s per DEL at 1,000 attachments). */
-		if (h->nlmsg_len >= NLMSG_LENGTH(sizeof(*t)) && t->tcm_ifindex > 0 &&
-		    departed(w, (uint32_t)t->tcm_ifindex, NULL))
+		if (departed(w, (uint32_t)t->tcm_ifindex, NULL))
 			break;
+		/* Another CNI's link (its own programs on its own veths): not ours. */
+		if (!tc_link_ours(w, (uint32_t)t->tcm_ifindex)) {
+			w->foreign++;
+			break;
+		}
 		/* A filter (or its qdisc) went: ours? a read-back says (bpf backend),
 		 * when the link is still there without our filter (main loop). */
-		if (h->nlmsg_len >= NLMSG_LENGTH(sizeof(*t))) {
+		{
 			size_t i;
 
 			for (i = 0; i < w->n_tc_if && i < 16 && w->tc_if[i] != t->tcm_ifindex; i++)
@@ -416,7 +539,6 @@ static int watch_cb(const struct nlmsghdr *h, void *arg)
 			w->tc = true;
 		}
 		break;
-	}
 	}
 	}
 	return 0;
@@ -490,15 +612,19 @@ static void count_repairs(struct agent *ag, const unsigned long got[GDRIFT_KINDS
  * went (definitive: a TC filter deleted), else when a second read 250 ms
  * later still sees it, so a change caught mid-way does not rewrite the
  * kernel. Failures that are no drift (an object that never got programmed)
- * ask for a full pass when two verify ticks in a row see them.
+ * ask for a full pass when two verify ticks in a row see them, and so does
+ * drift a repair pass did not bring back. true when it asked for a repair
+ * (a full pass).
  */
-static void read_back(struct agent *ag, bool definitive, bool tick, const char *why)
+static bool read_back(struct agent *ag, bool definitive, bool tick, const char *why)
 {
 	unsigned long got[GDRIFT_KINDS] = { 0 }, full, delta;
 	struct gdp_results res;
 	struct rec_snap snap;
 	double t0 = now_ms();
 	int n, pending = 0;
+	size_t unasked;
+	bool repairing = false;
 
 	gdp_results_init(&res);
 	n = pipeline_verify(ag->pl, &res);
@@ -512,14 +638,19 @@ static void read_back(struct agent *ag, bool definitive, bool tick, const char *
 		pending = gdrift_read_back(&ag->drift, &res, was_programmed, ag, NULL, got);
 		count_repairs(ag, got);
 	}
-	if (n > 0 && pending > 0 && (definitive || ag->drift_seen)) {
+	/* drift a repair pass did not bring back (a host veth gone) asks for no
+	 * second one: it stays pending (counted when it returns), a failure */
+	unasked = pending > 0 ? gdrift_unasked(&ag->drift) : 0;
+	if (n > 0 && unasked > 0 && (definitive || ag->drift_seen)) {
 		glogf(GLOG_WARN, COMP, "%s: drift of %d objects (%d differences): repairing", why, pending, n);
 		ag->drift_seen = false;
 		ag->recheck_at = 0;
 		pipeline_counters(ag->pl, &full, &delta);
 		ag->repair_full = full;
+		gdrift_repair_asked(&ag->drift);
 		pipeline_kick_full(ag->pl);
-	} else if (n > 0 && pending > 0) {
+		repairing = true;
+	} else if (n > 0 && unasked > 0) {
 		glogf(GLOG_WARN, COMP, "%s: drift of %d objects (%d differences): not ready, reading again", why,
 		      pending, n);
 		ag->drift_seen = true;
@@ -535,6 +666,7 @@ static void read_back(struct agent *ag, bool definitive, bool tick, const char *
 		ag->drift_seen = false;
 	}
 	gdp_results_free(&res);
+	return repairing;
 }
 
 static void usage(void)
@@ -801,6 +933,7 @@ int main(int argc, char **argv)
 	/* Kernel events wake the loop early; the periodic pass stays the safety net. */
 	w.proto = bo.rtproto ? bo.rtproto : GDP_RTPROT_DEFAULT;
 	w.rec = ag.rec;
+	w.pl = ag.pl;
 	w.bpf = !strcmp(ops->name, "bpf") ? be : NULL;
 	w.tmin = bo.table_min ? bo.table_min : GDP_TABLE_MIN_DEFAULT;
 	w.tmax = bo.table_max ? bo.table_max : GDP_TABLE_MAX_DEFAULT;
@@ -808,7 +941,7 @@ int main(int argc, char **argv)
 				      sizeof(err)))
 		glogf(GLOG_WARN, COMP, "netlink notifications unavailable (%s): periodic checks only", err);
 	else if (!once)
-		watch_seed(&w, bo.netns); /* after the monitor: a veth made in between is seen by both */
+		watch_names(&w), watch_seed(&w, bo.netns); /* after the monitor: a veth made in between is seen by both */
 	if (!once) {
 		static const unsigned nftgroups[] = { NFNLGRP_NFTABLES };
 		FILE *cf = fopen("/proc/thread-self/comm", "r");
@@ -855,7 +988,10 @@ int main(int argc, char **argv)
 			read_back(&ag, true, false, "pod steering table changed by someone else");
 		}
 		if (mon && (pfd.revents & POLLIN)) {
-			int n = gnl_read_notifications(mon, watch_cb, &w);
+			int n;
+
+			watch_names(&w);
+			n = gnl_read_notifications(mon, watch_cb, &w);
 
 			if (n < 0) {
 				w.dirty = true; /* events were lost: resync */
@@ -868,6 +1004,26 @@ int main(int argc, char **argv)
 			}
 			if (w.dirty && !dirty_at)
 				dirty_at = now_ms();
+		}
+		/* A host veth deleted by someone else: its attachment drifted
+		 * (read back, counted once repaired); one that came back while
+		 * its attachment stands failed: repaired now. A full pass either
+		 * way, as a kernel change of ours. */
+		if (w.host_gone || w.host_back) {
+			bool gone = w.host_gone;
+
+			w.host_gone = w.host_back = false;
+			if (!gone || !read_back(&ag, true, false, "host veth deleted")) {
+				unsigned long full, delta;
+
+				pipeline_counters(ag.pl, &full, &delta);
+				ag.repair_full = full; /* read back after it: a returned veth's repair is counted */
+				pipeline_kick_full(ag.pl);
+			}
+		}
+		if (w.foreign) {
+			glogf(GLOG_DEBUG, COMP, "%lu notifications about links that are not ours: ignored", w.foreign);
+			w.foreign = 0;
 		}
 		/* Debounced: one pass for a burst of events (including our own). */
 		if (dirty_at && now_ms() - dirty_at >= 100) {

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/grow.h"
+
 const char *gdrift_kind_str(enum gdrift_kind k)
 {
 	static const char *const n[GDRIFT_KINDS] = { "filter", "map_entry", "route", "attachment",
@@ -38,11 +40,27 @@ void gdrift_init(struct gdrift *d)
 void gdrift_free(struct gdrift *d)
 {
 	gdp_results_free(&d->pending);
+	free(d->asked);
 }
 
 size_t gdrift_pending(const struct gdrift *d)
 {
 	return d->pending.n;
+}
+
+size_t gdrift_unasked(const struct gdrift *d)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < d->pending.n; i++)
+		n += !d->asked[i];
+	return n;
+}
+
+void gdrift_repair_asked(struct gdrift *d)
+{
+	for (size_t i = 0; i < d->pending.n; i++)
+		d->asked[i] = true;
 }
 
 static bool ok(const struct gdp_result *r)
@@ -106,8 +124,14 @@ int gdrift_read_back(struct gdrift *d, struct gdp_results *res,
 					got[p->what]++;
 			}
 		}
-		if (any)
+		if (any) {
+			size_t n = 0;
+
+			for (size_t i = 0; i < d->pending.n; i++)
+				if (!drop[i])
+					d->asked[n++] = d->asked[i];
 			gdp_results_drop(&d->pending, drop);
+		}
 		free(drop);
 		free(in);
 	}
@@ -119,9 +143,12 @@ int gdrift_read_back(struct gdrift *d, struct gdp_results *res,
 			continue;
 		if (gdp_results_find(&d->pending, r->kind, r->vpc, r->key))
 			continue;
+		if (G_GROW(d->asked, d->cap_asked, d->pending.n, 16))
+			return -ENOMEM;
 		p = gdp_results_get(&d->pending, r->kind, r->vpc, r->key);
 		if (!p)
 			return -ENOMEM;
+		d->asked[d->pending.n - 1] = false;
 		p->what = (uint8_t)gdrift_kind_of(r);
 		p->err = r->err;
 		memcpy(p->msg, r->msg, sizeof(p->msg));

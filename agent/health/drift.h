@@ -37,6 +37,8 @@ enum gdrift_kind gdrift_kind_of(const struct gdp_result *r);
 
 struct gdrift {
 	struct gdp_results pending;   /* drifted, not yet read back repaired (what = enum gdrift_kind) */
+	bool *asked;                  /* per pending entry: a repair was asked since it drifted */
+	size_t cap_asked;
 	unsigned long repaired[GDRIFT_KINDS];   /* so far */
 };
 
@@ -59,5 +61,15 @@ int gdrift_read_back(struct gdrift *d, struct gdp_results *res,
 		     const struct gdp_state *covered, unsigned long got[GDRIFT_KINDS]);
 /* Pending objects (drift seen, repair not read back yet). */
 size_t gdrift_pending(const struct gdrift *d);
+/*
+ * Pending objects no repair was asked for yet (gdrift_repair_asked). One a
+ * repair pass did not bring back (a host veth that is gone: nothing the
+ * agent can make again) stays pending, so its return is counted, but asks
+ * for no second repair: the agent would otherwise run a full pass every
+ * read-back for as long as it is gone.
+ */
+size_t gdrift_unasked(const struct gdrift *d);
+/* A repair pass was asked for every object pending now. */
+void gdrift_repair_asked(struct gdrift *d);
 
 #endif

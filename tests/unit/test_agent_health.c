@@ -223,6 +223,44 @@ START_TEST(test_drift_counted_remotes)
 }
 END_TEST
 
+/*
+ * Drift a repair pass did not bring back (a host veth that is gone) stays
+ * pending, so its return is counted, but asks for no second repair; drift
+ * found later does.
+ */
+START_TEST(test_drift_repair_asked_once)
+{
+	unsigned long got[GDRIFT_KINDS] = { 0 };
+	struct gdp_results rs;
+	struct gdrift d;
+
+	gdrift_init(&d);
+	gdp_results_init(&rs);
+	result(&rs, GDP_OBJ_ATTACHMENT, "vpcA", "a1", false, GDP_WHAT_OBJECT);
+	ck_assert_int_eq(gdrift_read_back(&d, &rs, all_were, NULL, NULL, got), 1);
+	ck_assert_uint_eq(gdrift_unasked(&d), 1);
+	gdrift_repair_asked(&d);
+	ck_assert_uint_eq(gdrift_unasked(&d), 0);
+	/* after the repair pass, still gone: pending, nothing to ask */
+	ck_assert_int_eq(gdrift_read_back(&d, &rs, all_were, NULL, NULL, got), 1);
+	ck_assert_uint_eq(gdrift_unasked(&d), 0);
+	/* another object drifts meanwhile: that one asks */
+	result(&rs, GDP_OBJ_ATTACHMENT, "vpcA", "a2", false, GDP_WHAT_OBJECT);
+	ck_assert_int_eq(gdrift_read_back(&d, &rs, all_were, NULL, NULL, got), 2);
+	ck_assert_uint_eq(gdrift_unasked(&d), 1);
+	/* a1 back (its veth returned and a pass programmed it): counted; a2 still asks */
+	gdp_results_reset(&rs);
+	result(&rs, GDP_OBJ_ATTACHMENT, "vpcA", "a1", true, GDP_WHAT_OBJECT);
+	result(&rs, GDP_OBJ_ATTACHMENT, "vpcA", "a2", false, GDP_WHAT_OBJECT);
+	ck_assert_int_eq(gdrift_read_back(&d, &rs, all_were, NULL, NULL, got), 1);
+	ck_assert_uint_eq(got[GDRIFT_ATTACHMENT], 1);
+	ck_assert_uint_eq(gdrift_unasked(&d), 1);
+	ck_assert_str_eq(d.pending.v[0].key, "a2");
+	gdp_results_free(&rs);
+	gdrift_free(&d);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("agent-health");
@@ -235,6 +273,7 @@ int main(void)
 	tcase_add_test(tc, test_verdict);
 	tcase_add_test(tc, test_drift_counts_repairs_read_back);
 	tcase_add_test(tc, test_drift_counted_remotes);
+	tcase_add_test(tc, test_drift_repair_asked_once);
 	suite_add_tcase(s, tc);
 	return gt_run(s);
 }

@@ -46,6 +46,13 @@ struct bpf_backend {
 	struct nh_use nh[NH_MAX];
 	size_t n_nh;
 	unsigned long managed_failed; /* neighbours we could not make managed (old kernel) */
+	/* The links a filter of ours belongs on as the last sync and the
+	 * deltas since left them (uplinks: decap; host veths: encap), guarded
+	 * by nh_mu: the agent's netlink watch asks (gdp_bpf_link_ours) which
+	 * link notifications are about the datapath and which are another
+	 * CNI's. */
+	uint32_t *links;
+	size_t n_links, cap_links;
 	/* Size check between passes (size_changed): odd while a pass writes;
 	 * the routes map's accounted memory after the last write (or as last
 	 * reported changed). */
@@ -114,7 +121,37 @@ static void bpf_close(struct gdp_backend *base)
 	if (b->nsfd >= 0)
 		close(b->nsfd);
 	pthread_mutex_destroy(&b->nh_mu);
+	free(b->links);
 	free(b);
+}
+
+/* The link set (under nh_mu): add or drop one ifindex. */
+static void links_put(struct bpf_backend *b, uint32_t ifindex, bool ours)
+{
+	size_t i;
+
+	pthread_mutex_lock(&b->nh_mu);
+	for (i = 0; i < b->n_links && b->links[i] != ifindex; i++)
+		;
+	if (!ours && i < b->n_links) {
+		b->links[i] = b->links[--b->n_links];
+	} else if (ours && i == b->n_links) {
+		/* on failure unknown to the watch: its notifications wait for the periodic pass */
+		if (!G_GROW(b->links, b->cap_links, b->n_links, 64))
+			b->links[b->n_links++] = ifindex;
+	}
+	pthread_mutex_unlock(&b->nh_mu);
+}
+
+/* The whole set, as one sync found it (v is taken over). */
+static void links_set(struct bpf_backend *b, uint32_t *v, size_t n, size_t cap)
+{
+	pthread_mutex_lock(&b->nh_mu);
+	free(b->links);
+	b->links = v;
+	b->n_links = n;
+	b->cap_links = cap;
+	pthread_mutex_unlock(&b->nh_mu);
 }
 
 static int bpf_open(struct gdp_backend **out, const struct gdp_backend_opts *opts, char *err,
@@ -279,15 +316,18 @@ static int sync_links(struct bpf_backend *b, const struct gdp_state *d, const st
 	struct ifaddrs *ifa = NULL;
 	char err[512];
 	int first = 0, e;
-	__u32 key, next, *prev = NULL, *want_if = NULL;
-	size_t nwant = 0, nlinks = 0;
+	__u32 key, next, *prev = NULL, *want_if = NULL, *filtered = NULL;
+	size_t nwant = 0, nlinks = 0, nfiltered = 0;
 
 	if (!links)
 		return -errno;
 	for (l = links; l->if_index; l++)
 		nlinks++;
 	want_if = calloc(nlinks + 1, sizeof(*want_if));
-	if (!want_if) {
+	filtered = calloc(nlinks + 1, sizeof(*filtered));
+	if (!want_if || !filtered) {
+		free(want_if);
+		free(filtered);
 		if_freenameindex(links);
 		return -ENOMEM;
 	}
@@ -334,6 +374,7 @@ static int sync_links(struct bpf_backend *b, const struct gdp_state *d, const st
 				(*bad)++; /* an owned leftover */
 			continue;
 		}
+		filtered[nfiltered++] = l->if_index;
 		have = gbpf_attached(b->g, (int)l->if_index, want);
 		if (have == 2)
 			continue;
@@ -384,6 +425,7 @@ static int sync_links(struct bpf_backend *b, const struct gdp_state *d, const st
 		freeifaddrs(ifa);
 	if_freenameindex(links);
 	free(want_if);
+	links_set(b, filtered, nfiltered, nlinks + 1);
 	return first;
 }
 
@@ -732,6 +774,8 @@ static int apply_delta_locked(struct bpf_backend *b, const struct gdp_state *des
 			snprintf(err, sizeof(err), "%s: encap filter not attached after attaching it", a->host_ifname);
 			e = -EIO;
 		}
+		if (ifx)
+			links_put(b, ifx, true); /* wanted there, attached or not */
 		if (e) {
 			if (!r->err)
 				gdp_result_fail(r, e, "%s", err);
@@ -745,6 +789,7 @@ static int apply_delta_locked(struct bpf_backend *b, const struct gdp_state *des
 
 		if (!ifx)
 			continue; /* the veth went: its filter with it; a stale ifaces entry waits for the next apply */
+		links_put(b, ifx, false);
 		if ((e = gbpf_detach((int)ifx, err, sizeof(err))) || (e = gbpf_del_iface(b->g, ifx, err, sizeof(err)))) {
 			gdp_result_fail(gdp_results_get(res, GDP_OBJ_NODE, "", ""), e, "%s", err);
 			first = first ? first : e;
@@ -1049,6 +1094,20 @@ bool gdp_bpf_nexthop_event(struct gdp_backend *base, const struct gnl_neigh *n, 
 		leave(saved);
 	}
 	return refresh;
+}
+
+bool gdp_bpf_link_ours(struct gdp_backend *base, uint32_t ifindex)
+{
+	struct bpf_backend *b = of(base);
+	bool found = false;
+
+	if (!b)
+		return false;
+	pthread_mutex_lock(&b->nh_mu);
+	for (size_t i = 0; i < b->n_links && !found; i++)
+		found = b->links[i] == ifindex;
+	pthread_mutex_unlock(&b->nh_mu);
+	return found;
 }
 
 int gdp_bpf_filter_gone(struct gdp_backend *base, int ifindex)

@@ -56,6 +56,14 @@ struct gnl_neigh;
  */
 bool gdp_bpf_nexthop_event(struct gdp_backend *b, const struct gnl_neigh *n, bool deleted);
 /*
+ * Whether ifindex (node's netns) is a link a filter of ours belongs on, as
+ * the last sync (apply or observe) and the delta applies since left them:
+ * the uplinks (decap) and the attachments' host veths (encap). Any thread,
+ * a few compares: the agent's watch drops link and TC notifications of
+ * other links (another CNI's veths) without a pass.
+ */
+bool gdp_bpf_link_ours(struct gdp_backend *b, uint32_t ifindex);
+/*
  * After a TC deletion on ifindex (node's netns): 1 when the link is there
  * without a filter of ours (maybe drift: read back), 0 when it has ours or
  * is gone itself (a deleted veth takes its filter along), or -errno.
