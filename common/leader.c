@@ -24,8 +24,7 @@ struct leader {
 	pthread_mutex_t mu;
 	pthread_cond_t cond;
 	/* shared under mu */
-	bool leading;
-	double last_renew;  /* monotonic time of our last successful write */
+	struct leader_term term;
 	char holder[256];
 	/* election thread only */
 	char *observed;     /* spec as last seen, to detect changes */
@@ -86,6 +85,8 @@ struct leader *leader_new(struct kube_client *kc, const struct leader_opts *o)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&l->cond, &ca);
 	pthread_condattr_destroy(&ca);
+	l->term.renew_deadline_s = l->o.renew_deadline_s;
+	l->term.lease_duration_s = l->o.lease_duration_s;
 	if (!l->ns || !l->name || !l->id || l->o.renew_deadline_s >= l->o.lease_duration_s) {
 		leader_free(l);
 		return NULL;
@@ -93,23 +94,44 @@ struct leader *leader_new(struct kube_client *kc, const struct leader_opts *o)
 	return l;
 }
 
-bool leader_is_leader(struct leader *l)
+void leader_term_begin(struct leader_term *t, double at)
 {
-	bool r;
-	pthread_mutex_lock(&l->mu);
-	r = l->leading && mono() - l->last_renew < l->o.renew_deadline_s;
-	pthread_mutex_unlock(&l->mu);
-	return r;
+	t->held = true;
+	t->renewed_at = at;
 }
 
-bool leader_is_holding(struct leader *l)
+enum leader_state leader_term_state(const struct leader_term *t, double now)
 {
-	bool r;
-	pthread_mutex_lock(&l->mu);
-	r = l->leading;
-	pthread_mutex_unlock(&l->mu);
-	return r;
+	double since = now - t->renewed_at;
+
+	if (!t->held || since >= t->lease_duration_s)
+		return LEADER_NOT_LEADING;
+	return since < t->renew_deadline_s ? LEADER_LEADING : LEADER_RENEWING_LATE;
 }
+
+enum leader_state leader_term_renewed(struct leader_term *t, double started, double now, bool ok)
+{
+	if (!t->held)
+		return LEADER_NOT_LEADING;
+	if (now - t->renewed_at >= t->lease_duration_s) {
+		t->held = false;
+		return LEADER_NOT_LEADING;
+	}
+	if (ok && started > t->renewed_at)
+		t->renewed_at = started;
+	return leader_term_state(t, now);
+}
+
+enum leader_state leader_state(struct leader *l)
+{
+	enum leader_state s;
+	pthread_mutex_lock(&l->mu);
+	s = leader_term_state(&l->term, mono());
+	pthread_mutex_unlock(&l->mu);
+	return s;
+}
+
+bool leader_is_leader(struct leader *l) { return leader_state(l) == LEADER_LEADING; }
 
 void leader_holder(struct leader *l, char *buf, size_t n)
 {
@@ -170,7 +192,7 @@ long leader_next_transitions(long transitions)
 	return transitions >= 0 && transitions < INT32_MAX ? transitions + 1 : 0;
 }
 
-/* One attempt, as client-go's tryAcquireOrRenew. Returns true if we hold the lease. */
+/* One attempt, as client-go's tryAcquireOrRenew. Returns true if we hold the lease (the caller moves the term). */
 static bool try_acquire_or_renew(struct leader *l)
 {
 	struct kube_error err;
@@ -239,9 +261,6 @@ won:
 	l->observed = gj_dumps(json_object_get(out, "spec"));
 	l->observed_at = t;
 	json_decref(out);
-	pthread_mutex_lock(&l->mu);
-	l->last_renew = t;
-	pthread_mutex_unlock(&l->mu);
 	set_holder(l, l->id);
 	return true;
 }
@@ -263,10 +282,37 @@ static double jittered(struct leader *l)
 	return l->o.retry_period_s * (1.0 + 0.2 * (double)rand_r(&l->seed) / (double)RAND_MAX);
 }
 
-static void set_leading(struct leader *l, bool v)
+/* The term after a renewal attempt that started at `started` (the state other threads read, under mu). */
+static enum leader_state term_renewed(struct leader *l, double started, bool ok)
+{
+	enum leader_state s;
+	pthread_mutex_lock(&l->mu);
+	s = leader_term_renewed(&l->term, started, mono(), ok);
+	pthread_mutex_unlock(&l->mu);
+	return s;
+}
+
+/* A retry period, or less when the term would end before: it ends on time. */
+static double until_next_renewal(struct leader *l)
+{
+	double d = l->o.retry_period_s, left;
+	pthread_mutex_lock(&l->mu);
+	left = l->term.renewed_at + l->term.lease_duration_s - mono();
+	pthread_mutex_unlock(&l->mu);
+	return left < d ? (left > 0 ? left : 0) : d;
+}
+
+static void term_begin(struct leader *l, double at)
 {
 	pthread_mutex_lock(&l->mu);
-	l->leading = v;
+	leader_term_begin(&l->term, at);
+	pthread_mutex_unlock(&l->mu);
+}
+
+static void term_end(struct leader *l)
+{
+	pthread_mutex_lock(&l->mu);
+	l->term.held = false;
 	pthread_mutex_unlock(&l->mu);
 }
 
@@ -300,6 +346,8 @@ static void *run(void *arg)
 	struct leader *l = arg;
 
 	while (!atomic_load(&l->stop)) {
+		double started = mono();
+
 		/* Acquire. */
 		if (!try_acquire_or_renew(l)) {
 			/* Wake when the holder's lease runs out if that is before the
@@ -311,24 +359,27 @@ static void *run(void *arg)
 				break;
 			continue;
 		}
-		set_leading(l, true);
+		term_begin(l, started);
 		glog_kv(GLOG_INFO, "leader", "became leader", "identity", l->id, "lease", l->name, NULL);
 		if (l->o.on_started)
 			l->o.on_started(l->o.ud);
-		/* Renew until a renewal cannot succeed within renew_deadline. */
-		for (;;) {
-			if (sleep_or_stop(l, l->o.retry_period_s))
+		/* Renew every retry period: past renew_deadline the term is
+		 * RENEWING_LATE (no writes) and renewals are still tried; one that
+		 * succeeds makes it LEADING again; none by lease_duration ends it. */
+		for (enum leader_state was = LEADER_LEADING, s;; was = s) {
+			if (sleep_or_stop(l, until_next_renewal(l)))
 				break;
-			if (try_acquire_or_renew(l))
-				continue;
-			double since;
-			pthread_mutex_lock(&l->mu);
-			since = mono() - l->last_renew;
-			pthread_mutex_unlock(&l->mu);
-			if (since >= l->o.renew_deadline_s)
+			started = mono();
+			if (term_renewed(l, started, false) == LEADER_NOT_LEADING)
+				break; /* past lease_duration while sleeping: not tried */
+			if ((s = term_renewed(l, started, try_acquire_or_renew(l))) == LEADER_NOT_LEADING)
 				break;
+			if (s != was)
+				glog_kv(s == LEADER_LEADING ? GLOG_INFO : GLOG_WARN, "leader",
+					s == LEADER_LEADING ? "late renewal succeeded" : "renewal late: not writing",
+					"identity", l->id, NULL);
 		}
-		set_leading(l, false);
+		term_end(l);
 		if (atomic_load(&l->stop)) {
 			release(l);
 		} else {

@@ -8,9 +8,17 @@
  * 409 and loses. While leading it renews every retry period; if no renewal
  * succeeds within renew_deadline it stops leading.
  *
- * leader_is_leader() is true only while the last successful renewal is younger
- * than renew_deadline (< lease_duration), so a leader that cannot renew stops
- * writing before anyone else may take over. Check it before every write.
+ * A term has three states (leader_state()): LEADER_LEADING while the last
+ * successful renewal is younger than renew_deadline; LEADER_RENEWING_LATE
+ * from renew_deadline until lease_duration, while renewals are still tried
+ * (a late one that succeeds makes the term LEADING again, with no
+ * on_started); LEADER_NOT_LEADING otherwise. No renewal by lease_duration
+ * (when another candidate may take over) ends the term: on_stopped.
+ * leader_is_leader() is LEADER_LEADING, so a leader that cannot renew stops
+ * writing renew_deadline after its last renewal, before anyone else may take
+ * over. Check it before every write; work refused while RENEWING_LATE must be
+ * looked at again, not dropped (nothing re-queues it when the renewal
+ * succeeds).
  *
  * Callbacks run on the election thread and must return quickly.
  * leader_stop() releases the lease (empty holder) if held: a clean shutdown
@@ -39,16 +47,15 @@ struct leader;
 /* kc borrowed; strings copied. */
 struct leader *leader_new(struct kube_client *kc, const struct leader_opts *o);
 int leader_start(struct leader *l);
+
+enum leader_state {
+	LEADER_NOT_LEADING,   /* no term, or its renewals stopped past lease_duration */
+	LEADER_RENEWING_LATE, /* last renewal older than renew_deadline, still tried: write nothing, keep the work */
+	LEADER_LEADING,       /* last renewal younger than renew_deadline: may write */
+};
+enum leader_state leader_state(struct leader *l);
+/* leader_state(l) == LEADER_LEADING. */
 bool leader_is_leader(struct leader *l);
-/*
- * Whether the election thread still holds the lease: true from "became
- * leader" until it gives up (before on_stopped), also while
- * leader_is_leader() is false because the last renewal is older than
- * renew_deadline and the next one is still being tried. Work refused in that
- * window must be looked at again, not dropped: when the late renewal
- * succeeds no on_started follows.
- */
-bool leader_is_holding(struct leader *l);
 /* Holder last observed (copied into buf; "" if none). */
 void leader_holder(struct leader *l, char *buf, size_t n);
 /* Stops the thread; releases the lease if we hold it. */
@@ -72,6 +79,26 @@ long leader_next_transitions(long transitions);
 /* The coordination.k8s.io/v1 Lease a candidate writes (rv NULL or "": none). */
 json_t *leader_lease_body(const char *ns, const char *name, const char *rv, const char *holder,
 			  int duration_s, const char *acquire, const char *renew, long transitions);
+
+/*
+ * A term on the clock, apart from the API (what leader_state() reads; the
+ * election thread drives it; monotonic seconds).
+ */
+struct leader_term {
+	bool held;
+	double renewed_at; /* start of the last successful acquire or renewal */
+	double renew_deadline_s, lease_duration_s;
+};
+/* Acquired with an attempt that started at `at`. */
+void leader_term_begin(struct leader_term *t, double at);
+enum leader_state leader_term_state(const struct leader_term *t, double now);
+/*
+ * A renewal attempt that started at `started` ended at `now`, ok or not; the
+ * state after. One that ends past lease_duration since the last success ends
+ * the term (LEADER_NOT_LEADING, held false) whatever it says: another
+ * candidate may have taken over by then.
+ */
+enum leader_state leader_term_renewed(struct leader_term *t, double started, double now, bool ok);
 
 /* RFC 3339 with microseconds, the format of Lease times. */
 void leader_format_microtime(double epoch_s, char *buf, size_t n);

@@ -19,6 +19,8 @@ $(eval $(call unit_test,test_common_json,tests/unit/test_common_json.c,gcommon,$
 $(eval $(call unit_test,test_common_metrics,tests/unit/test_common_metrics.c,gcommon,$(COMMON_LDLIBS)))
 # common/grow.h: the one grow-by-doubling helper.
 $(eval $(call unit_test,test_common_grow,tests/unit/test_common_grow.c,,))
+# common/leader.h: the three states of a term (leading, renewing late, not leading).
+$(eval $(call unit_test,test_common_leader_term,tests/unit/test_common_leader_term.c,gcommon,$(COMMON_LDLIBS)))
 
 COMMON_E2E_LIB := tests/lib/cp.c tests/lib/common_e2e.c tests/lib/common_proxy.c
 $(eval $(call e2e_test,test_common_client,tests/e2e/test_common_client.c $(COMMON_E2E_LIB),gcommon,$(COMMON_LDLIBS)))

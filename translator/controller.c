@@ -401,16 +401,18 @@ static int reconcile_key(struct controller *c, const char *key, double *after)
 {
 	struct qkey k;
 
-	if (!is_leader(c)) {
-		/* A replica that does not lead drops the key: becoming leader
-		 * re-queues every key. A leader whose renewal is late (past the
-		 * renew deadline, still being tried) looks again shortly: when the
-		 * renewal succeeds no on_started re-queues what it dropped (an
-		 * attachment stayed ReportMissing for minutes after an API server
-		 * outage, test_fault_cluster). */
-		if (c->leader && leader_is_holding(c->leader))
-			*after = LEADER_RECHECK_S;
+	switch (c->leader ? leader_state(c->leader) : LEADER_LEADING) {
+	case LEADER_LEADING:
+		break;
+	case LEADER_RENEWING_LATE:
+		/* Looked at again shortly: when the late renewal succeeds no
+		 * on_started re-queues what was dropped (an attachment stayed
+		 * ReportMissing for minutes after an API server outage,
+		 * test_fault_cluster). */
+		*after = LEADER_RECHECK_S;
 		return 0;
+	case LEADER_NOT_LEADING:
+		return 0; /* dropped: becoming leader re-queues every key */
 	}
 	if (qkey_parse(key, &k))
 		return 0;
