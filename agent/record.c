@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "agent/dp/backend.h"
+#include "agent/record_codec.h"
 #include "agent/record_legacy.h"
 #include "common/fileio.h"
 #include "common/json.h"
@@ -64,31 +65,7 @@ struct record {
 	unsigned long disk_gen;     /* under commit_mu: the generation the files hold (disk.valid) */
 };
 
-/* ---- small helpers -------------------------------------------------------- */
-
-void rec_att_clear(struct rec_att *a)
-{
-	if (!a)
-		return;
-	free(a->netns);
-	json_decref(a->config);
-	a->netns = NULL;
-	a->config = NULL;
-}
-
-void record_atts_free(struct rec_att *v, size_t n)
-{
-	for (size_t i = 0; v && i < n; i++)
-		rec_att_clear(&v[i]);
-	free(v);
-}
-
-void record_data_free(struct rec_data *d)
-{
-	record_atts_free(d->atts, d->natts);
-	free(d->vpcs);
-	memset(d, 0, sizeof(*d));
-}
+/* ---- shared remote sets ----------------------------------------------------- */
 
 static struct rec_remotes *remotes_new(size_t n)
 {
@@ -134,79 +111,7 @@ static void remotes_unref(struct rec_remotes *x)
 		free(x);
 }
 
-static const char *jstr(json_t *o, const char *k)
-{
-	json_t *v = json_object_get(o, k);
-
-	return json_is_string(v) ? json_string_value(v) : NULL;
-}
-
-/* Optional string field into dst; -1 if present but not a string or too long. */
-static int jcopy(json_t *o, const char *k, char *dst, size_t cap, bool required)
-{
-	json_t *v = json_object_get(o, k);
-
-	if (!v)
-		return required ? -1 : 0;
-	if (!json_is_string(v) || strlen(json_string_value(v)) >= cap)
-		return -1;
-	memcpy(dst, json_string_value(v), strlen(json_string_value(v)) + 1);
-	return 0;
-}
-
-/* Integer field in [lo, hi]; absent gives def when def >= 0 (else an error). */
-static int jint(json_t *o, const char *k, long long lo, long long hi, long long def, long long *out)
-{
-	json_t *v = json_object_get(o, k);
-
-	if (!v) {
-		*out = def;
-		return def >= 0 ? 0 : -1;
-	}
-	if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi)
-		return -1;
-	*out = json_integer_value(v);
-	return 0;
-}
-
-static int mac_parse(const char *s, uint8_t m[6])
-{
-	unsigned v[6];
-	char extra;
-
-	if (strlen(s) != 17 || sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x%c", &v[0], &v[1], &v[2], &v[3], &v[4],
-				      &v[5], &extra) != 6)
-		return -1;
-	for (int i = 0; i < 6; i++)
-		m[i] = (uint8_t)v[i];
-	return 0;
-}
-
-static const char *mac_str(const uint8_t m[6], char b[18])
-{
-	snprintf(b, 18, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
-	return b;
-}
-
-static json_t *prefix_json(const struct gdp_prefix *p)
-{
-	char b[64];
-
-	return json_string(gdp_prefix_str(p, b, sizeof(b)));
-}
-
-static json_t *families_json(unsigned f)
-{
-	json_t *a = json_array();
-
-	if (f & REC_FAM_V6)
-		json_array_append_new(a, json_string("IPv6"));
-	if (f & REC_FAM_V4)
-		json_array_append_new(a, json_string("IPv4"));
-	return a;
-}
-
-/* ---- record.json: encode -------------------------------------------------- */
+/* ---- what the files hold (each object through agent/record_codec.h) ------- */
 
 static bool vpc_has_att(const struct record *r, const char *id, bool active_only)
 {
@@ -214,21 +119,6 @@ static bool vpc_has_att(const struct record *r, const char *id, bool active_only
 		if ((!active_only || r->atts[i]->active) && !strcmp(r->atts[i]->m.vpc, id))
 			return true;
 	return false;
-}
-
-/* {"sid", "addressIPv6", "addressIPv4"?, "interface"?}: the shard identity the node routes toward. */
-static json_t *egress_json(const struct gdp_egress *e)
-{
-	char a[INET6_ADDRSTRLEN];
-	json_t *o = json_object();
-
-	json_object_set_new(o, "sid", json_string(inet_ntop(AF_INET6, &e->sid, a, sizeof(a))));
-	json_object_set_new(o, "addressIPv6", json_string(inet_ntop(AF_INET6, &e->addr6, a, sizeof(a))));
-	if (e->have_v4)
-		json_object_set_new(o, "addressIPv4", json_string(inet_ntop(AF_INET, &e->addr4, a, sizeof(a))));
-	if (e->oif[0])
-		json_object_set_new(o, "interface", json_string(e->oif));
-	return o;
 }
 
 /* Under mu. The VPCs record.json lists: declared ones and those with a
@@ -239,48 +129,11 @@ static json_t *vpcs_json(const struct record *r)
 
 	for (size_t i = 0; i < r->nvpcs; i++) {
 		const struct rec_vpc *v = &r->vpcs[i];
-		json_t *pf;
 
-		if (!v->declared && !vpc_has_att(r, v->m.id, true))
-			continue;
-		pf = json_array();
-		for (size_t k = 0; k < v->m.n_prefixes; k++)
-			json_array_append_new(pf, prefix_json(&v->m.prefixes[k]));
-		json_array_append_new(vs, json_pack("{s:s, s:i, s:I, s:o, s:b}", "id", v->m.id, "arg",
-						    (int)v->m.arg, "table", (json_int_t)v->m.table,
-						    "prefixes", pf, "declared", v->declared));
+		if (v->declared || vpc_has_att(r, v->m.id, true))
+			json_array_append_new(vs, rec_vpc_encode(v));
 	}
 	return vs;
-}
-
-/* One attachment as record.json (and a journal "put") has it. */
-static json_t *att_json(const struct rec_att *a)
-{
-	char b[INET6_ADDRSTRLEN + 8], m1[18], m2[18];
-	json_t *ad = json_array(), *x;
-
-	for (size_t k = 0; k < a->m.n_addrs; k++)
-		json_array_append_new(ad, prefix_json(&a->m.addrs[k]));
-	x = json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:o, s:s, s:s, s:i}", "vpc", a->m.vpc, "id", a->m.id,
-		      "source", a->src == REC_SRC_CNI ? "cni" : "declared", "containerID", a->m.container_id,
-		      "hostIfname", a->m.host_ifname, "arg", (int)a->m.arg, "addrs", ad, "podMac",
-		      mac_str(a->m.pod_mac, m1), "hostMac", mac_str(a->host_mac, m2), "mtu", (int)a->m.mtu);
-	if (a->m.guest_addressed)
-		json_object_set_new(x, "guestAddressed", json_true());
-	if (a->m.nh4.s_addr)
-		json_object_set_new(x, "nh4", json_string(inet_ntop(AF_INET, &a->m.nh4, b, sizeof(b))));
-	json_object_set_new(x, "network", json_string(a->network));
-	json_object_set_new(x, "ifname", json_string(a->ifname));
-	if (a->src == REC_SRC_CNI) {
-		json_object_set_new(x, "netns", json_string(a->netns ? a->netns : ""));
-		json_object_set_new(x, "podNamespace", json_string(a->pod_ns));
-		json_object_set_new(x, "podName", json_string(a->pod_name));
-		json_object_set_new(x, "podUID", json_string(a->pod_uid));
-		json_object_set_new(x, "egress", families_json(a->egress));
-		if (a->config)
-			json_object_set(x, "config", a->config);
-	}
-	return x;
 }
 
 /* Under mu. What is desired or declared; reservations of ADDs in flight are
@@ -293,19 +146,13 @@ static char *encode_main(const struct record *r, unsigned long journal)
 
 	json_object_set_new(o, "version", json_integer(RECORD_VERSION));
 	json_object_set_new(o, "journal", json_integer((json_int_t)journal));
-	if (r->have_node) {
-		struct gdp_prefix blk = { .family = AF_INET6, .len = 48 };
-
-		memcpy(blk.addr.raw, r->node.block, 6);
-		json_object_set_new(o, "node", json_pack("{s:o, s:i, s:s, s:i}", "block", prefix_json(&blk),
-							 "nodeID", (int)r->node.node_id, "uplink",
-							 r->node.uplink, "uplinkMTU", r->uplink_mtu));
-	}
+	if (r->have_node)
+		json_object_set_new(o, "node", rec_node_encode(&r->node, r->uplink_mtu));
 	if (r->egress.have)
-		json_object_set_new(o, "egressShard", egress_json(&r->egress));
+		json_object_set_new(o, "egressShard", rec_egress_encode(&r->egress));
 	for (size_t i = 0; i < r->natts; i++)
 		if (r->atts[i]->active)
-			json_array_append_new(as, att_json(r->atts[i]));
+			json_array_append_new(as, rec_att_encode(r->atts[i]));
 	json_object_set_new(o, "vpcs", vpcs_json(r));
 	json_object_set_new(o, "attachments", as);
 	text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
@@ -316,487 +163,23 @@ static char *encode_main(const struct record *r, unsigned long journal)
 /*
  * record-remotes.json, streamed to the file (gfile_write_atomic_fn): one
  * element at a time, never the whole text in memory (20 MiB at 100k).
- * Written by hand: 100k entries through a jansson tree cost 10x more.
+ * Each element by rec_remote_encode.
  */
 static int emit_remotes(FILE *f, void *ctx)
 {
 	const struct rec_remotes *x = ctx;
-	char sid[INET6_ADDRSTRLEN], pb[64];
+	int rc;
 
 	fprintf(f, "{\"version\":%d,\"remotes\":[", RECORD_REMOTES_VERSION);
 	for (size_t i = 0; x && i < x->n; i++) {
-		const struct gdp_remote *m = &x->v[i];
-		json_t *id = json_string(gdp_remote_vpc(m));
-		char *q = id ? json_dumps(id, JSON_ENCODE_ANY) : NULL;
-
-		json_decref(id);
-		if (!q)
-			return -ENOMEM;
-		inet_ntop(AF_INET6, &m->sid, sid, sizeof(sid));
-		fprintf(f, "%s{\"vpc\":%s,\"prefix\":\"%s\",\"sid\":\"%s\"}", i ? "," : "", q,
-			gdp_prefix_str(&m->prefix, pb, sizeof(pb)), sid);
-		free(q);
-		if (ferror(f))
-			return -(errno ? errno : EIO);
+		if (i)
+			fputc(',', f);
+		if ((rc = rec_remote_encode(f, &x->v[i])))
+			return rc;
 	}
 	fprintf(f, "]}\n");
 	return 0;
 }
-
-/* ---- record.json: parse (pure) -------------------------------------------- */
-
-#define BAD(...) do { snprintf(err, errlen, __VA_ARGS__); goto bad; } while (0)
-
-static int parse_egress(json_t *o, struct gdp_egress *e, char *err, size_t errlen)
-{
-	const char *sid = jstr(o, "sid"), *a6 = jstr(o, "addressIPv6"), *a4;
-
-	memset(e, 0, sizeof(*e));
-	if (!json_is_object(o) || !sid || inet_pton(AF_INET6, sid, &e->sid) != 1)
-		return snprintf(err, errlen, "egressShard: \"sid\" must be an IPv6 address"), -EINVAL;
-	if (!a6 || inet_pton(AF_INET6, a6, &e->addr6) != 1)
-		return snprintf(err, errlen, "egressShard: \"addressIPv6\" must be an IPv6 address"), -EINVAL;
-	if (json_object_get(o, "addressIPv4")) {
-		a4 = jstr(o, "addressIPv4");
-		if (!a4 || inet_pton(AF_INET, a4, &e->addr4) != 1)
-			return snprintf(err, errlen, "egressShard: \"addressIPv4\" must be an IPv4 address"), -EINVAL;
-		e->have_v4 = true;
-	}
-	if (jcopy(o, "interface", e->oif, sizeof(e->oif), false))
-		return snprintf(err, errlen, "egressShard: \"interface\" must be an interface name"), -EINVAL;
-	e->have = true;
-	return 0;
-}
-
-static int parse_node(json_t *n, struct rec_data *d, char *err, size_t errlen)
-{
-	struct gdp_prefix blk;
-	const char *b = jstr(n, "block");
-	long long id, mtu;
-
-	if (!json_is_object(n) || !b || gdp_prefix_parse(b, &blk) || blk.family != AF_INET6 || blk.len != 48)
-		return snprintf(err, errlen, "node: \"block\" must be an IPv6 /48"), -EINVAL;
-	if (jint(n, "nodeID", 1, 0xDFFF, -1, &id))
-		return snprintf(err, errlen, "node: \"nodeID\" must be 1-0xDFFF"), -EINVAL;
-	if (jint(n, "uplinkMTU", 0, 65535, 0, &mtu))
-		return snprintf(err, errlen, "node: \"uplinkMTU\" must be 0-65535"), -EINVAL;
-	if (jcopy(n, "uplink", d->node.uplink, sizeof(d->node.uplink), false))
-		return snprintf(err, errlen, "node: \"uplink\" must be an interface name"), -EINVAL;
-	memcpy(d->node.block, blk.addr.raw, 6);
-	d->node.node_id = (uint16_t)id;
-	d->uplink_mtu = (int)mtu;
-	d->have_node = true;
-	return 0;
-}
-
-static int parse_prefixes(json_t *arr, struct gdp_prefix *out, size_t max, size_t *n, bool host)
-{
-	size_t i;
-	json_t *x;
-
-	*n = 0;
-	if (arr && !json_is_array(arr))
-		return -1;
-	json_array_foreach(arr, i, x) {
-		if (*n == max || !json_is_string(x) || gdp_prefix_parse(json_string_value(x), &out[*n]))
-			return -1;
-		if (host && out[*n].len != (out[*n].family == AF_INET ? 32 : 128))
-			return -1;
-		(*n)++;
-	}
-	return 0;
-}
-
-static unsigned parse_families(json_t *arr, int *bad)
-{
-	unsigned f = 0;
-	size_t i;
-	json_t *x;
-
-	*bad = arr && !json_is_array(arr);
-	json_array_foreach(arr, i, x) {
-		const char *s = json_is_string(x) ? json_string_value(x) : "";
-
-		if (!strcmp(s, "IPv4"))
-			f |= REC_FAM_V4;
-		else if (!strcmp(s, "IPv6"))
-			f |= REC_FAM_V6;
-		else
-			*bad = 1;
-	}
-	return f;
-}
-
-static int parse_att(json_t *o, struct rec_att *a, char *why, size_t n)
-{
-	const char *src = jstr(o, "source"), *s;
-	char netns[4096] = "", m[20] = "";
-	json_t *cfg = json_object_get(o, "config"), *ga;
-	long long arg, mtu;
-	int badf;
-
-	memset(a, 0, sizeof(*a));
-	a->active = true;
-	if (!json_is_object(o))
-		return snprintf(why, n, "not an object"), -1;
-	if (jcopy(o, "vpc", a->m.vpc, sizeof(a->m.vpc), true) || jcopy(o, "id", a->m.id, sizeof(a->m.id), true) ||
-	    !a->m.vpc[0] || !a->m.id[0])
-		return snprintf(why, n, "\"vpc\" and \"id\" must be non-empty strings"), -1;
-	if (!src || (strcmp(src, "cni") && strcmp(src, "declared")))
-		return snprintf(why, n, "\"source\" must be \"cni\" or \"declared\""), -1;
-	a->src = !strcmp(src, "cni") ? REC_SRC_CNI : REC_SRC_DECLARED;
-	if (jcopy(o, "containerID", a->m.container_id, sizeof(a->m.container_id), false) ||
-	    jcopy(o, "hostIfname", a->m.host_ifname, sizeof(a->m.host_ifname), true) || !a->m.host_ifname[0])
-		return snprintf(why, n, "\"hostIfname\" / \"containerID\" missing or too long"), -1;
-	if (jint(o, "arg", 1, GDP_ARG_MAX, -1, &arg))
-		return snprintf(why, n, "\"arg\" must be 1-%d", GDP_ARG_MAX), -1;
-	a->m.arg = (uint16_t)arg;
-	if (jint(o, "mtu", 0, 65535, 0, &mtu))
-		return snprintf(why, n, "\"mtu\" must be 0-65535"), -1;
-	a->m.mtu = (uint32_t)mtu;
-	/* host addresses, or an IPv6 block delegated to the pod */
-	if (parse_prefixes(json_object_get(o, "addrs"), a->m.addrs, GDP_ADDRS_MAX, &a->m.n_addrs, false))
-		return snprintf(why, n, "\"addrs\" must be at most %d prefixes", GDP_ADDRS_MAX), -1;
-	if ((ga = json_object_get(o, "guestAddressed")) && !json_is_boolean(ga))
-		return snprintf(why, n, "\"guestAddressed\" must be a boolean"), -1;
-	a->m.guest_addressed = json_is_true(ga);
-	if ((s = jstr(o, "nh4")) && inet_pton(AF_INET, s, &a->m.nh4) != 1)
-		return snprintf(why, n, "\"nh4\" is not an IPv4 address"), -1;
-	if (jcopy(o, "podMac", m, sizeof(m), false) || (m[0] && mac_parse(m, a->m.pod_mac)))
-		return snprintf(why, n, "\"podMac\" is not a MAC address"), -1;
-	m[0] = 0;
-	if (jcopy(o, "hostMac", m, sizeof(m), false) || (m[0] && mac_parse(m, a->host_mac)))
-		return snprintf(why, n, "\"hostMac\" is not a MAC address"), -1;
-	if (jcopy(o, "network", a->network, sizeof(a->network), a->src == REC_SRC_CNI) ||
-	    jcopy(o, "ifname", a->ifname, sizeof(a->ifname), a->src == REC_SRC_CNI) ||
-	    jcopy(o, "netns", netns, sizeof(netns), false) ||
-	    jcopy(o, "podNamespace", a->pod_ns, sizeof(a->pod_ns), false) ||
-	    jcopy(o, "podName", a->pod_name, sizeof(a->pod_name), false) ||
-	    jcopy(o, "podUID", a->pod_uid, sizeof(a->pod_uid), false))
-		return snprintf(why, n, "a CNI field (network, ifname, netns, pod) is missing or too long"), -1;
-	a->egress = parse_families(json_object_get(o, "egress"), &badf);
-	if (badf)
-		return snprintf(why, n, "\"egress\" must list \"IPv4\" / \"IPv6\""), -1;
-	if (cfg && !json_is_object(cfg))
-		return snprintf(why, n, "\"config\" must be an object"), -1;
-	a->config = json_incref(cfg);
-	a->netns = netns[0] ? strdup(netns) : NULL;
-	return 0;
-}
-
-/* The "vpcs" array into a new vector (*out, *n). 0, or -EINVAL with err. */
-static int parse_vpcs(json_t *arr, struct rec_vpc **out, size_t *n, char *err, size_t errlen)
-{
-	struct rec_vpc *vs;
-	json_t *x;
-	size_t i;
-
-	*out = NULL;
-	*n = 0;
-	if (!json_is_array(arr))
-		return snprintf(err, errlen, "\"vpcs\" must be an array"), -EINVAL;
-	vs = calloc(json_array_size(arr) + 1, sizeof(*vs));
-	if (!vs)
-		return snprintf(err, errlen, "out of memory"), -ENOMEM;
-	json_array_foreach(arr, i, x) {
-		struct rec_vpc *v = &vs[*n];
-		long long a, t;
-		json_t *dc = json_object_get(x, "declared");
-
-		if (!json_is_object(x) || jcopy(x, "id", v->m.id, sizeof(v->m.id), true) || !v->m.id[0])
-			BAD("vpcs[%zu]: \"id\" must be a non-empty string", i);
-		if (jint(x, "arg", 1, GDP_ARG_MAX, -1, &a) || jint(x, "table", 1, 0xFFFFFFFFLL, -1, &t))
-			BAD("vpcs[%zu] (%s): \"arg\" must be 1-%d and \"table\" a table number", i, v->m.id, GDP_ARG_MAX);
-		if (parse_prefixes(json_object_get(x, "prefixes"), v->m.prefixes, GDP_VPC_PREFIXES_MAX,
-				   &v->m.n_prefixes, false))
-			BAD("vpcs[%zu] (%s): \"prefixes\" must be at most %d prefixes", i, v->m.id, GDP_VPC_PREFIXES_MAX);
-		if (dc && !json_is_boolean(dc))
-			BAD("vpcs[%zu] (%s): \"declared\" must be a boolean", i, v->m.id);
-		v->m.arg = (uint16_t)a;
-		v->m.table = (uint32_t)t;
-		v->declared = json_is_true(dc);
-		for (size_t k = 0; k < *n; k++)
-			if (!strcmp(vs[k].m.id, v->m.id) || vs[k].m.arg == v->m.arg || vs[k].m.table == v->m.table)
-				BAD("vpcs[%zu] (%s): id, number or table already used by vpc %s", i, v->m.id, vs[k].m.id);
-		(*n)++;
-	}
-	*out = vs;
-	return 0;
-bad:
-	free(vs);
-	*n = 0;
-	return -EINVAL;
-}
-
-/* One attachment object into a (cleared on failure); where: its label. */
-static int parse_att_at(json_t *x, struct rec_att *a, const char *where, size_t i, char *err, size_t errlen)
-{
-	char why[200], lbl[140] = "";
-
-	if (!parse_att(x, a, why, sizeof(why)))
-		return 0;
-	rec_att_clear(a);
-	if (jstr(x, "vpc"))
-		snprintf(lbl, sizeof(lbl), " (%.60s/%.60s)", jstr(x, "vpc"), jstr(x, "id") ? jstr(x, "id") : "?");
-	snprintf(err, errlen, "%s[%zu]%s: %s", where, i, lbl, why);
-	return -EINVAL;
-}
-
-/* Every attachment's VPC is listed; no attachment or number is used twice. */
-static int check_data(const struct rec_data *d, char *err, size_t errlen)
-{
-	for (size_t i = 0; i < d->natts; i++) {
-		const struct rec_att *a = &d->atts[i];
-		bool vpc_known = false;
-
-		for (size_t k = 0; k < d->nvpcs; k++)
-			vpc_known |= !strcmp(d->vpcs[k].m.id, a->m.vpc);
-		if (!vpc_known)
-			return snprintf(err, errlen, "attachments[%zu] (%s/%s): vpc %s is not in \"vpcs\"", i,
-					a->m.vpc, a->m.id, a->m.vpc), -EINVAL;
-		for (size_t k = 0; k < i; k++)
-			if ((!strcmp(d->atts[k].m.vpc, a->m.vpc) && !strcmp(d->atts[k].m.id, a->m.id)) ||
-			    d->atts[k].m.arg == a->m.arg)
-				return snprintf(err, errlen,
-						"attachments[%zu] (%s/%s): attachment or number already used by %s/%s",
-						i, a->m.vpc, a->m.id, d->atts[k].m.vpc, d->atts[k].m.id), -EINVAL;
-	}
-	return 0;
-}
-
-int record_parse(const char *text, size_t len, struct rec_data *d, char *err, size_t errlen)
-{
-	json_error_t je;
-	json_t *o, *x, *arr;
-	size_t i;
-	long long ver, jn;
-
-	memset(d, 0, sizeof(*d));
-	o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
-	if (!o)
-		return snprintf(err, errlen, "not JSON (line %d: %s)", je.line, je.text), -EINVAL;
-	if (!json_is_object(o))
-		BAD("not a JSON object");
-	/* version 1 (no journal) is read as it is: the next commit writes 2 */
-	if (jint(o, "version", 1, RECORD_VERSION, -1, &ver))
-		BAD("\"version\" must be 1-%d (a newer agent wrote this record?)", RECORD_VERSION);
-	if (jint(o, "journal", 0, ver >= 2 ? 0x7FFFFFFFFFFFLL : 0, 0, &jn))
-		BAD("\"journal\" must be an epoch number (version 2)");
-	d->journal = (unsigned long)jn;
-	if ((x = json_object_get(o, "node")) && parse_node(x, d, err, errlen))
-		goto bad;
-	if ((x = json_object_get(o, "egressShard")) && parse_egress(x, &d->egress, err, errlen))
-		goto bad;
-	arr = json_object_get(o, "attachments");
-	if (!json_is_array(arr))
-		BAD("\"vpcs\" and \"attachments\" must be arrays");
-	if (parse_vpcs(json_object_get(o, "vpcs"), &d->vpcs, &d->nvpcs, err, errlen))
-		goto bad;
-	d->atts = calloc(json_array_size(arr) + 1, sizeof(*d->atts));
-	if (!d->atts)
-		BAD("out of memory");
-	json_array_foreach(arr, i, x) {
-		if (parse_att_at(x, &d->atts[d->natts], "attachments", i, err, errlen))
-			goto bad;
-		d->natts++;
-	}
-	if (check_data(d, err, errlen))
-		goto bad;
-	json_decref(o);
-	return 0;
-bad:
-	json_decref(o);
-	record_data_free(d);
-	return -EINVAL;
-}
-
-/* d->atts index of vpc/id, or -1. */
-static ssize_t data_find(const struct rec_data *d, const char *vpc, const char *id)
-{
-	for (size_t i = 0; i < d->natts; i++)
-		if (!strcmp(d->atts[i].m.vpc, vpc) && !strcmp(d->atts[i].m.id, id))
-			return (ssize_t)i;
-	return -1;
-}
-
-/* One journal line (a commit) applied to d: "vpcs" replaces the list, "del"
- * removes by key, "put" adds or replaces by key. */
-static int journal_apply(json_t *o, struct rec_data *d, size_t line, char *err, size_t errlen)
-{
-	json_t *vs = json_object_get(o, "vpcs"), *del = json_object_get(o, "del"), *put = json_object_get(o, "put"), *x;
-	const char *k;
-	char why[400];
-	size_t i;
-
-	if (!json_is_object(o))
-		return snprintf(err, errlen, "line %zu: not a JSON object", line), -EINVAL;
-	json_object_foreach(o, k, x)
-		if (strcmp(k, "vpcs") && strcmp(k, "del") && strcmp(k, "put"))
-			return snprintf(err, errlen, "line %zu: unknown field \"%.40s\"", line, k), -EINVAL;
-	if ((del && !json_is_array(del)) || (put && !json_is_array(put)))
-		return snprintf(err, errlen, "line %zu: \"del\" and \"put\" must be arrays", line), -EINVAL;
-	if (vs) {
-		struct rec_vpc *nv;
-		size_t n;
-
-		if (parse_vpcs(vs, &nv, &n, why, sizeof(why)))
-			return snprintf(err, errlen, "line %zu: %s", line, why), -EINVAL;
-		free(d->vpcs);
-		d->vpcs = nv;
-		d->nvpcs = n;
-	}
-	json_array_foreach(del, i, x) {
-		char vpc[GDP_ID_MAX + 1], id[GDP_ID_MAX + 1];
-		ssize_t at;
-
-		if (!json_is_object(x) || jcopy(x, "vpc", vpc, sizeof(vpc), true) || jcopy(x, "id", id, sizeof(id), true))
-			return snprintf(err, errlen, "line %zu: del[%zu] needs \"vpc\" and \"id\"", line, i), -EINVAL;
-		if ((at = data_find(d, vpc, id)) >= 0) {
-			rec_att_clear(&d->atts[at]);
-			d->atts[at] = d->atts[--d->natts];
-		}
-	}
-	if (put && json_array_size(put)) {
-		struct rec_att *na = realloc(d->atts, (d->natts + json_array_size(put) + 1) * sizeof(*na));
-
-		if (!na)
-			return snprintf(err, errlen, "out of memory"), -ENOMEM;
-		d->atts = na;
-	}
-	json_array_foreach(put, i, x) {
-		struct rec_att a;
-		ssize_t at;
-
-		if (parse_att_at(x, &a, "put", i, why, sizeof(why)))
-			return snprintf(err, errlen, "line %zu: %s", line, why), -EINVAL;
-		if ((at = data_find(d, a.m.vpc, a.m.id)) >= 0) {
-			rec_att_clear(&d->atts[at]);
-			d->atts[at] = a;
-		} else {
-			d->atts[d->natts++] = a;
-		}
-	}
-	return 0;
-}
-
-int record_parse_journal(const char *text, size_t len, struct rec_data *d, size_t *lines, bool *torn,
-			 char *err, size_t errlen)
-{
-	const char *p = text, *end = text + len, *nl;
-	json_error_t je;
-	json_t *o;
-	long long ver, ep;
-	size_t line = 1;
-
-	*lines = 0;
-	*torn = false;
-	nl = memchr(p, '\n', (size_t)(end - p));
-	if (!nl) {
-		/* the header itself was never completed: a compaction that did not finish */
-		*torn = true;
-		return 1;
-	}
-	o = json_loadb(p, (size_t)(nl - p), JSON_REJECT_DUPLICATES, &je);
-	if (!o || !json_is_object(o) || jint(o, "version", RECORD_VERSION, RECORD_VERSION, -1, &ver) ||
-	    jint(o, "journal", 1, 0x7FFFFFFFFFFFLL, -1, &ep) || json_object_size(o) != 2) {
-		json_decref(o);
-		return snprintf(err, errlen, "line 1: must be {\"version\": %d, \"journal\": N}", RECORD_VERSION),
-		       -EINVAL;
-	}
-	json_decref(o);
-	if ((unsigned long)ep != d->journal)
-		return 1; /* a journal of another epoch: record.json already holds it */
-	for (p = nl + 1; p < end; p = nl + 1) {
-		line++;
-		nl = memchr(p, '\n', (size_t)(end - p));
-		if (!nl) {
-			/* a commit whose append never completed (a crash while
-			 * writing it): it was never acknowledged, so it is dropped */
-			*torn = true;
-			break;
-		}
-		o = json_loadb(p, (size_t)(nl - p), JSON_REJECT_DUPLICATES, &je);
-		if (!o)
-			return snprintf(err, errlen, "line %zu: not JSON (%s)", line, je.text), -EINVAL;
-		if (journal_apply(o, d, line, err, errlen)) {
-			json_decref(o);
-			return -EINVAL;
-		}
-		json_decref(o);
-		(*lines)++;
-	}
-	if (check_data(d, err, errlen))
-		return -EINVAL;
-	return 0;
-}
-
-struct remotes_parse {
-	struct gdp_state *st;
-	json_int_t version;
-	bool have_version;
-	char *err;
-	size_t errlen;
-};
-
-static int remotes_member(const char *name, json_t *v, void *ctx)
-{
-	struct remotes_parse *p = ctx;
-
-	if (strcmp(name, "version"))
-		return 0; /* other members: ignored, as a whole-tree reader would */
-	if (!json_is_integer(v))
-		return snprintf(p->err, p->errlen, "\"version\" must be an integer"), -EINVAL;
-	p->version = json_integer_value(v);
-	p->have_version = true;
-	return 0;
-}
-
-static int remotes_elem(json_t *x, size_t i, void *ctx)
-{
-	struct remotes_parse *p = ctx;
-	const char *pf = jstr(x, "prefix"), *sid = jstr(x, "sid");
-	struct gdp_remote m;
-	char vpc[GDP_ID_MAX + 1];
-	int rc;
-
-	memset(&m, 0, sizeof(m));
-	if (!json_is_object(x) || jcopy(x, "vpc", vpc, sizeof(vpc), true) || !vpc[0] || !pf ||
-	    gdp_prefix_parse(pf, &m.prefix) || !sid || inet_pton(AF_INET6, sid, &m.sid) != 1)
-		return snprintf(p->err, p->errlen, "remotes[%zu]: needs \"vpc\", a \"prefix\" and an IPv6 \"sid\"", i),
-		       -EINVAL;
-	if ((rc = gdp_remote_set_vpc(&m, vpc)))
-		return snprintf(p->err, p->errlen, "remotes[%zu]: vpc '%s': %s", i, vpc, strerror(-rc)), rc;
-	if (gdp_state_add_remote(p->st, &m))
-		return snprintf(p->err, p->errlen, "out of memory"), -ENOMEM;
-	return 0;
-}
-
-/*
- * One element's tree at a time (gj_stream_array): a whole-file tree of
- * 100,000 remotes was ~50 MiB at every start.
- */
-int record_parse_remotes(const char *text, size_t len, struct gdp_state *st, char *err, size_t errlen)
-{
-	struct remotes_parse p = { .st = st, .err = err, .errlen = errlen };
-	size_t n0 = st->n_remotes;
-	char why[300];
-	bool found;
-	int rc;
-
-	err[0] = 0;
-	rc = gj_stream_array(text, len, "remotes", remotes_member, remotes_elem, &p, &found, why, sizeof(why));
-	if (rc && !err[0])
-		snprintf(err, errlen, "not the remotes file (%s)", why);
-	if (!rc && (!found || !p.have_version || p.version != RECORD_REMOTES_VERSION))
-		rc = -EINVAL, snprintf(err, errlen, "must be {\"version\": %d, \"remotes\": [...]}", RECORD_REMOTES_VERSION);
-	if (rc) {
-		st->n_remotes = n0; /* nothing of a refused file is kept */
-		return -EINVAL;
-	}
-	return 0;
-}
-
-#undef BAD
 
 /* ---- loading a directory ---------------------------------------------------- */
 
@@ -1117,7 +500,6 @@ static int alloc_att_arg(struct record *r, uint16_t *out)
 /* Its format: docs/cni.md ("Upgrading"); model fields as the old server
  * derived them from the stored configuration. */
 
-
 /* One entry; why says which field is wrong. */
 static int legacy_cni_att(json_t *v, struct rec_att *a, char *why, size_t n)
 {
@@ -1128,17 +510,17 @@ static int legacy_cni_att(json_t *v, struct rec_att *a, char *why, size_t n)
 	memset(a, 0, sizeof(*a));
 	a->src = REC_SRC_CNI;
 	a->active = true;
-	if (jcopy(v, "network", a->network, sizeof(a->network), true) ||
-	    jcopy(v, "containerID", a->m.container_id, sizeof(a->m.container_id), true) ||
-	    jcopy(v, "ifname", a->ifname, sizeof(a->ifname), true) ||
-	    jcopy(v, "netns", netns, sizeof(netns), false) ||
-	    jcopy(v, "podNamespace", a->pod_ns, sizeof(a->pod_ns), false) ||
-	    jcopy(v, "podName", a->pod_name, sizeof(a->pod_name), false) ||
-	    jcopy(v, "podUID", a->pod_uid, sizeof(a->pod_uid), false) ||
-	    jcopy(v, "hostIfname", a->m.host_ifname, sizeof(a->m.host_ifname), true))
+	if (rec_jcopy(v, "network", a->network, sizeof(a->network), true) ||
+	    rec_jcopy(v, "containerID", a->m.container_id, sizeof(a->m.container_id), true) ||
+	    rec_jcopy(v, "ifname", a->ifname, sizeof(a->ifname), true) ||
+	    rec_jcopy(v, "netns", netns, sizeof(netns), false) ||
+	    rec_jcopy(v, "podNamespace", a->pod_ns, sizeof(a->pod_ns), false) ||
+	    rec_jcopy(v, "podName", a->pod_name, sizeof(a->pod_name), false) ||
+	    rec_jcopy(v, "podUID", a->pod_uid, sizeof(a->pod_uid), false) ||
+	    rec_jcopy(v, "hostIfname", a->m.host_ifname, sizeof(a->m.host_ifname), true))
 		return snprintf(why, n, "a string field is missing or too long"), -EINVAL;
-	if (jcopy(v, "hostMac", hm, sizeof(hm), false) || jcopy(v, "mac", m, sizeof(m), false) ||
-	    (hm[0] && mac_parse(hm, a->host_mac)) || (m[0] && mac_parse(m, a->m.pod_mac)))
+	if (rec_jcopy(v, "hostMac", hm, sizeof(hm), false) || rec_jcopy(v, "mac", m, sizeof(m), false) ||
+	    (hm[0] && rec_mac_decode(hm, a->host_mac)) || (m[0] && rec_mac_decode(m, a->m.pod_mac)))
 		return snprintf(why, n, "\"hostMac\" / \"mac\" is not a MAC address"), -EINVAL;
 	x = json_object_get(v, "arg");
 	if (!json_is_integer(x) || json_integer_value(x) < 1 || json_integer_value(x) > GDP_ARG_MAX)
@@ -1148,11 +530,11 @@ static int legacy_cni_att(json_t *v, struct rec_att *a, char *why, size_t n)
 	if (x && (!json_is_integer(x) || json_integer_value(x) < 0 || json_integer_value(x) > 65535))
 		return snprintf(why, n, "\"mtu\" out of range"), -EINVAL;
 	a->m.mtu = x ? (uint32_t)json_integer_value(x) : 0;
-	if (!json_is_object(cfg) || jcopy(cfg, "vpc", a->m.vpc, sizeof(a->m.vpc), true) ||
-	    jcopy(cfg, "vpcattachment", a->m.id, sizeof(a->m.id), true))
+	if (!json_is_object(cfg) || rec_jcopy(cfg, "vpc", a->m.vpc, sizeof(a->m.vpc), true) ||
+	    rec_jcopy(cfg, "vpcattachment", a->m.id, sizeof(a->m.id), true))
 		return snprintf(why, n, "\"config\" has no \"vpc\" / \"vpcattachment\""), -EINVAL;
 	json_array_foreach(json_object_get(cfg, "addresses"), i, x) {
-		const char *s = jstr(x, "address");
+		const char *s = rec_jstr(x, "address");
 		struct gdp_prefix p;
 
 		if (a->m.n_addrs == GDP_ADDRS_MAX || !s || gdp_prefix_parse(s, &p))
@@ -1166,7 +548,7 @@ static int legacy_cni_att(json_t *v, struct rec_att *a, char *why, size_t n)
 	{
 		int badf;
 
-		a->egress = parse_families(json_object_get(json_object_get(json_object_get(cfg, "egress"), "internet"),
+		a->egress = rec_families_decode(json_object_get(json_object_get(json_object_get(cfg, "egress"), "internet"),
 							   "families"), &badf);
 	}
 	a->config = json_incref(cfg);
@@ -1202,7 +584,7 @@ static int legacy_load_cni(const char *dir, struct rec_att **atts, size_t *natts
 		struct rec_vpc *rv = &(*vpcs)[*nvpcs];
 		json_t *a = json_object_get(v, "arg"), *t = json_object_get(v, "table");
 
-		if (jcopy(v, "id", rv->m.id, sizeof(rv->m.id), true) || !json_is_integer(a) ||
+		if (rec_jcopy(v, "id", rv->m.id, sizeof(rv->m.id), true) || !json_is_integer(a) ||
 		    json_integer_value(a) < 1 || json_integer_value(a) > GDP_ARG_MAX || !json_is_integer(t) ||
 		    json_integer_value(t) < 1 || json_integer_value(t) > 0xFFFFFFFFLL) {
 			snprintf(err, errlen, "%s: vpcs[%zu] is malformed (id, arg 1-%d, table)", path, i,
@@ -2256,7 +1638,7 @@ static char *encode_line(struct record *r, bool *nomem)
 		vt = NULL;
 	}
 	for (size_t i = 0; i < r->ngone; i++)
-		json_array_append_new(del, json_pack("{s:s, s:s}", "vpc", r->gone[i].vpc, "id", r->gone[i].id));
+		json_array_append_new(del, rec_key_encode(r->gone[i].vpc, r->gone[i].id));
 	r->ngone = 0;
 	/* only what changed since the last commit: a line costs what it holds */
 	for (size_t i = 0; i < r->njdirty; i++) {
@@ -2264,10 +1646,10 @@ static char *encode_line(struct record *r, bool *nomem)
 
 		a->jdirty = false;
 		if (!a->active && a->on_disk) {
-			json_array_append_new(del, json_pack("{s:s, s:s}", "vpc", a->m.vpc, "id", a->m.id));
+			json_array_append_new(del, rec_key_encode(a->m.vpc, a->m.id));
 			a->on_disk = false;
 		} else if (a->active && (!a->on_disk || a->jgen > r->saved_main)) {
-			json_array_append_new(put, att_json(a));
+			json_array_append_new(put, rec_att_encode(a));
 			a->on_disk = true;
 		}
 	}
@@ -2340,7 +1722,7 @@ static int write_compacted(struct record *r, const char *text, unsigned long ep,
 	 * epoch (ignored at load) until the new one replaces it */
 	r->epoch = ep;
 	r->jlines = 0;
-	snprintf(hdr, sizeof(hdr), "{\"journal\":%lu,\"version\":%d}\n", ep, RECORD_VERSION);
+	rec_journal_header_encode(hdr, sizeof(hdr), ep);
 	path_of(r, RECORD_JOURNAL_FILE, path, sizeof(path));
 	if ((rc = gfile_write_atomic(path, hdr, strlen(hdr), err, errlen)))
 		return rc;
