@@ -48,45 +48,12 @@
 #include <stdint.h>
 
 #include "agent/dp/model.h"
+#include "agent/record_codec.h" /* the objects (rec_vpc, rec_att), their JSON and the files' parsers */
 
 #define RECORD_FILE         "record.json"
 #define RECORD_REMOTES_FILE "record-remotes.json"
 #define RECORD_JOURNAL_FILE "record.journal"
-#define RECORD_VERSION      2   /* record.json and record.journal (1: no journal, still read) */
-#define RECORD_REMOTES_VERSION 1
 #define RECORD_MAX_BYTES    (256u << 20)
-
-enum rec_src {
-	REC_SRC_CNI,       /* attached through galactic-cni */
-	REC_SRC_DECLARED,  /* declared by the operator (state.json import) */
-};
-
-/* Families of an egress declaration (bit values as CNI_FAM_*). */
-enum { REC_FAM_V4 = 1u << 0, REC_FAM_V6 = 1u << 1 };
-
-struct rec_vpc {
-	struct gdp_vpc m;       /* id, arg, table, prefixes */
-	bool declared;          /* kept without attachments (operator declared it) */
-};
-
-struct rec_att {
-	struct gdp_attachment m; /* vpc, id, container id, host ifname, arg, addrs, nh4, pod MAC, MTU */
-	enum rec_src src;
-	bool active;             /* false: reserved by an ADD in progress (not applied, not saved) */
-	/* CNI and pod facts (empty for declared attachments) */
-	char network[254];
-	char ifname[GDP_IFNAME_MAX + 1];   /* guest interface (CNI_IFNAME) */
-	char *netns;                       /* CNI_NETNS path (owned, may be NULL) */
-	char pod_ns[64], pod_name[254], pod_uid[64];
-	uint8_t host_mac[6];
-	unsigned egress;                   /* REC_FAM_*: declared internet egress (the VPC's default route toward the node's shard) */
-	json_t *config;                    /* normalized CNI configuration (owned ref, may be NULL) */
-	/* the commit's bookkeeping (record.c, under the lock) */
-	unsigned long jgen;                /* generation of its last change on disk's terms */
-	bool on_disk;                      /* in record.json + record.journal as committed */
-	bool vdirty;                       /* listed for the pipeline's view (record_view_update) */
-	bool jdirty;                       /* listed for the next journal line */
-};
 
 /* A shared, immutable set of remotes (snapshots hold a reference). */
 struct rec_remotes {
@@ -268,44 +235,6 @@ bool record_loaded_pos(struct record *r, struct rec_disk_pos *pos);
 bool record_commit_pos(struct record *r, unsigned long gen, struct rec_disk_pos *pos);
 bool rec_disk_pos_equal(const struct rec_disk_pos *a, const struct rec_disk_pos *b);
 
-/* ---- pure parsers (tests, fuzz_record, galactic-bpf) --------------------- */
-
-/* The contents of record.json. */
-struct rec_data {
-	struct gdp_node node;
-	bool have_node;
-	int uplink_mtu;
-	struct rec_vpc *vpcs;
-	size_t nvpcs;
-	struct rec_att *atts;
-	size_t natts;
-	struct gdp_egress egress;  /* "egressShard" (have = false when absent) */
-	unsigned long journal;     /* epoch of the journal that extends it (0: none, version 1) */
-};
-
-/*
- * Parses record.json text (strict: version, every field's type and range,
- * every attachment's VPC listed, no number used twice). 0, or -EINVAL with
- * err naming the object and the field (out then holds nothing).
- */
-int record_parse(const char *text, size_t len, struct rec_data *out, char *err, size_t errlen);
-void record_data_free(struct rec_data *d);
-/*
- * Applies record.journal text to d (parsed from record.json): 0 with
- * *lines commits applied (the result checked as record_parse checks), 1
- * when the journal belongs to another epoch than d (d unchanged: record.json
- * was compacted after it), or -EINVAL with err naming the line (d then
- * partly changed: free it). *torn: a last line without its newline was
- * dropped.
- */
-int record_parse_journal(const char *text, size_t len, struct rec_data *d, size_t *lines, bool *torn,
-			 char *err, size_t errlen);
-/* Parses record-remotes.json text, appending to st->remotes. 0 or -EINVAL with err. */
-int record_parse_remotes(const char *text, size_t len, struct gdp_state *st, char *err, size_t errlen);
-/* Frees what an attachment owns (netns, config); not a itself. */
-void rec_att_clear(struct rec_att *a);
-/* rec_att_clear on each, then free(v). */
-void record_atts_free(struct rec_att *v, size_t n);
 /* dir's record (record.json with its journal applied) as one record.json
  * document, read-only (tests, inspection). NULL with err. Free it. */
 char *record_dump(const char *dir, char *err, size_t errlen);
