@@ -141,17 +141,13 @@ static bool outage_seen(void *ud)
 
 START_TEST(restart_no_missed_event)
 {
-	struct kube_config *dcfg, *pcfg;
-	struct kube_client *direct = ce_client_token(&cp, NULL, &dcfg);
-	struct tproxy *px = tproxy_start(ce_port(&cp));
-	char url[64];
+	struct ce_proxied f;
 	struct rec r = { .mu = PTHREAD_MUTEX_INITIALIZER };
 	struct informer_stats st;
 
-	ck_assert_ptr_nonnull(px);
-	snprintf(url, sizeof(url), "https://127.0.0.1:%d", tproxy_port(px));
-	struct kube_client *kc = ce_client_token(&cp, url, &pcfg);
-	ce_namespace(direct, "e2e-restart");
+	ce_proxied_open(&cp, "e2e-restart", &f);
+	struct kube_client *direct = f.direct, *kc = f.kc;
+	struct tproxy *px = f.px;
 	put(direct, "e2e-restart", "x1", "v0", NULL);
 	put(direct, "e2e-restart", "x2", "v0", NULL);
 	put(direct, "e2e-restart", "x3", "v0", NULL);
@@ -198,11 +194,7 @@ START_TEST(restart_no_missed_event)
 	ck_assert_uint_ge(st.errors, 1); /* it did lose its connection */
 	informer_free(inf2);
 	informer_free(inf);
-	tproxy_stop(px);
-	kube_client_free(kc);
-	kube_client_free(direct);
-	kube_config_free(pcfg);
-	kube_config_free(dcfg);
+	ce_proxied_close(&f);
 }
 END_TEST
 
@@ -222,16 +214,14 @@ static bool relisted_and_equal(void *ud)
 
 START_TEST(compaction_relist)
 {
-	struct kube_config *dcfg, *pcfg;
-	struct kube_client *direct = ce_client_token(&cp, NULL, &dcfg);
-	struct tproxy *px = tproxy_start(ce_port(&cp));
+	struct ce_proxied f;
 	struct rec r = { .mu = PTHREAD_MUTEX_INITIALIZER };
 	struct informer_stats st;
-	char url[64], name[32], rev[64] = "", cmd[256], rv0[64];
+	char name[32], rev[64] = "", cmd[256], rv0[64];
 
-	snprintf(url, sizeof(url), "https://127.0.0.1:%d", tproxy_port(px));
-	struct kube_client *kc = ce_client_token(&cp, url, &pcfg);
-	ce_namespace(direct, "e2e-compact");
+	ce_proxied_open(&cp, "e2e-compact", &f);
+	struct kube_client *direct = f.direct, *kc = f.kc;
+	struct tproxy *px = f.px;
 	for (int i = 0; i < 5; i++) {
 		snprintf(name, sizeof(name), "c-%d", i);
 		put(direct, "e2e-compact", name, "v0", NULL);
@@ -271,11 +261,7 @@ START_TEST(compaction_relist)
 	printf("compaction: relisted (410) %lu time(s), cache == server list (%zu objects) %.2fs after reconnect allowed; "
 	       "lists %lu watches %lu\n", st.relists_gone, n, ce_now() - t0, st.lists, st.watches);
 	informer_free(inf);
-	tproxy_stop(px);
-	kube_client_free(kc);
-	kube_client_free(direct);
-	kube_config_free(pcfg);
-	kube_config_free(dcfg);
+	ce_proxied_close(&f);
 }
 END_TEST
 
@@ -294,16 +280,13 @@ static bool seen(void *ud)
  * connection is caught by the client-side idle timeout. */
 START_TEST(watch_timeouts)
 {
-	struct kube_config *dcfg, *pcfg;
-	struct kube_client *direct = ce_client_token(&cp, NULL, &dcfg);
-	struct tproxy *px = tproxy_start(ce_port(&cp));
+	struct ce_proxied f;
 	struct rec r = { .mu = PTHREAD_MUTEX_INITIALIZER };
 	struct informer_stats st;
-	char url[64];
 
-	snprintf(url, sizeof(url), "https://127.0.0.1:%d", tproxy_port(px));
-	struct kube_client *kc = ce_client_token(&cp, url, &pcfg);
-	ce_namespace(direct, "e2e-timeout");
+	ce_proxied_open(&cp, "e2e-timeout", &f);
+	struct kube_client *direct = f.direct, *kc = f.kc;
+	struct tproxy *px = f.px;
 	put(direct, "e2e-timeout", "t", "0", NULL);
 	struct informer_opts o = { .res = CE_CONFIGMAPS, .ns = "e2e-timeout", .min_timeout_s = 2,
 				   .max_timeout_s = 3, .idle_timeout_s = 4 };
@@ -341,11 +324,7 @@ START_TEST(watch_timeouts)
 	ck_assert_uint_ge(st.errors, 1);
 	ck_assert_uint_eq(st.lists, 1); /* resumed from its version, no relist */
 	informer_free(inf);
-	tproxy_stop(px);
-	kube_client_free(kc);
-	kube_client_free(direct);
-	kube_config_free(pcfg);
-	kube_config_free(dcfg);
+	ce_proxied_close(&f);
 }
 END_TEST
 
@@ -463,22 +442,19 @@ static bool faulted(void *ud)
  */
 START_TEST(truncated_mid_object)
 {
-	struct kube_config *dcfg, *pcfg;
-	struct kube_client *direct = ce_client_token(&cp, NULL, &dcfg);
-	struct tproxy *px = tproxy_start(ce_port(&cp));
+	struct ce_proxied f;
 	struct rec r = { .mu = PTHREAD_MUTEX_INITIALIZER };
 	struct informer_stats st0, st;
-	char url[64], *blob = malloc(96 * 1024 + 1);
+	char *blob = malloc(96 * 1024 + 1);
 	const char *ns = "e2e-trunc";
 	size_t n = 0;
 
-	ck_assert_ptr_nonnull(px);
 	ck_assert_ptr_nonnull(blob);
 	memset(blob, 'x', 96 * 1024);
 	blob[96 * 1024] = 0;
-	snprintf(url, sizeof(url), "https://127.0.0.1:%d", tproxy_port(px));
-	struct kube_client *kc = ce_client_token(&cp, url, &pcfg);
-	ce_namespace(direct, ns);
+	ce_proxied_open(&cp, ns, &f);
+	struct kube_client *direct = f.direct, *kc = f.kc;
+	struct tproxy *px = f.px;
 	put(direct, ns, "small-1", "s1", NULL);
 	put(direct, ns, "small-2", "s2", NULL);
 	struct informer_opts o = { .res = CE_CONFIGMAPS, .ns = ns, .min_timeout_s = 300, .max_timeout_s = 300,
@@ -549,11 +525,7 @@ START_TEST(truncated_mid_object)
 	ck_assert_uint_eq(st.lists, 1); /* resumed from its version both times */
 	ck_assert_int_eq(tproxy_faults(px), 2);
 	informer_free(inf);
-	tproxy_stop(px);
-	kube_client_free(kc);
-	kube_client_free(direct);
-	kube_config_free(pcfg);
-	kube_config_free(dcfg);
+	ce_proxied_close(&f);
 	free(blob);
 }
 END_TEST

@@ -169,6 +169,16 @@ long cnirt_ping(const struct topo *t, const char *pod, const char *dst, int coun
 	return out[0] ? atol(out) : -1;
 }
 
+long cnirt_ping_isolated(const struct topo *t, const char *pod, const char *dst, int count, const char *bystander,
+			 long *seen)
+{
+	const char *counter = strchr(dst, ':') ? "Icmp6InEchos" : "Icmp:InEchos";
+	long before = topo_snmp(t, bystander, counter), got = cnirt_ping(t, pod, dst, count);
+
+	*seen = topo_snmp(t, bystander, counter) - before;
+	return got;
+}
+
 int cnirt_wait_ping(const struct topo *t, const char *pod, const char *dst, double timeout_s)
 {
 	double end = cnirt_now() + timeout_s;

@@ -77,6 +77,14 @@ int cnirt_mkns(const struct topo *t, const char *pod);
 long cnirt_ping(const struct topo *t, const char *pod, const char *dst, int count);
 /* Until one ping gets its reply: 0, or -1 after timeout_s. */
 int cnirt_wait_ping(const struct topo *t, const char *pod, const char *dst, double timeout_s);
+/*
+ * Isolation by echo counters: cnirt_ping from pod to dst, and into *seen
+ * the echo requests pod `bystander` (another VPC's, often with the same
+ * address) received meanwhile (its Icmp6InEchos or Icmp:InEchos, by dst's
+ * family). Returns the replies.
+ */
+long cnirt_ping_isolated(const struct topo *t, const char *pod, const char *dst, int count, const char *bystander,
+			 long *seen);
 double cnirt_now(void);
 
 #endif

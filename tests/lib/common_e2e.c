@@ -1,6 +1,7 @@
 #include "tests/lib/common_e2e.h"
 
 #include "common/json.h"
+#include "tests/lib/common_proxy.h"
 
 #include <check.h>
 #include <stdio.h>
@@ -121,4 +122,25 @@ json_t *ce_cm(const char *ns, const char *name, const char *k, const char *v)
 {
 	return json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:s}}", "apiVersion", "v1", "kind",
 			 "ConfigMap", "metadata", "name", name, "namespace", ns, "data", k, v);
+}
+
+void ce_proxied_open(const struct cp *cp, const char *ns, struct ce_proxied *f)
+{
+	char url[64];
+
+	f->direct = ce_client_token(cp, NULL, &f->dcfg);
+	f->px = tproxy_start(ce_port(cp));
+	ck_assert_ptr_nonnull(f->px);
+	snprintf(url, sizeof(url), "https://127.0.0.1:%d", tproxy_port(f->px));
+	f->kc = ce_client_token(cp, url, &f->pcfg);
+	ce_namespace(f->direct, ns);
+}
+
+void ce_proxied_close(struct ce_proxied *f)
+{
+	tproxy_stop(f->px);
+	kube_client_free(f->kc);
+	kube_client_free(f->direct);
+	kube_config_free(f->pcfg);
+	kube_config_free(f->dcfg);
 }

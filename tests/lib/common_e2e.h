@@ -26,4 +26,19 @@ double ce_now(void);       /* monotonic seconds */
 double ce_wall_ms(void);   /* epoch milliseconds */
 json_t *ce_cm(const char *ns, const char *name, const char *k, const char *v);
 
+/*
+ * A test's two clients of the API server: `direct`, and `kc` through a
+ * pass-through proxy the test can cut or stall (tests/lib/common_proxy.h: a
+ * partition between that one client and the server).
+ */
+struct tproxy;
+struct ce_proxied {
+	struct tproxy *px;
+	struct kube_client *direct, *kc;
+	struct kube_config *dcfg, *pcfg;
+};
+/* The proxy, both clients and namespace ns (made through direct); fails the test on error. */
+void ce_proxied_open(const struct cp *cp, const char *ns, struct ce_proxied *f);
+void ce_proxied_close(struct ce_proxied *f);
+
 #endif

@@ -372,7 +372,7 @@ END_TEST
 
 START_TEST(t_traffic_across_nodes_and_isolation)
 {
-	long got, other, before;
+	long got, other;
 
 	NEED_SETUP();
 	/* routes come from the reports: wait until both families cross */
@@ -380,21 +380,15 @@ START_TEST(t_traffic_across_nodes_and_isolation)
 	ck_assert_msg(cnirt_wait_ping(&T, "pa", "10.1.0.82", 30) == 0, "pa never reached p2 over IPv4");
 	ck_assert_msg(cnirt_wait_ping(&T, "q2", "fd00:a::81", 30) == 0, "q2 never reached q1 (vpcB)");
 	/* the same address in both VPCs: each VPC's packets reach its own pod only */
-	before = topo_snmp(&T, "q2", "Icmp6InEchos");
-	got = cnirt_ping(&T, "pa", "fd00:a::82", 20);
-	other = topo_snmp(&T, "q2", "Icmp6InEchos") - before;
+	got = cnirt_ping_isolated(&T, "pa", "fd00:a::82", 20, "q2", &other);
 	printf("upstream e2e: pa->p2 fd00:a::82 %ld/20, q2 (vpcB, same address) saw %ld\n", got, other);
 	ck_assert_int_eq(got, 20);
 	ck_assert_int_eq(other, 0);
-	before = topo_snmp(&T, "q2", "Icmp:InEchos");
-	got = cnirt_ping(&T, "pa", "10.1.0.82", 20);
-	other = topo_snmp(&T, "q2", "Icmp:InEchos") - before;
+	got = cnirt_ping_isolated(&T, "pa", "10.1.0.82", 20, "q2", &other);
 	printf("upstream e2e: pa->p2 10.1.0.82 %ld/20, q2 saw %ld\n", got, other);
 	ck_assert_int_eq(got, 20);
 	ck_assert_int_eq(other, 0);
-	before = topo_snmp(&T, "pa", "Icmp6InEchos");
-	got = cnirt_ping(&T, "q2", "fd00:a::81", 20);
-	other = topo_snmp(&T, "pa", "Icmp6InEchos") - before;
+	got = cnirt_ping_isolated(&T, "q2", "fd00:a::81", 20, "pa", &other);
 	printf("upstream e2e: q2->q1 fd00:a::81 (vpcB) %ld/20, pa (vpcA, same address) saw %ld\n", got, other);
 	ck_assert_int_eq(got, 20);
 	ck_assert_int_eq(other, 0);

@@ -14,6 +14,7 @@
 
 #include "agent/pipeline.h"
 #include "agent/record.h"
+#include "tests/lib/recfix.h"
 
 static char dir[64];
 
@@ -52,21 +53,17 @@ static const struct gdp_backend_ops FAKE = { .name = "fake", .apply = fake_apply
 
 static void reserve(struct record *r, const char *id)
 {
-	struct rec_att t = { .src = REC_SRC_CNI }, *a;
-	char err[256];
+	struct rec_att t, *a;
+	char container[80];
 
-	snprintf(t.m.vpc, sizeof(t.m.vpc), "vpcA");
-	snprintf(t.m.id, sizeof(t.m.id), "%s", id);
-	snprintf(t.m.host_ifname, sizeof(t.m.host_ifname), "gc%s", id);
-	snprintf(t.network, sizeof(t.network), "net");
-	snprintf(t.m.container_id, sizeof(t.m.container_id), "c-%s", id);
-	snprintf(t.ifname, sizeof(t.ifname), "eth0");
+	snprintf(container, sizeof(container), "c-%s", id);
+	recfix_cni_att(&t, "vpcA", id, container);
 	ck_assert_int_eq(gdp_prefix_parse("10.1.0.1", &t.m.addrs[0]), 0);
 	t.m.n_addrs = 1;
 	t.config = json_pack("{s:s, s:s}", "vpc", "vpcA", "vpcattachment", id);
 	t.netns = strdup("/var/run/netns/x");
 	record_lock(r);
-	ck_assert_msg((a = record_reserve(r, &t, err, sizeof(err))) != NULL, "%s", err);
+	a = recfix_reserve_locked(r, &t);
 	record_activate(r, a); /* desired from the next pass on */
 	record_unlock(r);
 }
@@ -86,11 +83,10 @@ START_TEST(t_unread_keeps_last_results)
 	struct record *rec;
 	struct pipeline *p;
 	struct gdp_result r;
-	char err[512], cmd[128];
+	char err[512];
 
-	snprintf(dir, sizeof(dir), "/tmp/gpipe.XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(dir));
-	ck_assert_int_eq(record_open(&rec, &(struct record_opts){ .dir = dir }, err, sizeof(err)), 0);
+	recfix_mkdir(dir, sizeof(dir), "gpipe");
+	rec = recfix_open(dir);
 	record_set_node_identity(rec, &n, 1500);
 	reserve(rec, "a1");
 	ck_assert_int_eq(pipeline_new(&p, &(struct pipeline_opts){ .rec = rec, .be = &f.b }, err, sizeof(err)), 0);
@@ -134,8 +130,7 @@ START_TEST(t_unread_keeps_last_results)
 
 	pipeline_free(p);
 	record_close(rec);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	ck_assert_int_eq(system(cmd), 0);
+	recfix_rmdir(dir);
 }
 END_TEST
 

@@ -21,6 +21,7 @@
 #include "agent/pipeline.h"
 #include "agent/record.h"
 #include "common/fileio.h"
+#include "tests/lib/recfix.h"
 
 static char dir[64], status_path[128];
 
@@ -91,14 +92,7 @@ static struct gdp_backend_ops ops = { .name = "fake", .apply = f_apply, .apply_d
 				      .adopt = f_adopt };
 static struct gdp_backend be = { .ops = &ops };
 
-static struct record *open_rec(void)
-{
-	struct record *r;
-	char err[512];
-
-	ck_assert_int_eq(record_open(&r, &(struct record_opts){ .dir = dir }, err, sizeof(err)), 0);
-	return r;
-}
+static struct record *open_rec(void) { return recfix_open(dir); }
 
 static struct pipeline *new_pl(struct record *r)
 {
@@ -115,17 +109,13 @@ static struct pipeline *new_pl(struct record *r)
 /* One ADD as the CNI verbs do it: reserve, activate; the generation to wait for. */
 static unsigned long add(struct record *r, int i, struct rec_att **out)
 {
-	struct rec_att t = { .src = REC_SRC_CNI };
-	struct rec_att *a;
+	struct rec_att t, *a;
 	unsigned long g;
-	char err[256];
+	char id[16], container[16];
 
-	snprintf(t.m.vpc, sizeof(t.m.vpc), "vpcA");
-	snprintf(t.m.id, sizeof(t.m.id), "a%d", i);
-	snprintf(t.m.host_ifname, sizeof(t.m.host_ifname), "gc%d", i);
-	snprintf(t.m.container_id, sizeof(t.m.container_id), "c%d", i);
-	snprintf(t.network, sizeof(t.network), "net");
-	snprintf(t.ifname, sizeof(t.ifname), "eth0");
+	snprintf(id, sizeof(id), "a%d", i);
+	snprintf(container, sizeof(container), "c%d", i);
+	recfix_cni_att(&t, "vpcA", id, container);
 	t.m.n_addrs = 1;
 	t.m.addrs[0].family = AF_INET6;
 	t.m.addrs[0].len = 128;
@@ -133,8 +123,7 @@ static unsigned long add(struct record *r, int i, struct rec_att **out)
 	t.m.addrs[0].addr.raw[14] = (uint8_t)(i >> 8);
 	t.m.addrs[0].addr.raw[15] = (uint8_t)i;
 	record_lock(r);
-	a = record_reserve(r, &t, err, sizeof(err));
-	ck_assert_msg(a != NULL, "%s", err);
+	a = recfix_reserve_locked(r, &t);
 	g = record_activate(r, a);
 	record_unlock(r);
 	if (out)
@@ -144,21 +133,14 @@ static unsigned long add(struct record *r, int i, struct rec_att **out)
 
 static void setup(void)
 {
-	snprintf(dir, sizeof(dir), "/tmp/gpl.XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	recfix_mkdir(dir, sizeof(dir), "gpl");
 	snprintf(status_path, sizeof(status_path), "%s/status.json", dir);
 	memset(&fb, 0, sizeof(fb));
 	fb.name = "fake";
 	ops.name = "fake";
 }
 
-static void teardown(void)
-{
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	ck_assert_int_eq(system(cmd), 0);
-}
+static void teardown(void) { recfix_rmdir(dir); }
 
 /* A node with n attachments, applied by passes; the record and pipeline stay open. */
 static struct pipeline *node_with(struct record *r, int n)

@@ -20,22 +20,12 @@
 #include "agent/record.h"
 #include "agent/record_legacy.h"
 #include "common/fileio.h"
+#include "tests/lib/recfix.h"
 
 static char dir[64];
 
-static void mkdir_tmp(void)
-{
-	snprintf(dir, sizeof(dir), "/tmp/grec.XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(dir));
-}
-
-static void rm_tmp(void)
-{
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	ck_assert_int_eq(system(cmd), 0);
-}
+static void mkdir_tmp(void) { recfix_mkdir(dir, sizeof(dir), "grec"); }
+static void rm_tmp(void) { recfix_rmdir(dir); }
 
 static bool exists(const char *name)
 {
@@ -53,14 +43,7 @@ static void put(const char *name, const char *text)
 	ck_assert_int_eq(gfile_write_atomic(p, text, strlen(text), NULL, 0), 0);
 }
 
-static struct record *open_rec(void)
-{
-	struct record *r;
-	char err[512];
-
-	ck_assert_int_eq(record_open(&r, &(struct record_opts){ .dir = dir }, err, sizeof(err)), 0);
-	return r;
-}
+static struct record *open_rec(void) { return recfix_open(dir); }
 
 static void commit(struct record *r)
 {
@@ -74,23 +57,17 @@ static void commit(struct record *r)
 
 static struct rec_att *reserve(struct record *r, const char *vpc, const char *id, const char *addr)
 {
-	struct rec_att t = { .src = REC_SRC_CNI };
-	struct rec_att *a;
-	char err[256];
+	struct rec_att t, *a;
+	char container[80];
 
-	snprintf(t.m.vpc, sizeof(t.m.vpc), "%s", vpc);
-	snprintf(t.m.id, sizeof(t.m.id), "%s", id);
-	snprintf(t.m.host_ifname, sizeof(t.m.host_ifname), "gc%s", id);
-	snprintf(t.network, sizeof(t.network), "net");
-	snprintf(t.m.container_id, sizeof(t.m.container_id), "c-%s", id);
-	snprintf(t.ifname, sizeof(t.ifname), "eth0");
+	snprintf(container, sizeof(container), "c-%s", id);
+	recfix_cni_att(&t, vpc, id, container);
 	ck_assert_int_eq(gdp_prefix_parse(addr, &t.m.addrs[0]), 0);
 	t.m.n_addrs = 1;
 	t.config = json_pack("{s:s, s:s}", "vpc", vpc, "vpcattachment", id);
 	t.netns = strdup("/var/run/netns/x");
 	record_lock(r);
-	a = record_reserve(r, &t, err, sizeof(err));
-	ck_assert_msg(a != NULL, "%s", err);
+	a = recfix_reserve_locked(r, &t);
 	record_unlock(r);
 	return a;
 }
