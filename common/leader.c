@@ -341,6 +341,19 @@ static void release(struct leader *l)
 	json_decref(out);
 }
 
+static bool lock_try(struct leader *l)
+{
+	return l->o.lock ? l->o.lock->try_acquire_or_renew(l->o.lock->ud) : try_acquire_or_renew(l);
+}
+
+static void lock_release(struct leader *l)
+{
+	if (l->o.lock)
+		l->o.lock->release(l->o.lock->ud);
+	else
+		release(l);
+}
+
 static void *run(void *arg)
 {
 	struct leader *l = arg;
@@ -349,7 +362,7 @@ static void *run(void *arg)
 		double started = mono();
 
 		/* Acquire. */
-		if (!try_acquire_or_renew(l)) {
+		if (!lock_try(l)) {
 			/* Wake when the holder's lease runs out if that is before the
 			 * next retry: takeover then follows the expiry closely. */
 			double d = jittered(l), left = l->expires_at - mono();
@@ -372,7 +385,7 @@ static void *run(void *arg)
 			started = mono();
 			if (term_renewed(l, started, false) == LEADER_NOT_LEADING)
 				break; /* past lease_duration while sleeping: not tried */
-			if ((s = term_renewed(l, started, try_acquire_or_renew(l))) == LEADER_NOT_LEADING)
+			if ((s = term_renewed(l, started, lock_try(l))) == LEADER_NOT_LEADING)
 				break;
 			if (s != was)
 				glog_kv(s == LEADER_LEADING ? GLOG_INFO : GLOG_WARN, "leader",
@@ -381,7 +394,7 @@ static void *run(void *arg)
 		}
 		term_end(l);
 		if (atomic_load(&l->stop)) {
-			release(l);
+			lock_release(l);
 		} else {
 			glog_kv(GLOG_WARN, "leader", "lost leadership", "identity", l->id, NULL);
 		}

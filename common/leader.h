@@ -31,8 +31,21 @@
 
 #include <stdbool.h>
 
+/*
+ * What the elector holds, as client-go's resourcelock.Interface: by default
+ * (leader_opts.lock NULL) the Lease ns/name through the client. Another
+ * lock (a test's) gives every attempt's outcome itself; leader_holder then
+ * stays "". Borrowed: it outlives the elector.
+ */
+struct leader_lock {
+	bool (*try_acquire_or_renew)(void *ud); /* one attempt: true when held now */
+	void (*release)(void *ud);              /* leader_stop while holding */
+	void *ud;
+};
+
 struct leader_opts {
 	const char *ns, *name, *identity;
+	const struct leader_lock *lock; /* NULL: the Lease */
 	double lease_duration_s; /* 0: 15 */
 	double renew_deadline_s; /* 0: 10 */
 	double retry_period_s;   /* 0: 2 */

@@ -1,10 +1,20 @@
 /*
- * The three states of a leader's term (common/leader.h: leader_term_*), on a
- * clock the test sets: the functions the election thread drives and
- * leader_state() reads. Lease 15 s, renew deadline 10 s (the defaults).
+ * The three states of a leader's term (common/leader.h): leader_term_* on a
+ * clock the test sets (lease 15 s, renew deadline 10 s, the defaults), then
+ * the election thread itself over a lock the test scripts (struct
+ * leader_lock: each attempt succeeds, fails, or answers late), on short
+ * periods: a late renewal inside the lease keeps the term (no on_stopped, no
+ * second on_started), none by the lease's end stops it (on_stopped; the
+ * state is NOT_LEADING from the lease's end even while an attempt hangs).
  */
 #include "common/leader.h"
 #include "tests/lib/gtest.h"
+
+#include <pthread.h>
+#include <string.h>
+#include <stdatomic.h>
+#include <time.h>
+#include <unistd.h>
 
 static struct leader_term term_at(double t0)
 {
@@ -100,6 +110,159 @@ START_TEST(edges)
 }
 END_TEST
 
+/* ---- the election thread over a scripted lock ---- */
+
+enum lock_mode { LOCK_OK, LOCK_FAIL, LOCK_SLOW_OK };
+
+static struct {
+	atomic_int mode;
+	atomic_int started, stopped, released, tries;
+	double slow_s; /* LOCK_SLOW_OK: how long an attempt takes */
+} fl;
+
+static double now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static bool fl_try(void *ud)
+{
+	(void)ud;
+	atomic_fetch_add(&fl.tries, 1);
+	switch (atomic_load(&fl.mode)) {
+	case LOCK_OK:
+		return true;
+	case LOCK_SLOW_OK:
+		usleep((useconds_t)(fl.slow_s * 1e6));
+		return true;
+	default:
+		return false;
+	}
+}
+
+static void fl_release(void *ud) { (void)ud; atomic_fetch_add(&fl.released, 1); }
+static void fl_started(void *ud) { (void)ud; atomic_fetch_add(&fl.started, 1); }
+static void fl_stopped(void *ud) { (void)ud; atomic_fetch_add(&fl.stopped, 1); }
+
+static const struct leader_lock FAKE_LOCK = { fl_try, fl_release, NULL };
+
+/* Retry 0.05 s, renew deadline 0.6 s, lease 2 s: a late window of 1.4 s, wide for a loaded machine. */
+static struct leader *fl_leader(void)
+{
+	struct leader *l;
+
+	memset(&fl, 0, sizeof(fl));
+	l = leader_new(NULL, &(struct leader_opts){ .ns = "t", .name = "t", .identity = "me", .lock = &FAKE_LOCK,
+						  .lease_duration_s = 2, .renew_deadline_s = 0.6,
+						  .retry_period_s = 0.05, .on_started = fl_started,
+						  .on_stopped = fl_stopped });
+	ck_assert_ptr_nonnull(l);
+	return l;
+}
+
+/* Polls until leader_state is s (or timeout_s passes); the seconds it took, or -1. */
+static double wait_state(struct leader *l, enum leader_state s, double timeout_s)
+{
+	double t0 = now_s();
+
+	while (now_s() - t0 < timeout_s) {
+		if (leader_state(l) == s)
+			return now_s() - t0;
+		usleep(5000);
+	}
+	return -1;
+}
+
+START_TEST(elector_late_renewal_keeps_the_term)
+{
+	struct leader *l = fl_leader();
+	double t;
+
+	ck_assert_int_eq(leader_start(l), 0);
+	ck_assert_double_ge(wait_state(l, LEADER_LEADING, 5), 0);
+	ck_assert_int_eq(atomic_load(&fl.started), 1);
+	ck_assert(leader_is_leader(l));
+	/* renewals fail: past the renew deadline the term is late, not over */
+	atomic_store(&fl.mode, LOCK_FAIL);
+	t = wait_state(l, LEADER_RENEWING_LATE, 5);
+	ck_assert_double_ge(t, 0.4);
+	ck_assert(!leader_is_leader(l));
+	ck_assert_int_eq(atomic_load(&fl.stopped), 0);
+	/* the late renewal succeeds: leading again, the same term */
+	atomic_store(&fl.mode, LOCK_OK);
+	ck_assert_double_ge(wait_state(l, LEADER_LEADING, 1.2), 0);
+	ck_assert(leader_is_leader(l));
+	usleep(300 * 1000);
+	ck_assert_int_eq(leader_state(l), LEADER_LEADING);
+	ck_assert_int_eq(atomic_load(&fl.stopped), 0);
+	ck_assert_int_eq(atomic_load(&fl.started), 1);
+	leader_stop(l);
+	ck_assert_int_eq(atomic_load(&fl.released), 1);
+	ck_assert_int_eq(atomic_load(&fl.stopped), 1);
+	ck_assert_int_eq(leader_state(l), LEADER_NOT_LEADING);
+	leader_free(l);
+}
+END_TEST
+
+START_TEST(elector_no_renewal_by_the_lease_stops)
+{
+	struct leader *l = fl_leader();
+	double t0, t;
+
+	ck_assert_int_eq(leader_start(l), 0);
+	ck_assert_double_ge(wait_state(l, LEADER_LEADING, 5), 0);
+	atomic_store(&fl.mode, LOCK_FAIL);
+	t0 = now_s();
+	ck_assert_double_ge(wait_state(l, LEADER_RENEWING_LATE, 5), 0);
+	ck_assert_double_ge(wait_state(l, LEADER_NOT_LEADING, 5), 0);
+	t = now_s() - t0;
+	/* the lease ends 2 s after the last success (up to one retry before the failures began) */
+	ck_assert_double_ge(t, 2 - 0.05 - 0.05);
+	for (int i = 0; i < 200 && !atomic_load(&fl.stopped); i++)
+		usleep(5000);
+	ck_assert_int_eq(atomic_load(&fl.stopped), 1);
+	ck_assert(!leader_is_leader(l));
+	/* a new term is a new acquire: on_started again */
+	atomic_store(&fl.mode, LOCK_OK);
+	ck_assert_double_ge(wait_state(l, LEADER_LEADING, 2), 0);
+	for (int i = 0; i < 200 && atomic_load(&fl.started) < 2; i++)
+		usleep(5000);
+	ck_assert_int_eq(atomic_load(&fl.started), 2);
+	leader_free(l);
+}
+END_TEST
+
+START_TEST(elector_renewal_answering_past_the_lease_loses_it)
+{
+	struct leader *l = fl_leader();
+	int tries;
+
+	ck_assert_int_eq(leader_start(l), 0);
+	ck_assert_double_ge(wait_state(l, LEADER_LEADING, 5), 0);
+	/* the next attempt hangs 3 s, past the lease, and then says ok */
+	fl.slow_s = 3;
+	tries = atomic_load(&fl.tries);
+	atomic_store(&fl.mode, LOCK_SLOW_OK);
+	for (int i = 0; i < 200 && atomic_load(&fl.tries) == tries; i++)
+		usleep(5000);
+	atomic_store(&fl.mode, LOCK_FAIL); /* (any later attempt fails) */
+	ck_assert_double_ge(wait_state(l, LEADER_RENEWING_LATE, 2), 0);
+	/* the work stops at the lease's end while the attempt still hangs */
+	ck_assert_double_ge(wait_state(l, LEADER_NOT_LEADING, 2.5), 0);
+	ck_assert_int_eq(atomic_load(&fl.stopped), 0);
+	/* its late "ok" does not bring the term back: it ends */
+	for (int i = 0; i < 600 && !atomic_load(&fl.stopped); i++)
+		usleep(5000);
+	ck_assert_int_eq(atomic_load(&fl.stopped), 1);
+	ck_assert_int_eq(leader_state(l), LEADER_NOT_LEADING);
+	ck_assert_int_eq(atomic_load(&fl.started), 1);
+	leader_free(l);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("common_leader_term");
@@ -110,6 +273,12 @@ int main(void)
 	tcase_add_test(tc, late_renewal_inside_the_lease_keeps_leadership);
 	tcase_add_test(tc, renewal_past_the_lease_loses_it);
 	tcase_add_test(tc, edges);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("elector");
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, elector_late_renewal_keeps_the_term);
+	tcase_add_test(tc, elector_no_renewal_by_the_lease_stops);
+	tcase_add_test(tc, elector_renewal_answering_past_the_lease_loses_it);
 	suite_add_tcase(s, tc);
 	return gt_run(s);
 }
