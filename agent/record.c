@@ -1853,49 +1853,53 @@ int record_commit_ahead(struct record *r, char *err, size_t errlen)
 	return commit_locked(r, true, err, errlen);
 }
 
+/* A read-only record of dir loaded beside the agent (record_load_state, record_dump): load_dir_locked's result. */
+static int reader_load(struct record *r, const char *dir, char *err, size_t errlen)
+{
+	memset(r, 0, sizeof(*r));
+	snprintf(r->dir, sizeof(r->dir), "%s", dir);
+	r->table_min = GDP_TABLE_MIN_DEFAULT;
+	r->jfd = -2; /* a reader beside the agent */
+	pthread_mutex_init(&r->mu, NULL);
+	return load_dir_locked(r, err, errlen);
+}
+
+static void reader_free(struct record *r)
+{
+	clear_locked(r);
+	free(r->atts);
+	free(r->vpcs);
+	pthread_mutex_destroy(&r->mu);
+}
+
 int record_load_state(const char *dir, struct gdp_state *st, char *err, size_t errlen)
 {
-	struct record r = { 0 };
+	struct record r;
 	struct rec_snap s;
 	int rc;
 
-	snprintf(r.dir, sizeof(r.dir), "%s", dir);
-	r.table_min = GDP_TABLE_MIN_DEFAULT;
-	r.jfd = -2; /* a reader beside the agent */
-	pthread_mutex_init(&r.mu, NULL);
 	gdp_state_init(st);
-	rc = load_dir_locked(&r, err, errlen);
+	rc = reader_load(&r, dir, err, errlen);
 	if (rc == -ENOENT)
 		rc = 0;
 	if (!rc && !(rc = record_snapshot(&r, &s))) {
 		rc = gdp_state_copy(st, &s.st);
 		record_snap_free(&s);
 	}
-	clear_locked(&r);
-	free(r.atts);
-	free(r.vpcs);
-	pthread_mutex_destroy(&r.mu);
+	reader_free(&r);
 	return rc;
 }
 
 char *record_dump(const char *dir, char *err, size_t errlen)
 {
-	struct record r = { 0 };
+	struct record r;
 	char *text = NULL;
-	int rc;
+	int rc = reader_load(&r, dir, err, errlen);
 
-	snprintf(r.dir, sizeof(r.dir), "%s", dir);
-	r.table_min = GDP_TABLE_MIN_DEFAULT;
-	r.jfd = -2; /* a reader beside the agent */
-	pthread_mutex_init(&r.mu, NULL);
-	rc = load_dir_locked(&r, err, errlen);
 	if (rc == -ENOENT)
 		snprintf(err, errlen, "%s/%s: no record", dir, RECORD_FILE);
 	else if (!rc && !(text = encode_main(&r, r.epoch)))
 		snprintf(err, errlen, "record: out of memory");
-	clear_locked(&r);
-	free(r.atts);
-	free(r.vpcs);
-	pthread_mutex_destroy(&r.mu);
+	reader_free(&r);
 	return text;
 }
