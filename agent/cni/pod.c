@@ -52,6 +52,12 @@ static int gw_on_link(const struct cni_ip *gw)
 	return gw->family == AF_INET6 && gw->addr[0] == 0xfe && (gw->addr[1] & 0xc0) == 0x80;
 }
 
+/* The attachment's MTU for a link request (0: leave the link's own). */
+static uint32_t link_mtu(const struct pod_link *l)
+{
+	return l->mtu > 0 ? (uint32_t)l->mtu : 0;
+}
+
 /* The pod's half: addresses, up, gateway neighbours, routes. */
 static int pod_configure(struct gnl_sock *ps, const struct cni_conf *c, struct pod_link *l,
 			 char *err, size_t errlen)
@@ -69,12 +75,7 @@ static int pod_configure(struct gnl_sock *ps, const struct cni_conf *c, struct p
 	}
 	idx = (int)gl.ifindex;
 	memcpy(l->mac, gl.addr, 6);
-	gnl_link_init(&gl);
-	gl.ifindex = (uint32_t)idx;
-	gl.mtu = (uint32_t)l->mtu;
-	gl.flags = IFF_UP;
-	gl.change = IFF_UP;
-	rc = gnl_link_set(ps, &gl, ext, sizeof(ext));
+	rc = gnl_link_up(ps, (uint32_t)idx, link_mtu(l), ext, sizeof(ext));
 	if (rc) {
 		snprintf(err, errlen, "set %s up, mtu %d in the pod: %s %s", l->ifname, l->mtu,
 			 strerror(-rc), ext);
@@ -193,7 +194,7 @@ int pod_setup(const char *host_netns, int nsfd, const struct cni_conf *c, struct
 	}
 	/* at its MTU from the start: changing it later walks the node's whole
 	 * IPv6 FIB (rt6_mtu_change), linear in what the node holds */
-	rc = gnl_veth_add_mtu(hs, l->host_ifname, l->ifname, nsfd, l->mtu > 0 ? (uint32_t)l->mtu : 0, ext,
+	rc = gnl_veth_add_mtu(hs, l->host_ifname, l->ifname, nsfd, link_mtu(l), ext,
 			      sizeof(ext));
 	if (rc == -EEXIST) {
 		*clash = 1;
@@ -249,11 +250,7 @@ int pod_setup(const char *host_netns, int nsfd, const struct cni_conf *c, struct
 	rc = pod_configure(ps, c, l, err, errlen);
 	if (rc)
 		goto undo;
-	gl.addrgen_none = false;
-	gl.mtu = (uint32_t)l->mtu;
-	gl.flags = IFF_UP;
-	gl.change = IFF_UP;
-	rc = gnl_link_set(hs, &gl, ext, sizeof(ext));
+	rc = gnl_link_up(hs, gl.ifindex, link_mtu(l), ext, sizeof(ext));
 	if (rc) {
 		snprintf(err, errlen, "set %s up, mtu %d: %s %s", l->host_ifname, l->mtu,
 			 strerror(-rc), ext);
@@ -292,16 +289,7 @@ int pod_repair(const char *host_netns, int nsfd, const struct cni_conf *c, struc
 		snprintf(err, errlen, "veth %s / %s is gone or was replaced", l->host_ifname, l->ifname);
 		goto out;
 	}
-	{
-		uint32_t idx = hl.ifindex;
-
-		gnl_link_init(&hl);
-		hl.ifindex = idx;
-		hl.mtu = (uint32_t)l->mtu;
-		hl.flags = IFF_UP;
-		hl.change = IFF_UP;
-	}
-	rc = gnl_link_set(hs, &hl, ext, sizeof(ext));
+	rc = gnl_link_up(hs, hl.ifindex, link_mtu(l), ext, sizeof(ext));
 	if (rc) {
 		snprintf(err, errlen, "set %s up, mtu %d: %s %s", l->host_ifname, l->mtu, strerror(-rc), ext);
 		goto out;

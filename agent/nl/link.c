@@ -262,6 +262,18 @@ int gnl_link_set(struct gnl_sock *s, const struct gnl_link *l, char *ext, size_t
 	return rc ? rc : talk_free(s, m, ext, extlen);
 }
 
+int gnl_link_up(struct gnl_sock *s, uint32_t ifindex, uint32_t mtu, char *ext, size_t extlen)
+{
+	struct gnl_link l;
+
+	gnl_link_init(&l);
+	l.ifindex = ifindex;
+	l.mtu = mtu;
+	l.flags = IFF_UP;
+	l.change = IFF_UP;
+	return gnl_link_set(s, &l, ext, extlen);
+}
+
 int gnl_link_del(struct gnl_sock *s, const char *name, char *ext, size_t extlen)
 {
 	struct gnl_link l;
