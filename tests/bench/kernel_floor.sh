@@ -6,10 +6,11 @@
 # removed at the end. Root. Prints microseconds per operation.
 #   tests/bench/kernel_floor.sh [N] [K]
 set -u
-n=${1:-100000}; k=${2:-30}; ns=gkfloor$$
+n=${1:-100000}; k=${2:-30}; ns=gkfloor$$; pns=gkfloorp$$
 tmp=$(mktemp -d) || exit 2
 ip netns add "$ns" || exit 2
-trap 'ip netns del "$ns"; rm -rf "$tmp"' EXIT
+ip netns add "$pns" || { ip netns del "$ns"; exit 2; }
+trap 'ip netns del "$ns"; ip netns del "$pns"; rm -rf "$tmp"' EXIT
 ip -n "$ns" link add up0 type veth peer name up1
 ip -n "$ns" link set up1 up
 ip -n "$ns" link set up0 up
@@ -17,13 +18,13 @@ ip -n "$ns" -6 addr add fc00::1/64 dev up0 nodad
 awk -v n="$n" 'BEGIN { for (i = 0; i < n; i++) printf "route add fd00:%x:%x::/64 via fc00::2 dev up0 table 16385 proto 250\n", int(i / 65536), i % 65536 }' > "$tmp/routes"
 ip -6 -n "$ns" -batch "$tmp/routes" || exit 2
 echo "IPv6 routes in table 16385: $(ip -6 -n "$ns" route show table 16385 | wc -l)"
-run() { # label, family flag ("" or -4/-6), then the batch lines
+run() { # label, family flag ("" or -4/-6), then the batch lines (in $ns, or in $in when set)
   local label=$1 fam=$2 s e
   shift 2
   printf '%s\n' "$@" > "$tmp/ops"
   s=$(date +%s%N)
   # shellcheck disable=SC2086 # fam is empty or one flag
-  ip $fam -n "$ns" -batch "$tmp/ops" || exit 2
+  ip $fam -n "${in:-$ns}" -batch "$tmp/ops" || exit 2
   e=$(date +%s%N)
   echo "$label: $(( (e - s) / 1000 / k )) us per operation ($k)"
 }
@@ -37,12 +38,15 @@ mapfile -t l < <(ops 'link set h%s up # %s'); run "host end up (its peer down: n
 # the next line of the batch waits for it. The addrgenmode none pairs (set
 # while down, as the agent does) autoconfigure no link-local: no DAD, whose
 # completion walks the FIB again (fib6_flush_trees) a second later.
-mapfile -t l < <(ops 'link set p%s up # %s'); run "peer up: the pair ready (rt6_sync_up)" "" "${l[@]%% #*}"
+mapfile -t l < <(ops 'link set p%s up # %s'); run "peer up: the pair ready (rt6_sync_up of both ends: two walks each)" "" "${l[@]%% #*}"
 sleep 3 # the h/p pairs' DAD ends (a walk each) before the next lines
-mapfile -t l < <(ops 'link add g%s mtu 1400 type veth peer name o%s mtu 1400'); run "veth pair add at its MTU (addrgenmode none pairs)" "" "${l[@]}"
+# The agent's order, each pair's peer in a namespace of its own as a pod's
+# is: when the pair becomes ready only the host end's walk is of the big
+# FIB (the h/p pairs above have both ends here: two walks each).
+mapfile -t l < <(ops "link add g%s mtu 1400 type veth peer name o%s mtu 1400 netns $pns"); run "veth pair add at its MTU, peer in its own namespace (addrgenmode none pairs)" "" "${l[@]}"
 mapfile -t l < <(ops 'link set g%s addrgenmode none # %s'); run "host end addrgenmode none (down)" "" "${l[@]%% #*}"
-mapfile -t l < <(ops 'link set o%s up # %s'); run "peer up (host end down)" "" "${l[@]%% #*}"
-mapfile -t l < <(ops 'link set g%s up # %s'); run "host end up last: the pair ready (rt6_sync_up)" "" "${l[@]%% #*}"
+mapfile -t l < <(ops 'link set o%s up # %s'); in=$pns run "peer up (host end down; in the peer's namespace)" "" "${l[@]%% #*}"
+mapfile -t l < <(ops 'link set g%s up # %s'); l+=("link set up0 up"); run "host end up last: the pair ready (one rt6_sync_up walk each; a last no-op line, up0 up again, waits for the last)" "" "${l[@]%% #*}"
 mapfile -t l < <(ops 'rule add iif h%s lookup 16385 pref 100 # %s'); run "IPv6 iif rule add" -6 "${l[@]%% #*}"
 mapfile -t l < <(ops 'rule add iif h%s lookup 16385 pref 100 # %s'); run "IPv4 iif rule add" -4 "${l[@]%% #*}"
 mapfile -t l < <(ops 'link add c%s mtu 1400 type veth peer name q%s mtu 1400'); run "veth pair add at its MTU" "" "${l[@]}"
