@@ -44,7 +44,13 @@
  * BENCH_BURST_TRANSLATOR_WORKERS: the translator's --workers (unset: its default).
  * Diagnosis only: BENCH_BURST_STAGES=1 prints when each step of the chains
  * was seen (report, attachment, interface Programmed; three more watches);
- * BENCH_BURST_ONLY=today|ours runs one pattern (no ratio: the bench fails).
+ * BENCH_BURST_ONLY=today|ours|base runs one pattern (no ratio: the bench fails).
+ * A/B of two builds of ours: BENCH_BURST_BASE=DIR (galactic-agent,
+ * galactic-translator, galactic-veth, galactic-bgp of another build) runs our
+ * pattern once more with those ("base"), after today's and before ours
+ * (BENCH_BURST_BASE_LAST=1: after ours), and prints both ratios. Every
+ * pattern prints the API server's requests during the burst by verb,
+ * resource and subresource, and per chain.
  * Needs root (network namespaces).
  */
 #include "common/informer.h"
@@ -104,8 +110,13 @@ static struct cp CP;
 static bool cp_is_up;
 static struct topo T;
 
-enum pattern { TODAY, OURS };
-static const char *const pname[2] = { "today", "ours" };
+/* BASE: our pattern once more with another build's binaries (BENCH_BURST_BASE=DIR
+ * holding galactic-agent, galactic-translator, galactic-veth, galactic-bgp): an
+ * A/B of two builds of ours in one invocation, each beside the same today's run. */
+enum pattern { TODAY, OURS, BASE, NPAT };
+static const char *const pname[NPAT] = { "today", "ours", "base" };
+/* The directory of the binaries of the pattern being run (ours, base). */
+static char BIN[400] = "build/rel/bin";
 
 /* ---- small helpers ---- */
 
@@ -173,7 +184,7 @@ static double loadavg1(void)
 
 /* ---- the API server's request counters ---- */
 
-#define MAXM 512
+#define MAXM 2048
 struct mrow {
 	char res[64], sub[16], verb[16], code[8];
 	double v;
@@ -262,14 +273,54 @@ static double mdelta(const struct msnap *a, const struct msnap *b, const char *r
 	return s;
 }
 
+/* Every request counted (writes: only writes, the Lease renewals aside: a
+ * leader renews every 2 s, so with them counted the writes never stood still
+ * and settle() waited its whole maximum after each of our bursts). */
 static double mtotal(const struct msnap *s, bool writes)
 {
 	double t = 0;
 
 	for (int i = 0; i < s->n; i++)
-		if (!writes || is_write(s->r[i].verb))
+		if (!writes || (is_write(s->r[i].verb) && strcmp(s->r[i].res, "leases")))
 			t += s->r[i].v;
 	return t;
+}
+
+/* Every request the API server counted during the burst, by verb, resource
+ * and subresource (codes summed; the non-2xx ones named), and per chain (/ n):
+ * where a pattern's requests go. The API server's metrics name no client; the
+ * resource and verb do here (docs/performance.md, bench_burst). */
+static void print_requests(const char *pat, int n, const struct msnap *a, const struct msnap *b)
+{
+	for (int i = 0; i < b->n; i++) {
+		const struct mrow *r = &b->r[i];
+		double tot = 0;
+		char bad[160] = "";
+		bool first = true;
+
+		for (int k = 0; k < i; k++) /* printed with an earlier row of the same verb/resource */
+			if (!strcmp(b->r[k].res, r->res) && !strcmp(b->r[k].sub, r->sub) && !strcmp(b->r[k].verb, r->verb))
+				first = false;
+		if (!first)
+			continue;
+		for (int k = i; k < b->n; k++) {
+			const struct mrow *q = &b->r[k];
+			double before = 0, d;
+			if (strcmp(q->res, r->res) || strcmp(q->sub, r->sub) || strcmp(q->verb, r->verb))
+				continue;
+			for (int j = 0; j < a->n; j++)
+				if (!strcmp(a->r[j].res, q->res) && !strcmp(a->r[j].sub, q->sub) &&
+				    !strcmp(a->r[j].verb, q->verb) && !strcmp(a->r[j].code, q->code))
+					before = a->r[j].v;
+			d = q->v - before;
+			tot += d;
+			if (d > 0 && q->code[0] != '2' && strlen(bad) < sizeof(bad) - 24)
+				snprintf(bad + strlen(bad), sizeof(bad) - strlen(bad), " %s:%.0f", q->code, d);
+		}
+		if (tot > 0)
+			printf("%s N=%d: requests %s %s%s%s: %.0f (%.2f per chain)%s%s\n", pat, n, r->verb, r->res,
+			       r->sub[0] ? "/" : "", r->sub, tot, tot / n, bad[0] ? "; not 2xx:" : "", bad);
+	}
 }
 
 /* ---- setup: the cell before the pods ---- */
@@ -642,7 +693,11 @@ static int one_add(struct addctx *a, int i, char *why, size_t wn)
 	snprintf(e_node, sizeof(e_node), "BURST_NODE=n%d", node);
 	snprintf(e_plugin, sizeof(e_plugin), "BURST_PLUGIN=%s/build/rel/bin/galactic-cni", cnirt_top());
 	snprintf(e_counts, sizeof(e_counts), "BURST_COUNTS=%s/counts.cni", a->work);
-	char *env[] = { e_cmd, e_cid, e_netns, "CNI_IFNAME=eth0", "CNI_PATH=build/rel/bin", e_args, e_sock, e_kc, e_node,
+	char e_path[440], veth[440], bgp[440];
+	snprintf(e_path, sizeof(e_path), "CNI_PATH=%s", BIN);
+	snprintf(veth, sizeof(veth), "%s/galactic-veth", BIN);
+	snprintf(bgp, sizeof(bgp), "%s/galactic-bgp", BIN);
+	char *env[] = { e_cmd, e_cid, e_netns, "CNI_IFNAME=eth0", e_path, e_args, e_sock, e_kc, e_node,
 			e_plugin, e_counts, "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
 
 	c1 = plugin_conf(list, 0, NULL);
@@ -651,7 +706,7 @@ static int one_add(struct addctx *a, int i, char *why, size_t wn)
 	if (a->pat == TODAY)
 		rc = run(STANDIN, "galactic-veth", "cni-veth", env, in, &out);
 	else
-		rc = run("build/rel/bin/galactic-veth", "galactic-veth", NULL, env, in, &out);
+		rc = run(veth, "galactic-veth", NULL, env, in, &out);
 	free(in);
 	if (rc || !(res = json_loads(out ?: "", 0, NULL))) {
 		snprintf(why, wn, "%s ADD %s: plugin 1 exit %d: %.400s", pname[a->pat], name, rc, out ?: "");
@@ -669,7 +724,7 @@ static int one_add(struct addctx *a, int i, char *why, size_t wn)
 	if (a->pat == TODAY)
 		rc = run(STANDIN, "galactic-bgp", "cni-bgp", env, in, &out);
 	else
-		rc = run("build/rel/bin/galactic-bgp", "galactic-bgp", NULL, env, in, &out);
+		rc = run(bgp, "galactic-bgp", NULL, env, in, &out);
 	free(in);
 	json_decref(list);
 	if (rc || !(res = json_loads(out ?: "", 0, NULL)) || json_object_get(res, "code")) {
@@ -860,6 +915,7 @@ static int run_pattern(enum pattern pat, int n, struct result *r)
 
 	memset(r, 0, sizeof(*r));
 	N = n;
+	snprintf(BIN, sizeof(BIN), "%s", pat == BASE ? getenv("BENCH_BURST_BASE") : "build/rel/bin");
 	t_add = calloc((size_t)n, sizeof(double));
 	t_add_end = calloc((size_t)n, sizeof(double));
 	t_ready = calloc((size_t)n, sizeof(double));
@@ -990,8 +1046,10 @@ static int run_pattern(enum pattern pat, int n, struct result *r)
 		bench_error(B, "topo_up failed");
 		goto out;
 	}
+	if (pat != TODAY)
+		snprintf(T.agent_bin, sizeof(T.agent_bin), "%s/galactic-agent", BIN);
 	for (int k = 1; k <= NODES; k++) {
-		if (pat == OURS)
+		if (pat != TODAY)
 			snprintf(extra, sizeof(extra), "--cni-socket %s/n%d/cni.sock --node n%d --kubeconfig %s --report-namespace " RNS,
 				 T.dir, k, k, CP.kubeconfig);
 		else
@@ -1057,7 +1115,9 @@ static int run_pattern(enum pattern pat, int n, struct result *r)
 		/* BENCH_BURST_TRANSLATOR_WORKERS: --workers (unset: the translator's default) */
 		char wk[16];
 		snprintf(wk, sizeof(wk), "%s", getenv("BENCH_BURST_TRANSLATOR_WORKERS") ?: "");
-		char *targv[] = { "build/rel/bin/galactic-translator", "--kubeconfig", CP.kubeconfig, "--namespace", RNS,
+		char tbin[440];
+		snprintf(tbin, sizeof(tbin), "%s/galactic-translator", BIN);
+		char *targv[] = { tbin, "--kubeconfig", CP.kubeconfig, "--namespace", RNS,
 				  "--watch-namespace", TNS, "--id", "burst", "--metrics-addr", p, "--log-level", "warn",
 				  wk[0] ? "--workers" : NULL, wk, NULL };
 		tr = gt_spawn(log, targv);
@@ -1129,7 +1189,7 @@ static int run_pattern(enum pattern pat, int n, struct result *r)
 		}
 	}
 	double tr_w0 = 0, tr_c0 = 0;
-	if (pat == OURS) {
+	if (pat != TODAY) {
 		tr_w0 = fmax(gt_metric(tport, "galactic_translator_status_writes_total{kind=\"VPCAttachment\"}"), 0) +
 			fmax(gt_metric(tport, "galactic_translator_status_writes_total{kind=\"NetworkInterface\"}"), 0) +
 			fmax(gt_metric(tport, "galactic_translator_status_writes_total{kind=\"NetworkInterfaceClaim\"}"), 0);
@@ -1212,8 +1272,9 @@ static int run_pattern(enum pattern pat, int n, struct result *r)
 	r->writes_va = mdelta(m0, m1, "vpcattachments", true, NULL) / n;
 	r->writes_ni = mdelta(m0, m1, "networkinterfaces", true, NULL) / n;
 	r->writes_nic = mdelta(m0, m1, "networkinterfaceclaims", true, NULL) / n / 2;
+	print_requests(pname[pat], n, m0, m1);
 	/* per writer */
-	if (pat == OURS) {
+	if (pat != TODAY) {
 		static const char *const kinds[3] = { "VPCAttachment", "NetworkInterface", "NetworkInterfaceClaim" };
 		double w = 0;
 		for (int k = 0; k < 3; k++) {
@@ -1249,7 +1310,7 @@ static int run_pattern(enum pattern pat, int n, struct result *r)
 	if (stages) {
 		print_stages(pat, n);
 		char *body = NULL;
-		if (pat == OURS && gt_http_get(tport, "/metrics", &body) == 200)
+		if (pat != TODAY && gt_http_get(tport, "/metrics", &body) == 200)
 			for (char *l = strtok(body, "\n"); l; l = strtok(NULL, "\n"))
 				if (!strncmp(l, "galactic_kube_request", 21) || !strncmp(l, "galactic_translator_reconciles", 30) ||
 				    !strncmp(l, "galactic_translator_new_report", 30) ||
@@ -1378,7 +1439,7 @@ static void facts_of(const struct result *r, enum pattern pat, int n)
 int main(int argc, char **argv)
 {
 	int ns[8], nn = 0;
-	static struct result res[8][2];
+	static struct result res[8][NPAT];
 	char list[128];
 
 	B = bench_begin("bench_burst");
@@ -1408,15 +1469,39 @@ int main(int argc, char **argv)
 	int done = 0;
 	/* BENCH_BURST_ONLY=today|ours: one pattern only (diagnosis: no ratio, the bench fails) */
 	const char *only = getenv("BENCH_BURST_ONLY");
+	/* BENCH_BURST_BASE=DIR: base (those binaries) and ours alternate after today's,
+	 * base first unless BENCH_BURST_BASE_LAST=1 (alternate it between runs). */
+	const char *base = getenv("BENCH_BURST_BASE");
+	bool base_last = getenv("BENCH_BURST_BASE_LAST") && atoi(getenv("BENCH_BURST_BASE_LAST"));
+	if (base && access(base, X_OK)) {
+		bench_error(B, "BENCH_BURST_BASE=%s: not a directory of binaries", base);
+		return bench_end(B);
+	}
+	enum pattern order[NPAT] = { TODAY, OURS };
+	int norder = 2;
+	if (base) {
+		order[1] = base_last ? OURS : BASE;
+		order[2] = base_last ? BASE : OURS;
+		norder = 3;
+	}
 	for (int i = 0; i < nn; i++) {
-		for (int p = 0; p < 2; p++)
-			if ((!only || !strcmp(only, pname[p])) && run_pattern((enum pattern)p, ns[i], &res[i][p]))
+		for (int q = 0; q < norder; q++) {
+			enum pattern p = order[q];
+			if ((!only || !strcmp(only, pname[p])) && run_pattern(p, ns[i], &res[i][p]))
 				goto report;
+		}
 		done = i + 1;
 		if (only)
 			continue;
-		facts_of(&res[i][TODAY], TODAY, ns[i]);
-		facts_of(&res[i][OURS], OURS, ns[i]);
+		for (int q = 0; q < norder; q++)
+			facts_of(&res[i][order[q]], order[q], ns[i]);
+		if (base) {
+			const struct result *t = &res[i][TODAY], *o = &res[i][OURS], *b = &res[i][BASE];
+			printf("A/B N=%d: claim Ready p99 ours %.2f s, base %.2f s, today's %.2f s: ours / today %.3f, "
+			       "base / today %.3f, ours / base %.3f; requests per chain ours %.2f, base %.2f\n",
+			       ns[i], o->p99, b->p99, t->p99, o->p99 / t->p99, b->p99 / t->p99, o->p99 / b->p99,
+			       o->req_total / ns[i], b->req_total / ns[i]);
+		}
 	}
 report:
 	if (only) {

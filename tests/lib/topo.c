@@ -265,8 +265,14 @@ pid_t topo_agent_start(struct topo *t, int node, const char *extra_args)
 	pid_t pid;
 	FILE *f;
 
-	snprintf(cmd, sizeof(cmd), "exec %s/build/rel/bin/galactic-agent --state-dir %s/n%d --netns %s-n%d --interval 1 %s >>%s/n%d/agent.log 2>&1",
-		 top(), t->dir, node, t->prefix, node, extra_args ? extra_args : "", t->dir, node);
+	char bin[600];
+
+	if (t->agent_bin[0])
+		snprintf(bin, sizeof(bin), "%s", t->agent_bin);
+	else
+		snprintf(bin, sizeof(bin), "%s/build/rel/bin/galactic-agent", top());
+	snprintf(cmd, sizeof(cmd), "exec %s --state-dir %s/n%d --netns %s-n%d --interval 1 %s >>%s/n%d/agent.log 2>&1",
+		 bin, t->dir, node, t->prefix, node, extra_args ? extra_args : "", t->dir, node);
 	pid = fork();
 	if (pid == 0) {
 		/* Own session: outlives the (forked, process-group-killed) test that started it. */

@@ -39,6 +39,7 @@ struct topo {
 	int npods;
 	pid_t agent[TOPO_MAX_NODES + 1];
 	pid_t owner;
+	char agent_bin[400];    /* the agent binary; "" = <top>/build/rel/bin/galactic-agent */
 };
 
 /* Shell command (printf-style); returns its exit status (or -1). */
