@@ -1,17 +1,139 @@
 #include "translator/reconcile.h"
 
+#include "common/gmap.h"
 #include "common/json.h"
 #include "common/log.h"
 #include "translator/intent.h"
 #include "translator/nic.h"
 #include "translator/ssa.h"
 
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #define MAX_WITHHELD 16
+
+/* ---- attachments newer than the cache (our own writes' responses) ---- */
+
+/* Remembered at most: past it a write's dependents wait for its watch event, as before. */
+#define FRESH_MAX 4096
+
+struct att_fresh {
+	pthread_mutex_t mu;
+	struct gmap *m; /* namespace/name -> json_t * */
+};
+
+struct att_fresh *att_fresh_new(void)
+{
+	struct att_fresh *f = calloc(1, sizeof(*f));
+	if (!f || !(f->m = gmap_new())) {
+		free(f);
+		return NULL;
+	}
+	pthread_mutex_init(&f->mu, NULL);
+	return f;
+}
+
+static void fresh_val_free(void *v) { json_decref(v); }
+
+void att_fresh_free(struct att_fresh *f)
+{
+	if (!f)
+		return;
+	gmap_free(f->m, fresh_val_free);
+	pthread_mutex_destroy(&f->mu);
+	free(f);
+}
+
+/* resourceVersions are etcd revisions; compared only when both parse (the API calls them opaque). */
+static bool rv_of(const json_t *o, uint64_t *out)
+{
+	const char *s = gj_str(o, "metadata.resourceVersion");
+	char *end;
+	if (!s || !*s)
+		return false;
+	errno = 0;
+	*out = strtoull(s, &end, 10);
+	return !errno && !*end;
+}
+
+static void fresh_key(const json_t *o, char *k, size_t n)
+{
+	snprintf(k, n, "%s/%s", gj_str(o, "metadata.namespace") ?: "", gj_str(o, "metadata.name") ?: "");
+}
+
+void att_fresh_put(struct att_fresh *f, json_t *obj)
+{
+	char k[600];
+	uint64_t rv;
+	int err = 0;
+	json_t *old;
+
+	if (!f || !obj || !rv_of(obj, &rv)) {
+		json_decref(obj);
+		return;
+	}
+	fresh_key(obj, k, sizeof(k));
+	pthread_mutex_lock(&f->mu);
+	if (gmap_len(f->m) >= FRESH_MAX && !gmap_has(f->m, k)) {
+		pthread_mutex_unlock(&f->mu);
+		json_decref(obj);
+		return;
+	}
+	old = gmap_put(f->m, k, obj, &err);
+	pthread_mutex_unlock(&f->mu);
+	if (err)
+		json_decref(obj);
+	json_decref(old);
+}
+
+/* Under mu: true when the remembered r is newer than the cached c (same incarnation). */
+static bool fresh_newer(const json_t *r, const json_t *c)
+{
+	uint64_t rr, cr;
+	return c && rv_of(r, &rr) && rv_of(c, &cr) && rr > cr &&
+	       !strcmp(gj_str(r, "metadata.uid") ?: "", gj_str(c, "metadata.uid") ?: "-");
+}
+
+json_t *att_fresh_pick(struct att_fresh *f, const char *nskey, json_t *cached)
+{
+	json_t *r, *out = cached;
+	bool found;
+
+	if (!f || !cached)
+		return cached;
+	pthread_mutex_lock(&f->mu);
+	if ((r = gmap_get(f->m, nskey))) {
+		if (fresh_newer(r, cached)) {
+			out = json_deep_copy(r);
+			if (out)
+				json_decref(cached);
+			else
+				out = cached;
+		} else {
+			json_decref(gmap_del(f->m, nskey, &found));
+		}
+	}
+	pthread_mutex_unlock(&f->mu);
+	return out;
+}
+
+void att_fresh_seen(struct att_fresh *f, const char *nskey, const json_t *seen)
+{
+	json_t *r;
+	bool found;
+
+	if (!f)
+		return;
+	pthread_mutex_lock(&f->mu);
+	if ((r = gmap_get(f->m, nskey)) && !fresh_newer(r, seen))
+		json_decref(gmap_del(f->m, nskey, &found));
+	pthread_mutex_unlock(&f->mu);
+}
 
 json_t *rec_iface_attachment(const struct rec_ctx *c, const json_t *iface)
 {
@@ -20,7 +142,7 @@ json_t *rec_iface_attachment(const struct rec_ctx *c, const json_t *iface)
 
 	snprintf(k, sizeof(k), "%s/%s", gj_str(iface, "metadata.namespace") ?: "",
 		 gj_str(iface, "metadata.name") ?: "");
-	a = kube_store_get(c->att, k);
+	a = att_fresh_pick(c->fresh, k, kube_store_get(c->att, k));
 	if (nic_attachment_links(iface, a))
 		return a;
 	json_decref(a);
@@ -88,6 +210,7 @@ int rec_write(const struct rec_ctx *c, enum tkind k, const char *key, const json
 	char *fp = NULL;
 	enum wres r;
 	int ret = 0;
+	bool wrote = false;
 
 	ownership_strip(c->own, k, full);
 	n = crds_withhold(c->crds, k, full, wh, MAX_WITHHELD);
@@ -118,6 +241,7 @@ int rec_write(const struct rec_ctx *c, enum tkind k, const char *key, const json
 		if (wops) {
 			r = writes_patch(c->w, k, key, obj, wops, fp, &out);
 			json_decref(wops);
+			wrote = r == WR_OK;
 			if (r == WR_OK)
 				log_written("withdrew status fields", key, NULL, why);
 			ret = result(r);
@@ -142,6 +266,7 @@ int rec_write(const struct rec_ctx *c, enum tkind k, const char *key, const json
 		}
 		writes_note_takeovers(c->w, key, obj, full);
 		r = writes_apply(c->w, k, key, obj, full, fp, &out);
+		wrote = r == WR_OK;
 		if (r == WR_OK)
 			log_written("applied status", key, json_object_get(st, "conditions"), why);
 		ret = result(r);
@@ -149,11 +274,15 @@ int rec_write(const struct rec_ctx *c, enum tkind k, const char *key, const json
 	}
 	if (json_array_size(ops)) {
 		r = writes_patch(c->w, k, key, obj, ops, fp, &out2);
+		wrote = r == WR_OK;
 		if (r == WR_OK)
 			log_written("patched conditions", key, conds, "conditions differ");
 		ret = result(r);
 	}
 out:
+	/* The chain goes on from the response, not from the watch event of it. */
+	if (wrote && k == TK_VPCATT && c->att_written && (out2 ? out2 : out))
+		c->att_written(c->ud, out2 ? out2 : out);
 	free(fp);
 	json_decref(ops);
 	json_decref(out);

@@ -22,6 +22,28 @@
 
 struct egress_ctx;
 
+/*
+ * Attachments as our own last write returned them, kept until the cache
+ * shows that version (as client-go's MutationCache): the interface and the
+ * claim of a chain are reconciled from the attachment write's response
+ * instead of waiting for its watch event (docs/translator.md "Order of
+ * work"). Thread-safe.
+ */
+struct att_fresh;
+struct att_fresh *att_fresh_new(void);
+void att_fresh_free(struct att_fresh *f);
+/* Remembers obj (as the cache keeps it) under its namespace/name; takes the reference. */
+void att_fresh_put(struct att_fresh *f, json_t *obj);
+/*
+ * The newer of cached (taken) and the one remembered for nskey, as a new
+ * reference; NULL when cached is NULL (gone from the cache: gone). A
+ * remembered copy the cache has caught up with, or of another incarnation,
+ * is dropped.
+ */
+json_t *att_fresh_pick(struct att_fresh *f, const char *nskey, json_t *cached);
+/* The cache saw seen (NULL: the object went): drops what it made stale. */
+void att_fresh_seen(struct att_fresh *f, const char *nskey, const json_t *seen);
+
 struct rec_ctx {
 	struct kube_store *att, *ni, *nic; /* caches of the three kinds */
 	struct kube_store **rep;           /* one per mapping entry */
@@ -31,6 +53,10 @@ struct rec_ctx {
 	const struct ownership *own;
 	struct egress_ctx *eg; /* NULL: egress off (translator/rec_egress.h) */
 	struct metric *m_deferred;
+	struct att_fresh *fresh; /* NULL: dependents wait for the watch event */
+	/* Called with the attachment a write returned (NULL: nobody): queues its dependents. */
+	void (*att_written)(void *ud, const json_t *att);
+	void *ud;
 };
 
 /* VPCAttachment <- the node's report. *retry_after > 0: look again after that delay. */

@@ -57,6 +57,7 @@ struct evq_item {
 	enum tkind k;
 	json_t *obj; /* metadata name, namespace, uid of the involved object */
 	char *msg;
+	char *lab;   /* "resource,field": posted again for the next object if this one fails */
 };
 
 /* Events queued at most; past it one is dropped (logged; the log line and
@@ -70,6 +71,9 @@ struct writes {
 	char gate[512]; /* test hook directory, "" when off */
 	pthread_mutex_t mu;
 	struct gmap *memo;
+	/* "resource,field" pairs a FieldWithheld Event was posted for (under mu):
+	 * one Event per pair and process, not per object (see writes_withheld). */
+	json_t *evented;
 	double schema_changed_at; /* monotonic seconds of the last target-schema change, 0: never */
 	struct metric *m_writes, *m_skips, *m_errors, *m_conflicts, *m_takeover, *m_rejects,
 		*m_stale, *m_withheld, *m_refused;
@@ -84,12 +88,13 @@ struct writes {
 	pthread_t ethr;
 };
 
-static void post_event_now(struct writes *w, enum tkind k, const json_t *obj, const char *msg);
+static int post_event_now(struct writes *w, enum tkind k, const json_t *obj, const char *msg);
 
 static void evq_free(struct evq_item *e)
 {
 	json_decref(e->obj);
 	free(e->msg);
+	free(e->lab);
 	free(e);
 }
 
@@ -111,8 +116,12 @@ static void *event_sender(void *arg)
 		w->en--;
 		pthread_mutex_unlock(&w->emu);
 		/* Only the leader writes, Events included (it may have changed since). */
-		if (!w->o.may_write || w->o.may_write(w->o.ud))
-			post_event_now(w, e->k, e->obj, e->msg);
+		if ((w->o.may_write && !w->o.may_write(w->o.ud)) || post_event_now(w, e->k, e->obj, e->msg)) {
+			/* not posted: the next object withheld for this field tries again */
+			pthread_mutex_lock(&w->mu);
+			json_object_del(w->evented, e->lab);
+			pthread_mutex_unlock(&w->mu);
+		}
 		evq_free(e);
 		pthread_mutex_lock(&w->emu);
 	}
@@ -156,6 +165,7 @@ struct writes *writes_new(struct kube_client *kc, struct metrics *m, const struc
 	pthread_mutex_init(&w->emu, NULL);
 	pthread_cond_init(&w->ecv, NULL);
 	w->memo = gmap_new();
+	w->evented = json_object();
 	w->m_writes = metrics_counter(m, "galactic_translator_status_writes_total",
 				      "Status writes (server-side applies and JSON Patches) that succeeded", "kind");
 	w->m_skips = metrics_counter(m, "galactic_translator_status_write_skips_total",
@@ -179,7 +189,7 @@ struct writes *writes_new(struct kube_client *kc, struct metrics *m, const struc
 	w->m_refused = metrics_counter(m, "galactic_translator_writes_refused_total",
 				       "Status writes the API server refused as invalid (422) or failed (5xx)",
 				       "kind,code");
-	if (!w->memo || !w->m_writes || !w->m_skips || !w->m_errors || !w->m_conflicts ||
+	if (!w->memo || !w->evented || !w->m_writes || !w->m_skips || !w->m_errors || !w->m_conflicts ||
 	    !w->m_takeover || !w->m_rejects || !w->m_stale || !w->m_withheld || !w->m_refused) {
 		writes_free(w);
 		return NULL;
@@ -220,6 +230,7 @@ void writes_free(struct writes *w)
 	pthread_cond_destroy(&w->ecv);
 	pthread_mutex_destroy(&w->emu);
 	gmap_free(w->memo, memo_free);
+	json_decref(w->evented);
 	pthread_mutex_destroy(&w->mu);
 	free(w);
 }
@@ -362,20 +373,23 @@ void writes_note_takeovers(struct writes *w, const char *key, const json_t *obj,
 	}
 }
 
-/* A core v1 Event on obj; best effort (a failure is logged, never retried). */
-static void post_event_now(struct writes *w, enum tkind k, const json_t *obj, const char *msg)
+/* A core v1 Event on obj; best effort (a failure is logged; -1). */
+static int post_event_now(struct writes *w, enum tkind k, const json_t *obj, const char *msg)
 {
 	const struct kube_core_event ev = { TKINDS[k].api_version, TKINDS[k].kind, "Warning", "FieldWithheld",
 				       msg, w->manager, w->instance };
 	struct kube_error err;
 
-	if (kube_core_event_post(w->kc, obj, &ev, &err) < 0)
+	if (kube_core_event_post(w->kc, obj, &ev, &err) < 0) {
 		glog_kv(GLOG_WARN, "translator", "cannot record event", "object",
 			gj_str(obj, "metadata.name"), "error", err.message, NULL);
+		return -1;
+	}
+	return 0;
 }
 
-/* Queues the Event for the sender thread (started at the first one). */
-static void post_event(struct writes *w, enum tkind k, const json_t *obj, const char *msg)
+/* Queues the Event for the sender thread (started at the first one). lab: its evented entry. */
+static void post_event(struct writes *w, enum tkind k, const json_t *obj, const char *msg, const char *lab)
 {
 	struct evq_item *e = calloc(1, sizeof(*e));
 	bool queued = false;
@@ -386,9 +400,10 @@ static void post_event(struct writes *w, enum tkind k, const json_t *obj, const 
 				   "namespace", gj_str(obj, "metadata.namespace"), "uid",
 				   gj_str(obj, "metadata.uid"));
 		e->msg = strdup(msg);
+		e->lab = strdup(lab);
 	}
 	pthread_mutex_lock(&w->emu);
-	if (e && e->obj && e->msg && !w->estop && w->en < EVQ_MAX &&
+	if (e && e->obj && e->msg && e->lab && !w->estop && w->en < EVQ_MAX &&
 	    (w->ethr_on || !pthread_create(&w->ethr, NULL, event_sender, w))) {
 		w->ethr_on = true;
 		if (w->etail)
@@ -406,22 +421,36 @@ static void post_event(struct writes *w, enum tkind k, const json_t *obj, const 
 			gj_str(obj, "metadata.name"), NULL);
 		if (e)
 			evq_free(e);
+		pthread_mutex_lock(&w->mu);
+		json_object_del(w->evented, lab);
+		pthread_mutex_unlock(&w->mu);
 	}
 }
 
+/*
+ * Per object and field (uid): a log line and the metric. The FieldWithheld
+ * Event goes on the first object of each resource and field only: the
+ * schema that cannot hold the value is the cluster's, not the object's, and
+ * an Event per object (every attachment with a runtime's 64-hex id) was one
+ * API write per workload start, 1 of the 7.4 requests of a chain
+ * (bench_burst, docs/performance.md).
+ */
 void writes_withheld(struct writes *w, enum tkind k, const char *key, const json_t *obj,
 		     const struct withheld *wh, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		struct memo *m;
-		bool first = false;
+		bool first = false, event = false;
 		char msg[800], lab[300];
 
+		snprintf(lab, sizeof(lab), "%s,%s", TKINDS[k].res.resource, wh[i].field);
 		pthread_mutex_lock(&w->mu);
 		if ((m = memo_for(w, key, obj)) && !json_object_get(m->reported, wh[i].field) &&
 		    (m->reported || (m->reported = json_object()))) {
 			json_object_set_new(m->reported, wh[i].field, json_true());
 			first = true;
+			if (!json_object_get(w->evented, lab) && !json_object_set_new(w->evented, lab, json_true()))
+				event = true;
 		}
 		pthread_mutex_unlock(&w->mu);
 		if (!first)
@@ -429,11 +458,12 @@ void writes_withheld(struct writes *w, enum tkind k, const char *key, const json
 		snprintf(msg, sizeof(msg),
 			 "%s withheld: the %s schema cannot hold the value (%s); the rest of the status is written",
 			 wh[i].field, TKINDS[k].crd, wh[i].why);
-		glog_kv(GLOG_WARN, "translator", "value withheld: the target schema cannot hold it",
-			"object", key, "field", wh[i].field, "constraint", wh[i].why, NULL);
-		snprintf(lab, sizeof(lab), "%s,%s", TKINDS[k].res.resource, wh[i].field);
+		glog_kv(event ? GLOG_WARN : GLOG_INFO, "translator", "value withheld: the target schema cannot hold it",
+			"object", key, "field", wh[i].field, "constraint", wh[i].why, "event",
+			event ? "posted" : "posted on the first object only", NULL);
 		metric_add(w->m_withheld, lab, 1);
-		post_event(w, k, obj, msg);
+		if (event)
+			post_event(w, k, obj, msg, lab);
 	}
 }
 

@@ -3,8 +3,8 @@
  * reconcilers: the guarded writes themselves, the per-key memo of our last
  * write (a cache that lags our own write is not written again), skip
  * counting, takeovers of fields another manager holds, values withheld
- * because the target schema cannot hold them (log, Event, metric; once per
- * object and field), refused writes (422: logged once per intent, not
+ * because the target schema cannot hold them (log and metric once per
+ * object and field; an Event once per resource and field), refused writes (422: logged once per intent, not
  * retried hot), and every write metric.
  *
  * Guards (no write lands on a deleted-and-recreated object of the same name):
@@ -66,7 +66,8 @@ void writes_forget(struct writes *w, const char *key);
 /* Logs and counts every intended field/condition that another manager owns (force takes it). */
 void writes_note_takeovers(struct writes *w, const char *key, const json_t *obj,
 			   const json_t *intent);
-/* Reports withheld values: log, Event on obj (reason FieldWithheld), metric; once per uid+field. */
+/* Reports withheld values: log and metric once per uid+field; an Event (reason FieldWithheld)
+ * on the first object of each resource and field per process (posted again if it failed). */
 void writes_withheld(struct writes *w, enum tkind k, const char *key, const json_t *obj,
 		     const struct withheld *wh, size_t n);
 

@@ -3,13 +3,16 @@
  * conditions into an atomic status.conditions list (exact ops, tests
  * included, for each shape of list; nothing when the list already shows
  * them; refusal of lists of the wrong type), and the interface/claim intent
- * it writes (derivation from the attachment, lastTransitionTime, links).
+ * it writes (derivation from the attachment, lastTransitionTime, links),
+ * and the memory of attachments our writes returned (att_fresh: the newer
+ * of it and the cache, dropped once the cache catches up or on another uid).
  */
 #include "common/json.h"
 #include "tests/lib/gtest.h"
 #include "translator/intent.h"
 #include "translator/nic.h"
 #include "translator/project.h"
+#include "translator/reconcile.h"
 #include "translator/ssa.h"
 
 #include <string.h>
@@ -548,6 +551,80 @@ START_TEST(test_bad_objects)
 }
 END_TEST
 
+static json_t *att_v(const char *uid, const char *rv, const char *prog)
+{
+	return json_pack("{s:{s:s, s:s, s:s, s:s}, s:{s:[{s:s, s:s}]}}", "metadata", "name", "a1", "namespace", "t",
+			 "uid", uid, "resourceVersion", rv, "status", "conditions", "type", "Programmed", "status", prog);
+}
+
+static const char *prog_of(const json_t *a)
+{
+	return gj_str(json_array_get(gj_get(a, "status.conditions"), 0), "status");
+}
+
+START_TEST(test_fresh_attachment_memory)
+{
+	struct att_fresh *f = att_fresh_new();
+	json_t *a;
+
+	ck_assert_ptr_nonnull(f);
+	/* nothing remembered: the cache's copy */
+	a = att_fresh_pick(f, "t/a1", att_v("u1", "10", "False"));
+	ck_assert_str_eq(prog_of(a), "False");
+	json_decref(a);
+	/* our write returned rv 12: newer than the cache's 10 */
+	att_fresh_put(f, att_v("u1", "12", "True"));
+	a = att_fresh_pick(f, "t/a1", att_v("u1", "10", "False"));
+	ck_assert_str_eq(prog_of(a), "True");
+	ck_assert_str_eq(gj_str(a, "metadata.resourceVersion"), "12");
+	json_decref(a);
+	/* another key, or nothing cached (the object went): not ours to give */
+	a = att_fresh_pick(f, "t/a2", att_v("u1", "10", "False"));
+	ck_assert_str_eq(prog_of(a), "False");
+	json_decref(a);
+	ck_assert_ptr_null(att_fresh_pick(f, "t/a1", NULL));
+	/* the cache saw an older version: still remembered */
+	a = att_v("u1", "11", "False");
+	att_fresh_seen(f, "t/a1", a);
+	json_decref(a);
+	a = att_fresh_pick(f, "t/a1", att_v("u1", "11", "False"));
+	ck_assert_str_eq(prog_of(a), "True");
+	json_decref(a);
+	/* the cache caught up (rv 12, or a later one by someone else): the cache's copy, memory dropped */
+	a = att_v("u1", "13", "False");
+	att_fresh_seen(f, "t/a1", a);
+	json_decref(a);
+	a = att_fresh_pick(f, "t/a1", att_v("u1", "11", "False"));
+	ck_assert_str_eq(prog_of(a), "False");
+	json_decref(a);
+	/* another incarnation in the cache: never the old one's response */
+	att_fresh_put(f, att_v("u1", "20", "True"));
+	a = att_fresh_pick(f, "t/a1", att_v("u2", "15", "False"));
+	ck_assert_str_eq(gj_str(a, "metadata.uid"), "u2");
+	json_decref(a);
+	a = att_fresh_pick(f, "t/a1", att_v("u1", "15", "False")); /* dropped by the pick above */
+	ck_assert_str_eq(prog_of(a), "False");
+	json_decref(a);
+	/* a deletion drops it; unparsable resourceVersions are never compared */
+	att_fresh_put(f, att_v("u1", "30", "True"));
+	att_fresh_seen(f, "t/a1", NULL);
+	a = att_fresh_pick(f, "t/a1", att_v("u1", "25", "False"));
+	ck_assert_str_eq(prog_of(a), "False");
+	json_decref(a);
+	att_fresh_put(f, att_v("u1", "x9", "True"));
+	a = att_fresh_pick(f, "t/a1", att_v("u1", "25", "False"));
+	ck_assert_str_eq(prog_of(a), "False");
+	json_decref(a);
+	att_fresh_put(f, att_v("u1", "40", "True"));
+	a = att_fresh_pick(f, "t/a1", att_v("u1", "7a", "False"));
+	ck_assert_str_eq(prog_of(a), "False");
+	json_decref(a);
+	att_fresh_put(f, att_v("u1", "50", "True")); /* freed with the memory */
+	att_fresh_free(f);
+	att_fresh_free(NULL);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("translator_patch");
@@ -570,6 +647,7 @@ int main(void)
 	tcase_add_test(tc, test_fields_intent_and_satisfied);
 	tcase_add_test(tc, test_round_trip_noop);
 	tcase_add_test(tc, test_bad_objects);
+	tcase_add_test(tc, test_fresh_attachment_memory);
 	suite_add_tcase(s, tc);
 	return gt_run(s);
 }
