@@ -59,6 +59,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -320,6 +321,67 @@ static int seq_spans(int node, int n, double *agent, double *setup, double *back
 	return found;
 }
 
+/*
+ * Where the burst's ADDs of round r went, from node 1's agent log (the
+ * listener's line of each container b<i>.<r>) and the bench's own span of
+ * each (lat, unsorted): before the agent (fork + exec of the plugin, its
+ * connect, until the agent accepted), accepted -> request in (the
+ * greeting read and the request written by the plugin), in the agent
+ * before the pod setup (the wait for a setup slot, the record's lock),
+ * the pod setup, the wait for the pass, and after the answer (the plugin
+ * reading it, printing, exiting, reaped). Prints p50 / p99 of each;
+ * returns how many of the n ADDs the log had.
+ */
+static int burst_spans(int round, int n, const double *lat)
+{
+	double *v = calloc((size_t)n * 6, sizeof(double));
+	char path[600], line[2048];
+	int found = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/n1/agent.log", T.dir);
+	f = v ? fopen(path, "r") : NULL;
+	if (!f) {
+		free(v);
+		return 0;
+	}
+	for (int i = 0; i < n; i++)
+		v[i] = -1;
+	while (fgets(line, sizeof(line), f)) {
+		const char *c = strstr(line, "msg=\"ADD container cb"), *ok;
+		double a, s, ap, be;
+		long long ms;
+		int i, r;
+
+		if (!c || sscanf(c, "msg=\"ADD container cb%d.%d ", &i, &r) != 2 || r != round || i < 0 || i >= n ||
+		    !(ok = strstr(c, ": ok (")) ||
+		    sscanf(ok, ": ok (%lld ms; %lf in the agent: pod setup %lf, applied %lf, backend %lf)", &ms, &a, &s,
+			   &ap, &be) != 5)
+			continue;
+		found += v[i] < 0;
+		v[i] = (double)ms - a;          /* accepted -> request in */
+		v[n + i] = a - s - ap;          /* slot wait, record */
+		v[2 * n + i] = s;               /* pod setup */
+		v[3 * n + i] = ap;              /* the wait for the pass */
+		v[4 * n + i] = lat[i] - (double)ms; /* outside the agent: exec, connect, answer read, exit */
+		v[5 * n + i] = a;               /* in the agent */
+	}
+	fclose(f);
+	if (found == n) {
+		const char *names[6] = { "accepted -> request in", "slot wait + record", "pod setup", "pass wait",
+					 "outside the agent", "in the agent" };
+
+		printf("bench_cni: round %d, where our ADDs went (p50 / p99 ms):", round + 1);
+		for (int k = 0; k < 6; k++) {
+			qsort(v + k * n, (size_t)n, sizeof(double), cmp_d);
+			printf("%s %s %.1f / %.1f", k ? ";" : "", names[k], pct(v + k * n, n, 0.5), pct(v + k * n, n, 0.99));
+		}
+		printf("\n");
+	}
+	free(v);
+	return found;
+}
+
 /* p50 of v[from, from + k) (sorts a copy). */
 static double p50_of(const double *v, int from, int k)
 {
@@ -336,10 +398,21 @@ static double p50_of(const double *v, int from, int k)
 	return m;
 }
 
+/* CPU of the reaped children so far (ms): the burst's forks and the plugins they ran. */
+static double children_cpu_ms(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_CHILDREN, &ru))
+		return 0;
+	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
+}
+
 /* One round: the reference burst (ADDs, then DELs), then ours. */
 struct round {
-	double p50, p90, p99, max, rate, commits, commit_ms, usr, sys;
-	double rp50, rp90, rp99, rmax, rrate, rdp99;
+	double p50, p90, p99, max, rate, commits, commit_ms, usr, sys, ccpu;
+	double rp50, rp90, rp99, rmax, rrate, rdp99, rccpu;
 };
 
 #define MAX_ROUNDS 15
@@ -617,7 +690,9 @@ int main(int argc, char **argv)
 		int rf = 0, rdf = 0, f = 0;
 
 		round_no = r;
+		x->rccpu = children_cpu_ms();
 		t = burst('p', n, rlat, rdone);
+		x->rccpu = children_cpu_ms() - x->rccpu;
 		for (int i = 0; i < n; i++)
 			rf += rdone[i] != 1;
 		veths = node_veths() - veths0;
@@ -647,7 +722,9 @@ int main(int argc, char **argv)
 		c0 = commits_from_log(1);
 		agent_cpu_ms(1, &usr0, &sys0);
 		t0 = now_ms();
+		x->ccpu = children_cpu_ms();
 		t = burst('b', n, lat, done);
+		x->ccpu = children_cpu_ms() - x->ccpu;
 		c1 = commits_from_log(1);
 		x->commits = (double)(c1 - c0);
 		x->commit_ms = commit_ms_from_log(1, c1 - c0);
@@ -658,6 +735,8 @@ int main(int argc, char **argv)
 		for (int i = 0; i < n; i++)
 			f += done[i] != 1;
 		bench_check(b, f == 0, "round %d: %d of %d concurrent galactic-cni ADDs failed", r + 1, f, n);
+		if (f == 0 && burst_spans(r, n, lat) != n)
+			printf("bench_cni: round %d: the agent log did not give the spans of all %d ADDs\n", r + 1, n);
 		qsort(lat, (size_t)n, sizeof(double), cmp_d);
 		x->p50 = pct(lat, n, 0.5);
 		x->p90 = pct(lat, n, 0.9);
@@ -667,6 +746,9 @@ int main(int argc, char **argv)
 		       "(DELs p99 %.1f); galactic-cni p50 %.1f p99 %.1f max %.1f ms, %.0f commits; p99 ratio %.3f\n",
 		       r + 1, x->rp50, x->rp99, x->rmax, x->rdp99, x->p50, x->p99, x->max, x->commits,
 		       x->rp99 > 0 ? x->p99 / x->rp99 : 0);
+		printf("bench_cni: round %d: CPU for the burst: the agent %.0f ms (user %.0f, system %.0f), the runtime's "
+		       "side (forks + plugins) %.0f ms; the reference's runtime side (forks + ptp + host-local) %.0f ms\n",
+		       r + 1, x->usr + x->sys, x->usr, x->sys, x->ccpu, x->rccpu);
 		fflush(stdout);
 		if (r == rounds - 1)
 			break; /* the last round's pods stay: they ping node 2 below */
@@ -842,6 +924,10 @@ int main(int argc, char **argv)
 		   "sum of the durations of those commits (agent log; they run one after another), %d ADDs");
 		RF(usr, "agent user CPU for the burst", "ms", "the agent on n1 during %d ADDs");
 		RF(sys, "agent system CPU for the burst", "ms", "the agent on n1 during %d ADDs (kernel: netlink)");
+		RF(ccpu, "runtime side CPU for the burst", "ms",
+		   "the bench's %d forks and the galactic-cni processes they ran (getrusage of the reaped children)");
+		RF(rccpu, "reference runtime side CPU for the burst", "ms",
+		   "the bench's %d forks and the ptp + host-local processes they ran");
 #undef RF
 		bench_fact(b, "load average before the bursts", "",
 			   "1 minute, /proc/loadavg: how busy the shared machine was", &load, 1);
