@@ -21,7 +21,8 @@ struct pipeline {
 	struct pipeline_opts o;
 	pthread_mutex_t pass_mu;      /* one pass at a time */
 	pthread_mutex_t mu;           /* guards the fields below */
-	pthread_cond_t cv;
+	pthread_cond_t cv;            /* the loop thread: kicks, stop */
+	struct waiter *waiters;       /* pipeline_wait_spans callers, each with its own condition */
 	pthread_t th;
 	bool th_on, stop, kicked;
 	unsigned long applied_gen, passes;
@@ -44,6 +45,36 @@ struct pipeline {
 	double adopt_ms;
 	bool status_exact;            /* pass thread: status.json names the files' position */
 };
+
+/*
+ * One thread waiting for a generation to be applied. Each has its own
+ * condition: a pass wakes the waiters it applied, not every waiting ADD
+ * (a burst of 200 woke 199 others per pass and per arriving ADD, all to
+ * queue for mu and sleep again: most of the agent's futex time).
+ */
+struct waiter {
+	unsigned long gen;
+	pthread_cond_t cv;
+	bool listed;
+	struct waiter *next;
+};
+
+/* Under mu: wakes and unlists every waiter whose generation is applied
+ * (all of them when stopping). */
+static void wake_applied(struct pipeline *p)
+{
+	for (struct waiter **w = &p->waiters; *w;) {
+		struct waiter *x = *w;
+
+		if (x->gen <= p->applied_gen || p->stop) {
+			*w = x->next;
+			x->listed = false;
+			pthread_cond_signal(&x->cv);
+		} else {
+			w = &x->next;
+		}
+	}
+}
 
 static double now_ms(void)
 {
@@ -305,7 +336,7 @@ static int run_pass(struct pipeline *p, bool full)
 		pthread_mutex_lock(&p->mu);
 		if (sp->gen > p->applied_gen)
 			p->applied_gen = sp->gen;
-		pthread_cond_broadcast(&p->cv);
+		wake_applied(p);
 		pthread_mutex_unlock(&p->mu);
 		set_prev(p, &sp->st);
 		rec_changes_free(&ch);
@@ -359,7 +390,7 @@ static int run_pass(struct pipeline *p, bool full)
 	 * wait once per pass. */
 	if (sp->gen > p->applied_gen)
 		p->applied_gen = sp->gen;
-	pthread_cond_broadcast(&p->cv);
+	wake_applied(p);
 	pthread_mutex_unlock(&p->mu);
 	gdp_delta_free(&dl);
 	/* p->last changes only on this thread, under pass_mu: read here without mu */
@@ -569,6 +600,7 @@ int pipeline_adopt(struct pipeline *p, char *why, size_t whylen)
 	p->want_full = true; /* the read-back: once the record is quiet, at the latest 2 s from now */
 	if (p->view.s.gen > p->applied_gen)
 		p->applied_gen = p->view.s.gen;
+	wake_applied(p);
 	pthread_mutex_unlock(&p->mu);
 	write_status(p, &p->last, 0, 0, &loaded, true);
 	glogf(GLOG_INFO, COMP,
@@ -703,7 +735,7 @@ static void *loop(void *arg)
 		if (full_now)
 			last_full = last;
 	}
-	pthread_cond_broadcast(&p->cv);
+	wake_applied(p); /* stopping: every waiter goes */
 	pthread_mutex_unlock(&p->mu);
 	return NULL;
 }
@@ -766,18 +798,26 @@ int pipeline_wait(struct pipeline *p, unsigned long gen)
 
 int pipeline_wait_spans(struct pipeline *p, unsigned long gen, double *backend_ms)
 {
+	struct waiter w = { .gen = gen };
 	int rc = 0;
 
+	pthread_cond_init(&w.cv, NULL);
 	pthread_mutex_lock(&p->mu);
 	p->kicked = true;
-	pthread_cond_broadcast(&p->cv);
-	while (p->applied_gen < gen && !p->stop)
-		pthread_cond_wait(&p->cv, &p->mu);
+	pthread_cond_signal(&p->cv); /* the loop thread, the only one waiting there */
+	if (p->applied_gen < gen && !p->stop) {
+		w.next = p->waiters;
+		p->waiters = &w;
+		w.listed = true;
+		while (w.listed)
+			pthread_cond_wait(&w.cv, &p->mu);
+	}
 	if (p->applied_gen < gen)
 		rc = -ESHUTDOWN;
 	if (backend_ms)
 		*backend_ms = p->last_backend_ms;
 	pthread_mutex_unlock(&p->mu);
+	pthread_cond_destroy(&w.cv);
 	return rc;
 }
 
@@ -814,6 +854,7 @@ void pipeline_free(struct pipeline *p)
 	pthread_mutex_lock(&p->mu);
 	p->stop = true;
 	pthread_cond_broadcast(&p->cv);
+	wake_applied(p);
 	pthread_mutex_unlock(&p->mu);
 	if (p->th_on)
 		pthread_join(p->th, NULL);
