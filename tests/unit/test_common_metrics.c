@@ -121,6 +121,57 @@ START_TEST(log_format)
 }
 END_TEST
 
+/* An unbuffered stream (what stderr is) that records each write it gets. */
+struct wrec {
+	int writes;
+	char out[16384];
+	size_t n;
+};
+
+static ssize_t wrec_write(void *c, const char *b, size_t n)
+{
+	struct wrec *w = c;
+
+	w->writes++;
+	if (w->n + n < sizeof(w->out)) {
+		memcpy(w->out + w->n, b, n);
+		w->n += n;
+	}
+	return (ssize_t)n;
+}
+
+/* One write(2) per line on an unbuffered stream (it was one per character),
+ * and a line longer than the line buffer still whole and in order. */
+START_TEST(log_one_write_per_line)
+{
+	static struct wrec w;
+	FILE *f = fopencookie(&w, "w", (cookie_io_functions_t){ .write = wrec_write });
+	char big[9001];
+
+	ck_assert_ptr_nonnull(f);
+	setvbuf(f, NULL, _IONBF, 0);
+	glog_set_output(f);
+	glog_set_level(GLOG_INFO);
+	glogf(GLOG_INFO, "cni", "ADD container c%d: ok (%d ms)", 7, 12);
+	ck_assert_int_eq(w.writes, 1);
+	ck_assert_ptr_nonnull(strstr(w.out, " level=info comp=cni msg=\"ADD container c7: ok (12 ms)\"\n"));
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = 0;
+	w.n = 0;
+	w.writes = 0;
+	glog_kv(GLOG_WARN, "t", "long", "v", big, "end", "1", NULL);
+	glog_set_output(NULL);
+	fclose(f);
+	w.out[w.n] = 0;
+	ck_assert_int_ge(w.writes, 3); /* 9,000 bytes through a 4 KiB line buffer */
+	ck_assert_int_le(w.writes, 4);
+	ck_assert_ptr_nonnull(strstr(w.out, " msg=long v="));
+	ck_assert_uint_eq(strspn(strstr(w.out, " v=") + 3, "x"), sizeof(big) - 1);
+	ck_assert_ptr_nonnull(strstr(w.out, "x end=1\n"));
+	ck_assert_int_eq(w.out[w.n - 1], '\n');
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("common_metrics");
@@ -129,6 +180,7 @@ int main(void)
 	tcase_add_test(tc, render);
 	tcase_add_test(tc, http_endpoints);
 	tcase_add_test(tc, log_format);
+	tcase_add_test(tc, log_one_write_per_line);
 	suite_add_tcase(s, tc);
 	return gt_run(s);
 }
