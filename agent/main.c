@@ -272,10 +272,10 @@ static bool host_veth_of(struct record *rec, const char *name, char *vpc, char *
 	if (!rec || !name[0])
 		return false;
 	record_lock(rec);
-	for (size_t i = 0; i < record_n_atts(rec) && !found; i++) {
-		const struct rec_att *a = record_att(rec, i);
+	{
+		const struct rec_att *a = record_find_host(rec, name);
 
-		if ((found = !strcmp(a->m.host_ifname, name)) && vpc && id) {
+		if ((found = a != NULL) && vpc && id) {
 			snprintf(vpc, GDP_ID_MAX + 1, "%s", a->m.vpc);
 			snprintf(id, GDP_ID_MAX + 1, "%s", a->m.id);
 		}

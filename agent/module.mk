@@ -1,12 +1,13 @@
 # galactic-agent: the node daemon. libgagent: the record (and its legacy
 # import) and the apply pipeline; main.c wires inputs -> record -> pipeline
 # -> reports (docs/architecture.md, "The agent").
-$(eval $(call lib,gagent,agent/record.c agent/record_codec.c agent/record_legacy.c agent/pipeline.c))
+$(eval $(call lib,gagent,agent/record.c agent/record_codec.c agent/record_index.c agent/record_legacy.c agent/pipeline.c))
 LIBDEPS_gagent := jansson pthread
 $(eval $(call prog,galactic-agent,agent/main.c,ghealth gident gegress gcniagent greport gcni gagent gdpbpf gdp gnl gcommon,jansson nl bpf curl mhd pthread m))
 $(eval $(call unit_test,test_record,tests/unit/test_record.c tests/lib/recfix.c,gagent gdp gnl gcommon,jansson nl curl mhd yaml pthread m))
 # The record's codec: every family, decode(encode(x)) == x, the on-disk text byte for byte.
 $(eval $(call unit_test,test_record_codec,tests/unit/test_record_codec.c,gagent gdp gnl gcommon,jansson nl curl mhd yaml pthread m))
+$(eval $(call unit_test,test_record_index,tests/unit/test_record_index.c,gagent,))
 $(eval $(call unit_test,test_pipeline,tests/unit/test_pipeline.c tests/lib/recfix.c,gagent gdp gnl gcommon,jansson nl curl mhd yaml pthread m))
 $(eval $(call unit_test,test_pipeline_adopt,tests/unit/test_pipeline_adopt.c tests/lib/recfix.c,gagent gdp gnl gcommon,jansson nl curl mhd yaml pthread m))
 # Upgrade from the three files of agents before the record, under ping, both backends.

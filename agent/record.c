@@ -13,6 +13,7 @@
 
 #include "agent/dp/backend.h"
 #include "agent/record_codec.h"
+#include "agent/record_index.h"
 #include "agent/record_legacy.h"
 #include "common/fileio.h"
 #include "common/json.h"
@@ -34,6 +35,12 @@ struct record {
 	size_t nvpcs, capvpcs;
 	struct rec_att **atts;      /* pointers: a verb may hold one across an unlock */
 	size_t natts, capatts;
+	/* The attachments by what the verbs look them up by (under mu): by
+	 * VPC and id, by the runtime's key (CNI ones), by host interface, by
+	 * VPC and address (tag: which of its addresses). ix_bad: an insert ran
+	 * out of memory, the lookups scan until a rebuild succeeds. */
+	struct rec_index ix_att, ix_key, ix_host, ix_addr;
+	bool ix_bad;
 	struct rec_remotes *remotes;
 	unsigned long gen;          /* any change */
 	unsigned long main_gen;     /* last change of record.json's content */
@@ -188,6 +195,94 @@ static void path_of(const struct record *r, const char *name, char *buf, size_t 
 	snprintf(buf, n, "%s/%s", r->dir, name);
 }
 
+/* ---- the attachments' index (agent/record_index.h) ------------------------- */
+
+static uint64_t h_att(const char *vpc, const char *id)
+{
+	return rec_index_hash(1, (const char *const[]){ vpc, id }, 2);
+}
+
+static uint64_t h_key(const char *network, const char *cid, const char *ifname)
+{
+	return rec_index_hash(2, (const char *const[]){ network, cid, ifname }, 3);
+}
+
+static uint64_t h_host(const char *name)
+{
+	return rec_index_hash(3, (const char *const[]){ name }, 1);
+}
+
+/* What gdp_prefix_equal compares (family, length, the address bytes), in the VPC. */
+static uint64_t h_addr(const char *vpc, const struct gdp_prefix *p)
+{
+	static const char hex[] = "0123456789abcdef";
+	char b[2 + 2 + 32 + 1], *o = b;
+
+	*o++ = p->family == AF_INET ? '4' : '6';
+	*o++ = hex[p->len >> 4];
+	*o++ = hex[p->len & 15];
+	for (int i = 0; i < (p->family == AF_INET ? 4 : 16); i++) {
+		*o++ = hex[p->addr.raw[i] >> 4];
+		*o++ = hex[p->addr.raw[i] & 15];
+	}
+	*o = 0;
+	return rec_index_hash(4, (const char *const[]){ vpc, b }, 2);
+}
+
+/* Under mu: a enters the index (on failure the index is marked bad, never half-trusted). */
+static void index_add(struct record *r, struct rec_att *a)
+{
+	bool bad = rec_index_put(&r->ix_att, h_att(a->m.vpc, a->m.id), a, 0) != 0;
+
+	if (a->src == REC_SRC_CNI)
+		bad |= rec_index_put(&r->ix_key, h_key(a->network, a->m.container_id, a->ifname), a, 0) != 0;
+	if (a->m.host_ifname[0])
+		bad |= rec_index_put(&r->ix_host, h_host(a->m.host_ifname), a, 0) != 0;
+	for (size_t k = 0; k < a->m.n_addrs; k++)
+		bad |= rec_index_put(&r->ix_addr, h_addr(a->m.vpc, &a->m.addrs[k]), a, (uint32_t)k) != 0;
+	r->ix_bad |= bad;
+}
+
+/* Under mu: a leaves the index (before it is freed). */
+static void index_del(struct record *r, struct rec_att *a)
+{
+	rec_index_del(&r->ix_att, h_att(a->m.vpc, a->m.id), a, 0);
+	if (a->src == REC_SRC_CNI)
+		rec_index_del(&r->ix_key, h_key(a->network, a->m.container_id, a->ifname), a, 0);
+	if (a->m.host_ifname[0])
+		rec_index_del(&r->ix_host, h_host(a->m.host_ifname), a, 0);
+	for (size_t k = 0; k < a->m.n_addrs; k++)
+		rec_index_del(&r->ix_addr, h_addr(a->m.vpc, &a->m.addrs[k]), a, (uint32_t)k);
+}
+
+static void index_clear(struct record *r)
+{
+	rec_index_clear(&r->ix_att);
+	rec_index_clear(&r->ix_key);
+	rec_index_clear(&r->ix_host);
+	rec_index_clear(&r->ix_addr);
+	r->ix_bad = false;
+}
+
+static void index_free(struct record *r)
+{
+	rec_index_free(&r->ix_att);
+	rec_index_free(&r->ix_key);
+	rec_index_free(&r->ix_host);
+	rec_index_free(&r->ix_addr);
+}
+
+/* Under mu: true when the index can be used (rebuilt whole after a failed insert). */
+static bool index_ok(struct record *r)
+{
+	if (!r->ix_bad)
+		return true;
+	index_clear(r);
+	for (size_t i = 0; i < r->natts; i++)
+		index_add(r, r->atts[i]);
+	return !r->ix_bad;
+}
+
 /* Under mu: the pipeline's view is rebuilt whole at its next update (the
  * record changed in a way the dirty set does not list: load, import). */
 static void view_reset_locked(struct record *r)
@@ -288,6 +383,7 @@ static void clear_locked(struct record *r)
 		free(r->atts[i]);
 	}
 	r->natts = 0;
+	index_clear(r);
 	r->nvpcs = 0;
 	r->ngone = 0;
 	r->have_node = false;
@@ -323,6 +419,7 @@ static struct rec_att *add_att_locked(struct record *r, struct rec_att *a)
 	a->netns = NULL;
 	a->config = NULL;
 	r->atts[r->natts++] = x;
+	index_add(r, x);
 	return x;
 }
 
@@ -649,6 +746,7 @@ static int import_state_locked(struct record *r, const struct gdp_state *st)
 		r->vpcs[i].declared = false;
 	for (size_t i = 0; i < r->natts;) {
 		if (r->atts[i]->src == REC_SRC_DECLARED) {
+			index_del(r, r->atts[i]);
 			journal_drop(r, r->atts[i]);
 			rec_att_clear(r->atts[i]);
 			free(r->atts[i]);
@@ -667,11 +765,8 @@ static int import_state_locked(struct record *r, const struct gdp_state *st)
 	}
 	for (size_t i = 0; i < st->n_atts; i++) {
 		struct rec_att a = { .m = st->atts[i], .src = REC_SRC_DECLARED, .active = true };
-		struct rec_att *o = NULL;
+		struct rec_att *o = record_find_att(r, a.m.vpc, a.m.id);
 
-		for (size_t k = 0; k < r->natts && !o; k++)
-			if (!strcmp(r->atts[k]->m.vpc, a.m.vpc) && !strcmp(r->atts[k]->m.id, a.m.id))
-				o = r->atts[k];
 		if (o) {
 			glogf(GLOG_WARN, COMP, "state.json: attachment %s/%s is already attached through CNI; kept that one",
 			      a.m.vpc, a.m.id);
@@ -912,6 +1007,7 @@ void record_close(struct record *r)
 	if (!r)
 		return;
 	clear_locked(r);
+	index_free(r);
 	free(r->atts);
 	free(r->vpcs);
 	free(r->gone);
@@ -1023,23 +1119,86 @@ struct rec_att *record_att(struct record *r, size_t i) { return i < r->natts ? r
 bool record_is_held(struct record *r) { return r->held[0] != 0; }
 unsigned long record_gen_locked(struct record *r) { return r->gen; }
 
+static bool is_key(const struct rec_att *a, const char *network, const char *cid, const char *ifname)
+{
+	return a->src == REC_SRC_CNI && !strcmp(a->network, network) && !strcmp(a->m.container_id, cid) &&
+	       !strcmp(a->ifname, ifname);
+}
+
+static bool is_att(const struct rec_att *a, const char *vpc, const char *id)
+{
+	return !strcmp(a->m.vpc, vpc) && !strcmp(a->m.id, id);
+}
+
+/* The lookups below: by the index (O(1)), or by a scan while it cannot be trusted. */
 struct rec_att *record_find_key(struct record *r, const char *network, const char *cid, const char *ifname)
 {
-	for (size_t i = 0; i < r->natts; i++) {
-		struct rec_att *a = r->atts[i];
+	uint64_t h = h_key(network, cid, ifname);
 
-		if (a->src == REC_SRC_CNI && !strcmp(a->network, network) && !strcmp(a->m.container_id, cid) &&
-		    !strcmp(a->ifname, ifname))
-			return a;
+	if (!index_ok(r)) {
+		for (size_t i = 0; i < r->natts; i++)
+			if (is_key(r->atts[i], network, cid, ifname))
+				return r->atts[i];
+		return NULL;
 	}
+	for (size_t s = rec_index_first(&r->ix_key, h); s != REC_INDEX_END; s = rec_index_next(&r->ix_key, h, s))
+		if (is_key(r->ix_key.s[s].p, network, cid, ifname))
+			return r->ix_key.s[s].p;
 	return NULL;
 }
 
 struct rec_att *record_find_att(struct record *r, const char *vpc, const char *att)
 {
-	for (size_t i = 0; i < r->natts; i++)
-		if (!strcmp(r->atts[i]->m.vpc, vpc) && !strcmp(r->atts[i]->m.id, att))
-			return r->atts[i];
+	uint64_t h = h_att(vpc, att);
+
+	if (!index_ok(r)) {
+		for (size_t i = 0; i < r->natts; i++)
+			if (is_att(r->atts[i], vpc, att))
+				return r->atts[i];
+		return NULL;
+	}
+	for (size_t s = rec_index_first(&r->ix_att, h); s != REC_INDEX_END; s = rec_index_next(&r->ix_att, h, s))
+		if (is_att(r->ix_att.s[s].p, vpc, att))
+			return r->ix_att.s[s].p;
+	return NULL;
+}
+
+struct rec_att *record_find_host(struct record *r, const char *host_ifname)
+{
+	uint64_t h = h_host(host_ifname);
+
+	if (!host_ifname[0])
+		return NULL;
+	if (!index_ok(r)) {
+		for (size_t i = 0; i < r->natts; i++)
+			if (!strcmp(r->atts[i]->m.host_ifname, host_ifname))
+				return r->atts[i];
+		return NULL;
+	}
+	for (size_t s = rec_index_first(&r->ix_host, h); s != REC_INDEX_END; s = rec_index_next(&r->ix_host, h, s))
+		if (!strcmp(((struct rec_att *)r->ix_host.s[s].p)->m.host_ifname, host_ifname))
+			return r->ix_host.s[s].p;
+	return NULL;
+}
+
+struct rec_att *record_find_addr(struct record *r, const char *vpc, const struct gdp_prefix *p)
+{
+	uint64_t h = h_addr(vpc, p);
+
+	if (!index_ok(r)) {
+		for (size_t i = 0; i < r->natts; i++)
+			for (size_t k = 0; k < r->atts[i]->m.n_addrs; k++)
+				if (!strcmp(r->atts[i]->m.vpc, vpc) && gdp_prefix_equal(&r->atts[i]->m.addrs[k], p))
+					return r->atts[i];
+		return NULL;
+	}
+	for (size_t s = rec_index_first(&r->ix_addr, h); s != REC_INDEX_END; s = rec_index_next(&r->ix_addr, h, s)) {
+		struct rec_att *a = r->ix_addr.s[s].p;
+		uint32_t k = r->ix_addr.s[s].tag;
+
+		if (k < a->m.n_addrs && !strcmp(a->m.vpc, vpc) && gdp_prefix_equal(&a->m.addrs[k], p))
+			return a;
+	}
 	return NULL;
 }
 
@@ -1104,6 +1263,7 @@ unsigned long record_add_addr(struct record *r, struct rec_att *a, const struct 
 	if (a->m.n_addrs >= GDP_ADDRS_MAX)
 		return 0;
 	a->m.addrs[a->m.n_addrs++] = *p;
+	r->ix_bad |= rec_index_put(&r->ix_addr, h_addr(a->m.vpc, p), a, (uint32_t)(a->m.n_addrs - 1)) != 0;
 	view_dirty(r, a);
 	journal_dirty(r, a);
 	return a->jgen = r->main_gen = ++r->gen; /* the journal puts it again */
@@ -1153,6 +1313,7 @@ unsigned long record_remove(struct record *r, struct rec_att *a)
 			r->atts[i] = r->atts[--r->natts];
 			break;
 		}
+	index_del(r, a);
 	snprintf(vpc, sizeof(vpc), "%s", a->m.vpc);
 	note_gone(r, a);
 	view_gone(r, a);
@@ -1867,6 +2028,7 @@ static int reader_load(struct record *r, const char *dir, char *err, size_t errl
 static void reader_free(struct record *r)
 {
 	clear_locked(r);
+	index_free(r);
 	free(r->atts);
 	free(r->vpcs);
 	pthread_mutex_destroy(&r->mu);

@@ -127,12 +127,16 @@ int record_set_remotes(struct record *r, const struct gdp_remote *v, size_t n);
 
 void record_lock(struct record *r);
 void record_unlock(struct record *r);
-/* Under the lock. */
+/* Under the lock. The finds are O(1) (an index kept with the attachments). */
 size_t record_n_atts(struct record *r);
 struct rec_att *record_att(struct record *r, size_t i);
 struct rec_att *record_find_key(struct record *r, const char *network, const char *cid,
 				const char *ifname);
 struct rec_att *record_find_att(struct record *r, const char *vpc, const char *att);
+/* The attachment whose host interface is host_ifname, or NULL. */
+struct rec_att *record_find_host(struct record *r, const char *host_ifname);
+/* An attachment of vpc holding the address p (gdp_prefix_equal), or NULL. */
+struct rec_att *record_find_addr(struct record *r, const char *vpc, const struct gdp_prefix *p);
 const struct rec_vpc *record_find_vpc(struct record *r, const char *id);
 bool record_is_held(struct record *r);
 /*

@@ -170,9 +170,7 @@ bool glearn_neigh(struct glearn *l, const struct gnl_neigh *n)
 	if (!host[0] || gnl_link_get(l->s, host, &hl) || hl.ifindex != n->ifindex)
 		return false;
 	record_lock(l->o.rec);
-	for (size_t i = 0; i < record_n_atts(l->o.rec) && !a; i++)
-		if (!strcmp(record_att(l->o.rec, i)->m.host_ifname, host))
-			a = record_att(l->o.rec, i);
+	a = record_find_host(l->o.rec, host);
 	if (a && !memcmp(a->m.pod_mac, n->lladdr, 6)) {
 		vd = glearn_offer_locked(l->o.rec, a, &p, &gen, why, sizeof(why));
 		snprintf(vpc, sizeof(vpc), "%s", a->m.vpc);

@@ -249,24 +249,19 @@ static bool held(struct gcni_verbs *v, struct cni_err *e)
 	return true;
 }
 
+/* An address of c already held in its VPC on this node (the record's index: O(1)). */
 static int addr_conflict(struct record *rec, const struct cni_conf *c, char *who, size_t wl, char *what,
 			 size_t whl)
 {
-	for (size_t i = 0; i < record_n_atts(rec); i++) {
-		const struct rec_att *o = record_att(rec, i);
+	for (int j = 0; j < c->naddrs; j++) {
+		const struct rec_att *o;
+		struct gdp_prefix p;
 
-		if (strcmp(o->m.vpc, c->vpc_s))
-			continue;
-		for (int j = 0; j < c->naddrs; j++) {
-			struct gdp_prefix p;
-
-			cni_prefix(&c->addrs[j], &p);
-			for (size_t k = 0; k < o->m.n_addrs; k++)
-				if (gdp_prefix_equal(&p, &o->m.addrs[k])) {
-					snprintf(who, wl, "%s", o->m.id);
-					cni_ip_str(&c->addrs[j].ip, what, whl);
-					return 1;
-				}
+		cni_prefix(&c->addrs[j], &p);
+		if ((o = record_find_addr(rec, c->vpc_s, &p))) {
+			snprintf(who, wl, "%s", o->m.id);
+			cni_ip_str(&c->addrs[j].ip, what, whl);
+			return 1;
 		}
 	}
 	return 0;
@@ -360,13 +355,12 @@ static json_t *add_locked(struct gcni_verbs *v, struct cni_req *q, int nsfd, int
 			    "vpc %s: address %s is already used by attachment %s on this node", c->vpc_s, what, who);
 		goto unlock_fail;
 	}
-	for (size_t i = 0; i < record_n_atts(rec); i++)
-		if (!strcmp(record_att(rec, i)->m.host_ifname, host)) {
-			cni_err_set(e, CNI_ERR_CONFLICT, "host interface name collision",
-				    "%s for vpc %s attachment %s is already used by attachment %s/%s", host,
-				    c->vpc_s, c->att_s, record_att(rec, i)->m.vpc, record_att(rec, i)->m.id);
-			goto unlock_fail;
-		}
+	if ((o = record_find_host(rec, host))) {
+		cni_err_set(e, CNI_ERR_CONFLICT, "host interface name collision",
+			    "%s for vpc %s attachment %s is already used by attachment %s/%s", host, c->vpc_s,
+			    c->att_s, o->m.vpc, o->m.id);
+		goto unlock_fail;
+	}
 	/* The VPC's address ranges, where the record has them: refused here,
 	 * before anything is created. */
 	kv = record_find_vpc(rec, c->vpc_s);

@@ -6,7 +6,8 @@
  * (a commit appends what changed, a torn last line is dropped, a damaged one
  * holds the record, another epoch is ignored, compaction past its limit);
  * the pipeline's incremental view (it follows the record through random
- * changes as a whole snapshot would, and its changes give the same delta).
+ * changes as a whole snapshot would, and its changes give the same delta);
+ * the verbs' finds (the attachments' index) after many changes and a reload.
  */
 #include "tests/lib/gtest.h"
 
@@ -844,6 +845,122 @@ START_TEST(t_view_follows_record)
 }
 END_TEST
 
+/* What the finds must say, by a scan of the record (the index's reference). */
+static void finds_match_scan(struct record *r)
+{
+	record_lock(r);
+	for (size_t i = 0; i < record_n_atts(r); i++) {
+		struct rec_att *a = record_att(r, i);
+
+		ck_assert_ptr_eq(record_find_att(r, a->m.vpc, a->m.id), a);
+		ck_assert_ptr_eq(record_find_key(r, a->network, a->m.container_id, a->ifname), a);
+		ck_assert_ptr_eq(record_find_host(r, a->m.host_ifname), a);
+		for (size_t k = 0; k < a->m.n_addrs; k++)
+			ck_assert_ptr_eq(record_find_addr(r, a->m.vpc, &a->m.addrs[k]), a);
+	}
+	record_unlock(r);
+}
+
+/* One of the n ids, whether the record holds it now. */
+static bool holds(struct record *r, const char *vpc, const char *id)
+{
+	char host[32], cid[64];
+	bool by_att, by_key, by_host;
+
+	snprintf(host, sizeof(host), "gc%s", id);
+	snprintf(cid, sizeof(cid), "c-%s", id);
+	record_lock(r);
+	by_att = record_find_att(r, vpc, id) != NULL;
+	by_key = record_find_key(r, "net", cid, "eth0") != NULL;
+	by_host = record_find_host(r, host) != NULL;
+	record_unlock(r);
+	ck_assert_msg(by_att == by_key && by_key == by_host, "%s/%s: the finds disagree", vpc, id);
+	return by_att;
+}
+
+/* The verbs' finds (an index kept with the attachments) after many reserves,
+ * removals, learned addresses and a reload: each finds what a scan finds,
+ * and nothing removed. */
+START_TEST(t_finds_follow_changes)
+{
+	enum { N = 400 };
+	struct record *r;
+	bool in[N] = { 0 };
+	unsigned seed = 7;
+	char id[16], addr[64];
+	struct gdp_prefix p, q;
+
+	mkdir_tmp();
+	r = open_rec();
+	for (int round = 0; round < 3 * N; round++) {
+		int i = (int)((unsigned)rand_r(&seed) % N);
+		const char *vpc = i % 2 ? "vpcA" : "vpcB";
+
+		snprintf(id, sizeof(id), "a%d", i);
+		if (in[i]) {
+			struct rec_att *a;
+
+			record_lock(r);
+			a = record_find_att(r, vpc, id);
+			ck_assert_ptr_nonnull(a);
+			record_remove(r, a);
+			record_unlock(r);
+			in[i] = false;
+		} else {
+			snprintf(addr, sizeof(addr), "fd00:a::%x/128", i + 1);
+			activate(r, reserve(r, vpc, id, addr));
+			in[i] = true;
+		}
+		if (round % 200 == 199) {
+			finds_match_scan(r);
+			for (int k = 0; k < N; k++) {
+				snprintf(id, sizeof(id), "a%d", k);
+				ck_assert_int_eq(holds(r, k % 2 ? "vpcA" : "vpcB", id), in[k]);
+			}
+		}
+	}
+	/* a learned address is found; the same address in the other VPC is not */
+	for (int i = 0; i < N; i++)
+		if (in[i]) {
+			struct rec_att *a;
+
+			snprintf(id, sizeof(id), "a%d", i);
+			ck_assert_int_eq(gdp_prefix_parse("10.1.2.3/32", &p), 0);
+			record_lock(r);
+			a = record_find_att(r, i % 2 ? "vpcA" : "vpcB", id);
+			ck_assert_ptr_null(record_find_addr(r, i % 2 ? "vpcA" : "vpcB", &p));
+			ck_assert_uint_ne(record_add_addr(r, a, &p), 0);
+			ck_assert_ptr_eq(record_find_addr(r, i % 2 ? "vpcA" : "vpcB", &p), a);
+			ck_assert_ptr_null(record_find_addr(r, i % 2 ? "vpcB" : "vpcA", &p));
+			/* a removed attachment's addresses go with it */
+			snprintf(addr, sizeof(addr), "fd00:a::%x/128", i + 1);
+			ck_assert_int_eq(gdp_prefix_parse(addr, &q), 0);
+			ck_assert_ptr_eq(record_find_addr(r, i % 2 ? "vpcA" : "vpcB", &q), a);
+			record_unlock(r);
+			break;
+		}
+	commit(r);
+	finds_match_scan(r);
+	/* reloaded from disk: the index is rebuilt with the attachments */
+	record_close(r);
+	r = open_rec();
+	finds_match_scan(r);
+	for (int k = 0; k < N; k++) {
+		snprintf(id, sizeof(id), "a%d", k);
+		ck_assert_int_eq(holds(r, k % 2 ? "vpcA" : "vpcB", id), in[k]);
+	}
+	ck_assert_int_eq(gdp_prefix_parse("10.1.2.3/32", &p), 0);
+	record_lock(r);
+	ck_assert_ptr_nonnull(record_find_addr(r, "vpcA", &p) ? record_find_addr(r, "vpcA", &p)
+							       : record_find_addr(r, "vpcB", &p));
+	ck_assert_ptr_null(record_find_host(r, ""));
+	ck_assert_ptr_null(record_find_host(r, "gcnone"));
+	record_unlock(r);
+	record_close(r);
+	rm_tmp();
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("record");
@@ -865,6 +982,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, t_journal_compacts);
 	tcase_add_test(tc, t_reads_version_1);
 	tcase_add_test(tc, t_view_follows_record);
+	tcase_add_test(tc, t_finds_follow_changes);
 	suite_add_tcase(s, tc);
 	return s;
 }
