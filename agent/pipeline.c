@@ -361,16 +361,22 @@ static int run_pass(struct pipeline *p, bool full)
 	      t_view - t0, applied ? t_apply - t_view : 0, applied ? t_scoped - t_apply : 0, t0 - t_ask);
 	pthread_mutex_lock(&p->mu);
 	if (delta) {
-		size_t left;
+		/* the remotes' count moves only with remotes in the delta: without
+		 * them (an ADD, a DEL) no walk of every result */
+		bool rem = dl.n_remotes || dl.n_gone_remotes || remote_entries(&res);
 
 		merge_results(&p->last, &res, &dl);
 		gdp_results_free(&res);
-		gdp_results_fold_remotes(&p->last); /* adds the delta's programmed remotes */
-		/* Exact when the last full pass named every remote: each one has a
-		 * failed entry or was programmed (a changed remote was counted twice). */
-		left = remote_entries(&p->last);
-		if (p->remotes_whole)
-			p->last.remotes_ok = sp->st.n_remotes > left ? sp->st.n_remotes - left : 0;
+		if (rem) {
+			size_t left;
+
+			gdp_results_fold_remotes(&p->last); /* adds the delta's programmed remotes */
+			/* Exact when the last full pass named every remote: each one has a
+			 * failed entry or was programmed (a changed remote was counted twice). */
+			left = remote_entries(&p->last);
+			if (p->remotes_whole)
+				p->last.remotes_ok = sp->st.n_remotes > left ? sp->st.n_remotes - left : 0;
+		}
 	} else if (unread) {
 		p->want_full = true; /* read again soon; until then the last results stand */
 		gdp_results_free(&res);

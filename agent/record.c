@@ -37,10 +37,11 @@ struct record {
 	size_t natts, capatts;
 	/* The attachments by what the verbs look them up by (under mu): by
 	 * VPC and id, by the runtime's key (CNI ones), by host interface, by
-	 * VPC and address (tag: which of its addresses). ix_bad: an insert ran
-	 * out of memory, the lookups scan until a rebuild succeeds. */
-	struct rec_index ix_att, ix_key, ix_host, ix_addr;
+	 * VPC and address (tag: which of its addresses), by pod MAC. ix_bad:
+	 * an insert ran out of memory, the lookups scan until a rebuild succeeds. */
+	struct rec_index ix_att, ix_key, ix_host, ix_addr, ix_mac;
 	bool ix_bad;
+	uint16_t argrefs[GDP_ARG_MAX + 1]; /* under mu: attachments holding each number (kept with the index) */
 	struct rec_remotes *remotes;
 	unsigned long gen;          /* any change */
 	unsigned long main_gen;     /* last change of record.json's content */
@@ -229,6 +230,19 @@ static uint64_t h_addr(const char *vpc, const struct gdp_prefix *p)
 	return rec_index_hash(4, (const char *const[]){ vpc, b }, 2);
 }
 
+static uint64_t h_mac(const uint8_t m[6])
+{
+	static const char hex[] = "0123456789abcdef";
+	char b[13];
+
+	for (int i = 0; i < 6; i++) {
+		b[2 * i] = hex[m[i] >> 4];
+		b[2 * i + 1] = hex[m[i] & 15];
+	}
+	b[12] = 0;
+	return rec_index_hash(5, (const char *const[]){ b }, 1);
+}
+
 /* Under mu: a enters the index (on failure the index is marked bad, never half-trusted). */
 static void index_add(struct record *r, struct rec_att *a)
 {
@@ -240,7 +254,10 @@ static void index_add(struct record *r, struct rec_att *a)
 		bad |= rec_index_put(&r->ix_host, h_host(a->m.host_ifname), a, 0) != 0;
 	for (size_t k = 0; k < a->m.n_addrs; k++)
 		bad |= rec_index_put(&r->ix_addr, h_addr(a->m.vpc, &a->m.addrs[k]), a, (uint32_t)k) != 0;
+	bad |= rec_index_put(&r->ix_mac, h_mac(a->m.pod_mac), a, 0) != 0;
 	r->ix_bad |= bad;
+	if (a->m.arg <= GDP_ARG_MAX)
+		r->argrefs[a->m.arg]++;
 }
 
 /* Under mu: a leaves the index (before it is freed). */
@@ -253,6 +270,9 @@ static void index_del(struct record *r, struct rec_att *a)
 		rec_index_del(&r->ix_host, h_host(a->m.host_ifname), a, 0);
 	for (size_t k = 0; k < a->m.n_addrs; k++)
 		rec_index_del(&r->ix_addr, h_addr(a->m.vpc, &a->m.addrs[k]), a, (uint32_t)k);
+	rec_index_del(&r->ix_mac, h_mac(a->m.pod_mac), a, 0);
+	if (a->m.arg <= GDP_ARG_MAX && r->argrefs[a->m.arg])
+		r->argrefs[a->m.arg]--;
 }
 
 static void index_clear(struct record *r)
@@ -261,6 +281,8 @@ static void index_clear(struct record *r)
 	rec_index_clear(&r->ix_key);
 	rec_index_clear(&r->ix_host);
 	rec_index_clear(&r->ix_addr);
+	rec_index_clear(&r->ix_mac);
+	memset(r->argrefs, 0, sizeof(r->argrefs));
 	r->ix_bad = false;
 }
 
@@ -270,6 +292,7 @@ static void index_free(struct record *r)
 	rec_index_free(&r->ix_key);
 	rec_index_free(&r->ix_host);
 	rec_index_free(&r->ix_addr);
+	rec_index_free(&r->ix_mac);
 }
 
 /* Under mu: true when the index can be used (rebuilt whole after a failed insert). */
@@ -577,15 +600,12 @@ static int alloc_vpc_arg(struct record *r, uint16_t *out)
 	return -ENOSPC;
 }
 
-/* Under mu. The lowest attachment number no attachment (reserved or not) has. */
+/* Under mu. The lowest attachment number no attachment (reserved or not)
+ * has: the counts kept with the index, not a walk of every attachment. */
 static int alloc_att_arg(struct record *r, uint16_t *out)
 {
-	uint64_t used[(GDP_ARG_MAX + 64) / 64] = { 0 };
-
-	for (size_t i = 0; i < r->natts; i++)
-		used[r->atts[i]->m.arg / 64] |= 1ull << (r->atts[i]->m.arg % 64);
 	for (uint16_t a = 1; a <= GDP_ARG_MAX; a++)
-		if (!(used[a / 64] & (1ull << (a % 64)))) {
+		if (!r->argrefs[a]) {
 			*out = a;
 			return 0;
 		}
@@ -1179,6 +1199,37 @@ struct rec_att *record_find_host(struct record *r, const char *host_ifname)
 		if (!strcmp(((struct rec_att *)r->ix_host.s[s].p)->m.host_ifname, host_ifname))
 			return r->ix_host.s[s].p;
 	return NULL;
+}
+
+static bool is_guest(const struct rec_att *a, const uint8_t mac[6])
+{
+	return a->active && a->m.guest_addressed && !memcmp(a->m.pod_mac, mac, 6);
+}
+
+struct rec_att *record_find_guest(struct record *r, const uint8_t mac[6])
+{
+	uint64_t h = h_mac(mac);
+
+	if (!index_ok(r)) {
+		for (size_t i = 0; i < r->natts; i++)
+			if (is_guest(r->atts[i], mac))
+				return r->atts[i];
+		return NULL;
+	}
+	for (size_t s = rec_index_first(&r->ix_mac, h); s != REC_INDEX_END; s = rec_index_next(&r->ix_mac, h, s))
+		if (is_guest(r->ix_mac.s[s].p, mac))
+			return r->ix_mac.s[s].p;
+	return NULL;
+}
+
+void record_set_macs(struct record *r, struct rec_att *a, const uint8_t pod_mac[6], const uint8_t host_mac[6])
+{
+	if (memcmp(a->m.pod_mac, pod_mac, 6)) {
+		rec_index_del(&r->ix_mac, h_mac(a->m.pod_mac), a, 0);
+		memcpy(a->m.pod_mac, pod_mac, 6);
+		r->ix_bad |= rec_index_put(&r->ix_mac, h_mac(a->m.pod_mac), a, 0) != 0;
+	}
+	memcpy(a->host_mac, host_mac, 6);
 }
 
 struct rec_att *record_find_addr(struct record *r, const char *vpc, const struct gdp_prefix *p)

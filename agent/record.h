@@ -137,6 +137,10 @@ struct rec_att *record_find_att(struct record *r, const char *vpc, const char *a
 struct rec_att *record_find_host(struct record *r, const char *host_ifname);
 /* An attachment of vpc holding the address p (gdp_prefix_equal), or NULL. */
 struct rec_att *record_find_addr(struct record *r, const char *vpc, const struct gdp_prefix *p);
+/* An active, self-addressed attachment (agent/cni/learn.h) whose pod MAC is mac, or NULL. */
+struct rec_att *record_find_guest(struct record *r, const uint8_t mac[6]);
+/* Under the lock: the pair's MACs after it was (re)created (the pod MAC is indexed). */
+void record_set_macs(struct record *r, struct rec_att *a, const uint8_t pod_mac[6], const uint8_t host_mac[6]);
 const struct rec_vpc *record_find_vpc(struct record *r, const char *id);
 bool record_is_held(struct record *r);
 /*

@@ -146,6 +146,7 @@ bool glearn_neigh(struct glearn *l, const struct gnl_neigh *n)
 	enum glearn_verdict vd = GLEARN_NOTHING;
 	unsigned long gen = 0;
 	struct rec_att *a = NULL;
+	const struct rec_att *x;
 
 	if (!l || (n->family != AF_INET && n->family != AF_INET6) || n->dst.family != n->family ||
 	    !n->has_lladdr || !memcmp(n->lladdr, zero, 6) || n->protocol == l->o.proto ||
@@ -160,12 +161,8 @@ bool glearn_neigh(struct glearn *l, const struct gnl_neigh *n)
 	/* The guest's MAC first (no system call for the uplink's neighbours),
 	 * then its host end's index. */
 	record_lock(l->o.rec);
-	for (size_t i = 0; i < record_n_atts(l->o.rec) && !host[0]; i++) {
-		const struct rec_att *x = record_att(l->o.rec, i);
-
-		if (x->active && x->m.guest_addressed && !memcmp(x->m.pod_mac, n->lladdr, 6))
-			snprintf(host, sizeof(host), "%s", x->m.host_ifname);
-	}
+	if ((x = record_find_guest(l->o.rec, n->lladdr)))
+		snprintf(host, sizeof(host), "%s", x->m.host_ifname);
 	record_unlock(l->o.rec);
 	if (!host[0] || gnl_link_get(l->s, host, &hl) || hl.ifindex != n->ifindex)
 		return false;

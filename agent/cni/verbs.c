@@ -308,8 +308,7 @@ static json_t *add_again(struct gcni_verbs *v, struct cni_req *q, int nsfd, stru
 	}
 	/* A re-created pair has new MACs: the record (and the neighbours) follow. */
 	record_lock(v->o.rec);
-	memcpy(r->m.pod_mac, link.mac, 6);
-	memcpy(r->host_mac, link.host_mac, 6);
+	record_set_macs(v->o.rec, r, link.mac, link.host_mac);
 	gen = record_activate(v->o.rec, r);
 	record_unlock(v->o.rec);
 	commit_ahead(v);
@@ -434,8 +433,7 @@ static json_t *add_locked(struct gcni_verbs *v, struct cni_req *q, int nsfd, int
 		record_remove(rec, r);
 		goto unlock_fail;
 	}
-	memcpy(r->m.pod_mac, link.mac, 6);
-	memcpy(r->host_mac, link.host_mac, 6);
+	record_set_macs(rec, r, link.mac, link.host_mac);
 	gen = record_activate(rec, r);
 	record_unlock(rec);
 	commit_ahead(v);

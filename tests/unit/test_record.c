@@ -919,6 +919,32 @@ START_TEST(t_finds_follow_changes)
 			}
 		}
 	}
+	/* attachment numbers (counted with the index): unique, and a new one
+	 * takes the lowest that no attachment holds */
+	{
+		bool taken[GDP_ARG_MAX + 1] = { 0 };
+		struct rec_att *a;
+		uint16_t lowest = 0;
+
+		record_lock(r);
+		for (size_t i = 0; i < record_n_atts(r); i++) {
+			ck_assert(!taken[record_att(r, i)->m.arg]);
+			taken[record_att(r, i)->m.arg] = true;
+		}
+		record_unlock(r);
+		for (uint16_t k = 1; k <= GDP_ARG_MAX && !lowest; k++)
+			lowest = taken[k] ? 0 : k;
+		a = reserve(r, "vpcA", "extra", "fd00:a::ffff/128");
+		ck_assert_uint_eq(a->m.arg, lowest);
+		record_lock(r);
+		record_remove(r, a);
+		record_unlock(r);
+		a = reserve(r, "vpcB", "extra2", "fd00:a::fffe/128");
+		ck_assert_uint_eq(a->m.arg, lowest); /* given back by the removal */
+		record_lock(r);
+		record_remove(r, a);
+		record_unlock(r);
+	}
 	/* a learned address is found; the same address in the other VPC is not */
 	for (int i = 0; i < N; i++)
 		if (in[i]) {
@@ -936,6 +962,24 @@ START_TEST(t_finds_follow_changes)
 			snprintf(addr, sizeof(addr), "fd00:a::%x/128", i + 1);
 			ck_assert_int_eq(gdp_prefix_parse(addr, &q), 0);
 			ck_assert_ptr_eq(record_find_addr(r, i % 2 ? "vpcA" : "vpcB", &q), a);
+			/* by pod MAC: a self-addressed one, active, with the MAC it has now */
+			{
+				static const uint8_t m1[6] = { 2, 0, 0, 0, 0, 1 }, m2[6] = { 2, 0, 0, 0, 0, 2 },
+						     h1[6] = { 2, 0, 0, 0, 1, 1 };
+
+				record_set_macs(r, a, m1, h1);
+				ck_assert_ptr_null(record_find_guest(r, m1)); /* not self-addressed */
+				a->m.guest_addressed = true;
+				ck_assert_ptr_eq(record_find_guest(r, m1), a);
+				ck_assert_int_eq(memcmp(a->host_mac, h1, 6), 0);
+				record_set_macs(r, a, m2, h1); /* the pair re-created */
+				ck_assert_ptr_null(record_find_guest(r, m1));
+				ck_assert_ptr_eq(record_find_guest(r, m2), a);
+				record_deactivate(r, a);
+				ck_assert_ptr_null(record_find_guest(r, m2));
+				record_activate(r, a);
+				ck_assert_ptr_eq(record_find_guest(r, m2), a);
+			}
 			record_unlock(r);
 			break;
 		}
