@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <linux/neighbour.h>
 #include <linux/rtnetlink.h>
 #include <stdio.h>
@@ -20,17 +21,6 @@ static void to_gnl(const struct cni_ip *ip, int plen, struct gnl_addr *a)
 	a->family = ip->family;
 	a->len = (uint8_t)plen;
 	memcpy(a->a.raw, ip->addr, ip->family == AF_INET ? 4 : 16);
-}
-
-/* mp, not the message: the builder that sets *mp is an argument of the same
- * call, and C leaves the order in which arguments are evaluated open. */
-static int talk(struct gnl_sock *s, struct nl_msg **mp, int rc, char *ext, size_t extlen)
-{
-	if (rc)
-		return rc;
-	rc = gnl_talk(s, *mp, ext, extlen);
-	nlmsg_free(*mp);
-	return rc;
 }
 
 static int ns_open(struct gnl_sock **s, int nsfd, char *err, size_t errlen)
@@ -58,14 +48,81 @@ static uint32_t link_mtu(const struct pod_link *l)
 	return l->mtu > 0 ? (uint32_t)l->mtu : 0;
 }
 
-/* The pod's half: addresses, up, gateway neighbours, routes. */
+/*
+ * Requests sent together: one sendmsg for all of them (gnl_batch), each
+ * with its own ack, and for each what it was, to name the first that
+ * failed. The kernel handles them one after another in that one call, so
+ * the order is kept, and the thread that holds the RTNL lock for one of
+ * them usually still holds the CPU for the next: one wait for the lock
+ * for the batch, not one per request, when a burst's setups queue for it.
+ */
+struct reqs {
+	struct gnl_batch b;
+	char (*what)[160];
+	size_t cap;
+	int rc;        /* a request that could not be built, */
+	char bad[160]; /* and which */
+};
+
+static void reqs_init(struct reqs *q, char (*what)[160], size_t cap)
+{
+	gnl_batch_init(&q->b);
+	q->b.max_retries = 50; /* as one gnl_talk */
+	q->what = what;
+	q->cap = cap;
+	q->rc = 0;
+}
+
+/* Queues m (built with rc; freed here) as "what". */
+static void __attribute__((format(printf, 4, 5))) reqs_add(struct reqs *q, struct nl_msg *m, int rc,
+							   const char *fmt, ...)
+{
+	char what[sizeof(q->what[0])];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	if (!rc && q->b.n >= q->cap)
+		rc = -E2BIG;
+	if (!rc)
+		rc = gnl_batch_add(&q->b, m, NULL);
+	if (!rc) {
+		memcpy(q->what[q->b.n - 1], what, sizeof(what));
+	} else if (!q->rc) {
+		q->rc = rc;
+		memcpy(q->bad, what, sizeof(what));
+	}
+	if (m)
+		nlmsg_free(m);
+}
+
+/* Sends them; 0, or the first failure named in err. */
+static int reqs_run(struct reqs *q, struct gnl_sock *s, char *err, size_t errlen)
+{
+	int rc = q->rc;
+
+	if (rc)
+		snprintf(err, errlen, "%s: %s", q->bad, strerror(-rc));
+	else if ((rc = gnl_batch_run(s, &q->b)))
+		snprintf(err, errlen, "sending the pod's requests: %s", strerror(-rc));
+	for (size_t i = 0; !rc && i < q->b.n; i++)
+		if ((rc = q->b.v[i].err))
+			snprintf(err, errlen, "%s: %s %s", q->what[i], strerror(-rc), q->b.v[i].ext);
+	gnl_batch_free(&q->b);
+	return rc;
+}
+
+/* The pod's half: up, addresses, gateway neighbours, routes (one batch). */
 static int pod_configure(struct gnl_sock *ps, const struct cni_conf *c, struct pod_link *l,
 			 char *err, size_t errlen)
 {
 	struct cni_route rts[CNI_MAX_ROUTES + 2];
+	char what[1 + 2 * CNI_MAX_ADDRS + 3 * (CNI_MAX_ROUTES + 2)][160];
 	struct gnl_link gl;
 	struct nl_msg *m;
-	char ext[128] = "", b[64];
+	struct reqs q;
+	char b[64], g[64];
 	int rc, idx, n;
 
 	rc = gnl_link_get(ps, l->ifname, &gl);
@@ -75,12 +132,9 @@ static int pod_configure(struct gnl_sock *ps, const struct cni_conf *c, struct p
 	}
 	idx = (int)gl.ifindex;
 	memcpy(l->mac, gl.addr, 6);
-	rc = gnl_link_up(ps, (uint32_t)idx, link_mtu(l), ext, sizeof(ext));
-	if (rc) {
-		snprintf(err, errlen, "set %s up, mtu %d in the pod: %s %s", l->ifname, l->mtu,
-			 strerror(-rc), ext);
-		return rc;
-	}
+	reqs_init(&q, what, sizeof(what) / sizeof(what[0]));
+	rc = gnl_link_up_msg(&m, (uint32_t)idx, link_mtu(l));
+	reqs_add(&q, m, rc, "set %s up, mtu %d in the pod", l->ifname, l->mtu);
 	for (int i = 0; i < c->naddrs; i++) {
 		struct gnl_ifaddr ia = { .family = c->addrs[i].ip.family, .ifindex = (uint32_t)idx };
 
@@ -90,14 +144,9 @@ static int pod_configure(struct gnl_sock *ps, const struct cni_conf *c, struct p
 		 * node routes (there is no L2 segment to ARP/ND across), so the
 		 * prefix goes via the gateway below. */
 		ia.flags = IFA_F_NOPREFIXROUTE | (ia.family == AF_INET6 ? IFA_F_NODAD : 0);
-		rc = talk(ps, &m, gnl_ifaddr_msg(&m, RTM_NEWADDR, NLM_F_CREATE | NLM_F_REPLACE, &ia),
-			  ext, sizeof(ext));
-		if (rc) {
-			snprintf(err, errlen, "add address %s/%d to %s in the pod: %s %s",
-				 cni_ip_str(&c->addrs[i].ip, b, sizeof(b)), c->addrs[i].plen, l->ifname,
-				 strerror(-rc), ext);
-			return rc;
-		}
+		rc = gnl_ifaddr_msg(&m, RTM_NEWADDR, NLM_F_CREATE | NLM_F_REPLACE, &ia);
+		reqs_add(&q, m, rc, "add address %s/%d to %s in the pod", cni_ip_str(&c->addrs[i].ip, b, sizeof(b)),
+			 c->addrs[i].plen, l->ifname);
 	}
 	n = cni_pod_routes(c, rts, (int)(sizeof(rts) / sizeof(rts[0])));
 	for (int i = 0; i < n; i++) {
@@ -108,39 +157,24 @@ static int pod_configure(struct gnl_sock *ps, const struct cni_conf *c, struct p
 		struct gnl_route r = { .family = rts[i].dst.family, .oif = (uint32_t)idx,
 				       .protocol = RTPROT_STATIC };
 
+		cni_ip_str(&rts[i].gw, g, sizeof(g));
 		/* The gateway answers from the host end's MAC: a permanent entry
 		 * saves ARP/ND (the host end has no address to answer with). */
 		to_gnl(&rts[i].gw, rts[i].gw.family == AF_INET ? 32 : 128, &ne.dst);
 		memcpy(ne.lladdr, l->host_mac, 6);
-		rc = talk(ps, &m, gnl_neigh_msg(&m, RTM_NEWNEIGH, NLM_F_CREATE | NLM_F_REPLACE, &ne),
-			  ext, sizeof(ext));
-		if (rc) {
-			snprintf(err, errlen, "add neighbour %s on %s in the pod: %s %s",
-				 cni_ip_str(&rts[i].gw, b, sizeof(b)), l->ifname, strerror(-rc), ext);
-			return rc;
-		}
+		rc = gnl_neigh_msg(&m, RTM_NEWNEIGH, NLM_F_CREATE | NLM_F_REPLACE, &ne);
+		reqs_add(&q, m, rc, "add neighbour %s on %s in the pod", g, l->ifname);
 		if (!gw_on_link(&rts[i].gw)) {
 			to_gnl(&rts[i].gw, rts[i].gw.family == AF_INET ? 32 : 128, &hr.dst);
-			rc = talk(ps, &m, gnl_route_msg(&m, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_REPLACE, &hr),
-				  ext, sizeof(ext));
-			if (rc) {
-				snprintf(err, errlen, "add route to gateway %s dev %s in the pod: %s %s",
-					 cni_ip_str(&rts[i].gw, b, sizeof(b)), l->ifname, strerror(-rc), ext);
-				return rc;
-			}
+			rc = gnl_route_msg(&m, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_REPLACE, &hr);
+			reqs_add(&q, m, rc, "add route to gateway %s dev %s in the pod", g, l->ifname);
 		}
 		if (rts[i].plen)
 			to_gnl(&rts[i].dst, rts[i].plen, &r.dst);
 		to_gnl(&rts[i].gw, 0, &r.gw);
-		rc = talk(ps, &m, gnl_route_msg(&m, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_REPLACE, &r),
-			  ext, sizeof(ext));
-		if (rc) {
-			snprintf(err, errlen, "add route %s/%d via %s dev %s in the pod: %s %s",
-				 rts[i].plen ? cni_ip_str(&rts[i].dst, b, sizeof(b)) : "default",
-				 rts[i].plen, cni_ip_str(&rts[i].gw, ext, sizeof(ext)), l->ifname,
-				 strerror(-rc), "");
-			return rc;
-		}
+		rc = gnl_route_msg(&m, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_REPLACE, &r);
+		reqs_add(&q, m, rc, "add route %s/%d via %s dev %s in the pod",
+			 rts[i].plen ? cni_ip_str(&rts[i].dst, b, sizeof(b)) : "default", rts[i].plen, g, l->ifname);
 	}
 	/* Each address's own prefix (other pods of the VPC) via its gateway. */
 	for (int i = 0; i < c->naddrs; i++) {
@@ -162,15 +196,11 @@ static int pod_configure(struct gnl_sock *ps, const struct cni_conf *c, struct p
 			net.addr[bit / 8] &= (uint8_t)~(0x80 >> (bit % 8));
 		to_gnl(&net, a->plen, &r.dst);
 		to_gnl(gw, 0, &r.gw);
-		rc = talk(ps, &m, gnl_route_msg(&m, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_REPLACE, &r),
-			  ext, sizeof(ext));
-		if (rc) {
-			snprintf(err, errlen, "add route %s/%d via the gateway dev %s in the pod: %s %s",
-				 cni_ip_str(&net, b, sizeof(b)), a->plen, l->ifname, strerror(-rc), ext);
-			return rc;
-		}
+		rc = gnl_route_msg(&m, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_REPLACE, &r);
+		reqs_add(&q, m, rc, "add route %s/%d via the gateway dev %s in the pod", cni_ip_str(&net, b, sizeof(b)),
+			 a->plen, l->ifname);
 	}
-	return 0;
+	return reqs_run(&q, ps, err, errlen);
 }
 
 int pod_setup(const char *host_netns, int nsfd, const struct cni_conf *c, struct pod_link *l,
@@ -185,17 +215,21 @@ int pod_setup(const char *host_netns, int nsfd, const struct cni_conf *c, struct
 	rc = gnl_open(&hs, host_netns, err, errlen);
 	if (rc)
 		return rc;
-	/* A host end left by an earlier, interrupted ADD of this attachment:
-	 * its name is derived from the ids, so it is ours to replace. */
-	rc = gnl_link_del(hs, l->host_ifname, ext, sizeof(ext));
-	if (rc && rc != -ENODEV) {
-		snprintf(err, errlen, "remove stale %s: %s %s", l->host_ifname, strerror(-rc), ext);
-		goto out;
-	}
 	/* at its MTU from the start: changing it later walks the node's whole
 	 * IPv6 FIB (rt6_mtu_change), linear in what the node holds */
 	rc = gnl_veth_add_mtu(hs, l->host_ifname, l->ifname, nsfd, link_mtu(l), ext,
 			      sizeof(ext));
+	/* A host end left by an earlier, interrupted ADD of this attachment:
+	 * its name is derived from the ids, so it is ours to replace. Looked
+	 * for only when the name is taken (one request less per ADD). */
+	if (rc == -EEXIST && !gnl_link_get(hs, l->host_ifname, &gl)) {
+		rc = gnl_link_del(hs, l->host_ifname, ext, sizeof(ext));
+		if (rc && rc != -ENODEV) {
+			snprintf(err, errlen, "remove stale %s: %s %s", l->host_ifname, strerror(-rc), ext);
+			goto out;
+		}
+		rc = gnl_veth_add_mtu(hs, l->host_ifname, l->ifname, nsfd, link_mtu(l), ext, sizeof(ext));
+	}
 	if (rc == -EEXIST) {
 		*clash = 1;
 		snprintf(err, errlen, "create veth %s: interface %s already exists in the pod namespace",

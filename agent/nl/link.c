@@ -19,6 +19,18 @@ void gnl_link_init(struct gnl_link *l)
 	l->peer_netns_fd = -1;
 }
 
+/*
+ * A veth end with one TX and one RX queue. Without them the kernel
+ * allocates and registers a queue (each a sysfs directory) per possible
+ * CPU, then veth drops all but one of each (veth_init_queues): work under
+ * the RTNL lock that grows with the node's CPUs, for the one queue a veth
+ * uses by default anyway.
+ */
+static int put_one_queue(struct nl_msg *m)
+{
+	return nla_put_u32(m, IFLA_NUM_TX_QUEUES, 1) < 0 || nla_put_u32(m, IFLA_NUM_RX_QUEUES, 1) < 0 ? -ENOMEM : 0;
+}
+
 static int put_linkinfo(struct nl_msg *m, const struct gnl_link *l)
 {
 	struct nlattr *info, *data, *peer;
@@ -34,7 +46,7 @@ static int put_linkinfo(struct nl_msg *m, const struct gnl_link *l)
 		peer = data ? nla_nest_start(m, VETH_INFO_PEER) : NULL;
 		/* The peer is a full ifinfomsg followed by its own attributes. */
 		if (!peer || nlmsg_append(m, &pifi, sizeof(pifi), NLMSG_ALIGNTO) < 0 ||
-		    nla_put_string(m, IFLA_IFNAME, l->peer) < 0 ||
+		    nla_put_string(m, IFLA_IFNAME, l->peer) < 0 || put_one_queue(m) < 0 ||
 		    (l->mtu && nla_put_u32(m, IFLA_MTU, l->mtu) < 0) ||
 		    (l->peer_netns_fd >= 0 && nla_put_u32(m, IFLA_NET_NS_FD, (uint32_t)l->peer_netns_fd) < 0))
 			return -ENOMEM;
@@ -85,6 +97,7 @@ int gnl_link_msg(struct nl_msg **out, int cmd, int flags, const struct gnl_link 
 	    (l->netns_fd >= 0 && nla_put_u32(m, IFLA_NET_NS_FD, (uint32_t)l->netns_fd) < 0) ||
 	    (l->has_addr && nla_put(m, IFLA_ADDRESS, 6, l->addr) < 0) ||
 	    (l->addrgen_none && put_addrgen_none(m) < 0) ||
+	    (cmd == RTM_NEWLINK && (flags & NLM_F_CREATE) && !strcmp(l->kind, "veth") && put_one_queue(m) < 0) ||
 	    (cmd == RTM_NEWLINK && (flags & NLM_F_CREATE) && put_linkinfo(m, l) < 0)) {
 		nlmsg_free(m);
 		return -ENOMEM;
@@ -262,7 +275,7 @@ int gnl_link_set(struct gnl_sock *s, const struct gnl_link *l, char *ext, size_t
 	return rc ? rc : talk_free(s, m, ext, extlen);
 }
 
-int gnl_link_up(struct gnl_sock *s, uint32_t ifindex, uint32_t mtu, char *ext, size_t extlen)
+int gnl_link_up_msg(struct nl_msg **out, uint32_t ifindex, uint32_t mtu)
 {
 	struct gnl_link l;
 
@@ -271,7 +284,15 @@ int gnl_link_up(struct gnl_sock *s, uint32_t ifindex, uint32_t mtu, char *ext, s
 	l.mtu = mtu;
 	l.flags = IFF_UP;
 	l.change = IFF_UP;
-	return gnl_link_set(s, &l, ext, extlen);
+	return gnl_link_msg(out, RTM_NEWLINK, 0, &l);
+}
+
+int gnl_link_up(struct gnl_sock *s, uint32_t ifindex, uint32_t mtu, char *ext, size_t extlen)
+{
+	struct nl_msg *m;
+	int rc = gnl_link_up_msg(&m, ifindex, mtu);
+
+	return rc ? rc : talk_free(s, m, ext, extlen);
 }
 
 int gnl_link_del(struct gnl_sock *s, const char *name, char *ext, size_t extlen)

@@ -158,6 +158,8 @@ int gnl_veth_add_mtu(struct gnl_sock *s, const char *name, const char *peer, int
 int gnl_link_set(struct gnl_sock *s, const struct gnl_link *l, char *ext, size_t extlen);
 /* Sets ifindex up, with mtu when it is not 0 (one request). */
 int gnl_link_up(struct gnl_sock *s, uint32_t ifindex, uint32_t mtu, char *ext, size_t extlen);
+/* The same request, built (for a batch). */
+int gnl_link_up_msg(struct nl_msg **out, uint32_t ifindex, uint32_t mtu);
 int gnl_link_del(struct gnl_sock *s, const char *name, char *ext, size_t extlen);
 int gnl_vrf_add(struct gnl_sock *s, const char *name, uint32_t table, char *ext, size_t extlen);
 /*

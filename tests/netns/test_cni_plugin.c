@@ -923,6 +923,39 @@ START_TEST(t_gc_and_del)
 	ck_assert_msg(o.exit == 0, "DEL of unknown container with a missing netns: %s", o.out);
 	outcome_free(&o);
 	free(conf);
+	/* A host end left by an interrupted ADD of this attachment (its name is
+	 * derived from the ids): the next ADD replaces it, with its peer. */
+	ck_assert_int_eq(mkns("g3"), 0);
+	conf = conf_for("1.1.0", "net-gc", TOPO_VPC_A, "G3", "fd00:a::53", "10.1.0.53", 1, NULL);
+	memset(&v, 0, sizeof(v));
+	v.cmd = "ADD";
+	v.cid = "cg3";
+	v.ifname = "net1";
+	v.netns = pod_ns_path("g3", nsp, sizeof(nsp));
+	v.conf = conf;
+	run_plugin(&v, &o);
+	ck_assert_msg(o.exit == 0, "ADD g3: %s", o.out);
+	snprintf(gone_host, sizeof(gone_host), "%s", jstr(json_array_get(json_object_get(o.j, "interfaces"), 0), "name"));
+	outcome_free(&o);
+	v.cmd = "DEL";
+	run_plugin(&v, &o);
+	ck_assert_msg(o.exit == 0, "DEL g3: %s", o.out);
+	outcome_free(&o);
+	ck_assert_int_eq(topo_sh("ip -n %s-n1 link add %s type veth peer name stray2 netns %s-g2", T.prefix, gone_host,
+				 T.prefix), 0);
+	v.cmd = "ADD";
+	run_plugin(&v, &o);
+	ck_assert_msg(o.exit == 0, "ADD g3 over a leftover host end: %s", o.out);
+	ck_assert_str_eq(jstr(json_array_get(json_object_get(o.j, "interfaces"), 0), "name"), gone_host);
+	outcome_free(&o);
+	ck_assert(link_exists(1, gone_host));
+	ck_assert_int_ne(topo_sh("ip -n %s-g2 link show stray2 >/dev/null 2>&1", T.prefix), 0);
+	ck_assert_int_eq(topo_sh("ip -n %s-g3 link show net1 >/dev/null 2>&1", T.prefix), 0);
+	v.cmd = "DEL";
+	run_plugin(&v, &o);
+	ck_assert_msg(o.exit == 0, "DEL g3: %s", o.out);
+	outcome_free(&o);
+	free(conf);
 	/* vpcA's rule table and other attachments still work. */
 	ck_assert_int_eq(wait_ping("p1", "10.1.0.12", 10), 0);
 }

@@ -379,6 +379,15 @@ START_TEST(t_link_veth_vrf_encoding)
 				   (struct nlattr *)((char *)nla_data(pa) + NLMSG_ALIGN(sizeof(struct ifinfomsg))),
 				   nla_len(pa) - (int)NLMSG_ALIGN(sizeof(struct ifinfomsg)), NULL), 0);
 	ck_assert_str_eq(nla_get_string(peer[IFLA_IFNAME]), "eth0");
+	/* one TX and one RX queue on both ends, not one per possible CPU */
+	ck_assert_ptr_nonnull(tb[IFLA_NUM_TX_QUEUES]);
+	ck_assert_ptr_nonnull(tb[IFLA_NUM_RX_QUEUES]);
+	ck_assert_ptr_nonnull(peer[IFLA_NUM_TX_QUEUES]);
+	ck_assert_ptr_nonnull(peer[IFLA_NUM_RX_QUEUES]);
+	ck_assert_uint_eq(nla_get_u32(tb[IFLA_NUM_TX_QUEUES]), 1);
+	ck_assert_uint_eq(nla_get_u32(tb[IFLA_NUM_RX_QUEUES]), 1);
+	ck_assert_uint_eq(nla_get_u32(peer[IFLA_NUM_TX_QUEUES]), 1);
+	ck_assert_uint_eq(nla_get_u32(peer[IFLA_NUM_RX_QUEUES]), 1);
 	ck_assert_int_eq(gnl_link_parse(nlmsg_hdr(m), &back), 0);
 	ck_assert_str_eq(back.name, "hveth0");
 	ck_assert_str_eq(back.kind, "veth");
@@ -390,6 +399,8 @@ START_TEST(t_link_veth_vrf_encoding)
 	strcpy(l.kind, "vrf");
 	l.vrf_table = 16385;
 	ck_assert_int_eq(gnl_link_msg(&m, RTM_NEWLINK, NLM_F_CREATE, &l), 0);
+	ck_assert_int_eq(nlmsg_parse(nlmsg_hdr(m), sizeof(struct ifinfomsg), tb, IFLA_MAX, NULL), 0);
+	ck_assert_ptr_null(tb[IFLA_NUM_TX_QUEUES]); /* a vrf keeps the kernel's default */
 	ck_assert_int_eq(gnl_link_parse(nlmsg_hdr(m), &back), 0);
 	ck_assert_str_eq(back.kind, "vrf");
 	ck_assert_int_eq(back.vrf_table, 16385);
