@@ -8,6 +8,9 @@
 #include "tests/lib/gtest.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,12 +137,79 @@ START_TEST(t_unread_keeps_last_results)
 }
 END_TEST
 
+struct waiter_arg {
+	struct pipeline *p;
+	unsigned long gen;
+	atomic_int done; /* 1 + the wait's return */
+};
+
+static void *waiter(void *arg)
+{
+	struct waiter_arg *w = arg;
+	int rc = pipeline_wait(w->p, w->gen);
+
+	atomic_store(&w->done, 1 + (rc ? 1 : 0));
+	return NULL;
+}
+
+static bool done_within(struct waiter_arg *w, int ms)
+{
+	for (int i = 0; i < ms && !atomic_load(&w->done); i++)
+		usleep(1000);
+	return atomic_load(&w->done) != 0;
+}
+
+/* Each waiter has its own condition on the pipeline's list (agent/pipeline.c):
+ * a pass releases the waiters whose generation it applied; one waiting for a
+ * later generation stays listed and waiting, and the pass that applies it
+ * releases it. */
+START_TEST(t_pass_wakes_only_applied_waiters)
+{
+	struct gdp_node n = { .block = { 0xfc, 0xbb, 0xbb, 0, 0, 1 }, .node_id = 7 };
+	struct fake f = { .b = { &FAKE }, .mode = OK };
+	struct waiter_arg a = { 0 }, b = { 0 };
+	pthread_t ta, tb;
+	struct record *rec;
+	struct pipeline *p;
+	char err[512];
+
+	recfix_mkdir(dir, sizeof(dir), "gpipew");
+	rec = recfix_open(dir);
+	record_set_node_identity(rec, &n, 1500);
+	ck_assert_int_eq(pipeline_new(&p, &(struct pipeline_opts){ .rec = rec, .be = &f.b }, err, sizeof(err)), 0);
+	ck_assert_int_eq(pipeline_pass(p), 0);
+	reserve(rec, "w1");
+	a.p = b.p = p;
+	a.gen = record_gen(rec);
+	b.gen = a.gen + 1; /* the next change, not made yet */
+	ck_assert_int_eq(pthread_create(&ta, NULL, waiter, &a), 0);
+	ck_assert_int_eq(pthread_create(&tb, NULL, waiter, &b), 0);
+	ck_assert(!done_within(&a, 100)); /* no pass yet: both wait */
+	ck_assert(!atomic_load(&b.done));
+	ck_assert_int_eq(pipeline_pass(p), 0);
+	ck_assert(done_within(&a, 5000));
+	ck_assert_int_eq(atomic_load(&a.done), 1);
+	ck_assert(!done_within(&b, 100)); /* its generation is not applied: still waiting */
+	reserve(rec, "w2");
+	ck_assert_uint_ge(record_gen(rec), b.gen);
+	ck_assert_int_eq(pipeline_pass(p), 0);
+	ck_assert(done_within(&b, 5000));
+	ck_assert_int_eq(atomic_load(&b.done), 1);
+	pthread_join(ta, NULL);
+	pthread_join(tb, NULL);
+	pipeline_free(p);
+	record_close(rec);
+	recfix_rmdir(dir);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("pipeline");
 	TCase *tc = tcase_create("pipeline");
 
 	tcase_add_test(tc, t_unread_keeps_last_results);
+	tcase_add_test(tc, t_pass_wakes_only_applied_waiters);
 	suite_add_tcase(s, tc);
 	return gt_run(s);
 }
