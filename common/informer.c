@@ -40,6 +40,8 @@ struct informer {
 	bool stream_decode_failed;
 	bool got_data;
 	unsigned long applied; /* events and bookmarks since the last list */
+	double listed_at;      /* CLOCK_MONOTONIC seconds of the last list */
+	unsigned long fails;   /* failed lists and watches since the last good one */
 	unsigned seed;
 };
 
@@ -173,6 +175,49 @@ static bool sleep_or_stop(struct informer *inf, double s)
 	return atomic_load(&inf->stop);
 }
 
+static double mono_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* A list younger than this whose watch expires with nothing applied: relisted after a backoff (seconds). */
+#define FRESH_LIST_S 5.0
+
+/* How often a backoff looks whether the API server answers again (seconds). */
+#define RECOVERY_POLL_S 0.1
+
+/*
+ * A reconnect backoff of s seconds, cut short once the client has seen the
+ * API server answer again since `since` (kube_client_recoveries: another
+ * request through it got a 2xx after a failure), but never shorter than
+ * the backoff's first step: after an outage the informer tries again within
+ * RECOVERY_POLL_S of the server's first answer, not up to backoff_max_s
+ * later (the statuses trailed the agents by 5 s and more after an API
+ * server outage, test_fault_cluster). Returns true if asked to stop.
+ */
+static bool backoff_sleep(struct informer *inf, struct backoff *bo, double s, unsigned long since)
+{
+	double left = s, min = inf->o.backoff_initial_s;
+
+	while (left > 0) {
+		double step = left < RECOVERY_POLL_S ? left : RECOVERY_POLL_S;
+
+		if (sleep_or_stop(inf, step))
+			return true;
+		left -= step;
+		if (s - left >= min && kube_client_recoveries(inf->kc) != since) {
+			/* The outage's backoff is over: a refusal right after the
+			 * restart (403 while its authorizer warms up) waits the
+			 * first step again, not the outage's longest. */
+			backoff_reset(bo);
+			break;
+		}
+	}
+	return atomic_load(&inf->stop);
+}
+
 static void stat_add(struct informer *inf, unsigned long *field)
 {
 	pthread_mutex_lock(&inf->mu);
@@ -291,10 +336,17 @@ static int do_list(struct informer *inf, struct kube_error *err)
 	}
 	set_rv(inf, rv);
 	{
-		char ns[32];
+		char ns[32], nf[32];
 		snprintf(ns, sizeof(ns), "%zu", n);
-		glog_kv(GLOG_DEBUG, "informer", "listed", "informer", inf->name, "items", ns,
-			"rv", inf->rv, NULL);
+		snprintf(nf, sizeof(nf), "%lu", inf->fails);
+		/* Back after failures (an outage, a cut): worth an operator's line. */
+		if (inf->fails)
+			glog_kv(GLOG_INFO, "informer", "listed again after failures", "informer", inf->name,
+				"items", ns, "failures", nf, "rv", inf->rv, NULL);
+		else
+			glog_kv(GLOG_DEBUG, "informer", "listed", "informer", inf->name, "items", ns,
+				"rv", inf->rv, NULL);
+		inf->fails = 0;
 	}
 	pthread_mutex_lock(&inf->mu);
 	inf->synced = true;
@@ -456,45 +508,55 @@ static void *run(void *arg)
 		double ra = 0, d;
 		enum watch_result wr;
 
+		/* Read before the request: a recovery seen while it fails still counts. */
+		unsigned long rec = kube_client_recoveries(inf->kc);
+
 		if (need_list) {
 			struct kube_error err;
 			if (do_list(inf, &err) < 0) {
 				stat_add(inf, &inf->st.errors);
+				inf->fails++;
 				d = backoff_next(&bo);
-				if (err.retry_after_s > d)
-					d = err.retry_after_s;
 				glog_kv(GLOG_WARN, "informer", "list failed", "informer", inf->name,
 					"error", err.message, NULL);
-				if (sleep_or_stop(inf, d))
+				/* A Retry-After is the server's own wait: kept whole. */
+				if (err.retry_after_s > d ? sleep_or_stop(inf, err.retry_after_s)
+							  : backoff_sleep(inf, &bo, d, rec))
 					break;
 				continue;
 			}
 			need_list = false;
 			inf->applied = 0;
+			inf->listed_at = mono_s();
 		}
 		wr = do_watch(inf, &ra);
 		switch (wr) {
 		case W_STOP:
 			goto out;
 		case W_REWATCH:
-			if (inf->applied)
+			if (inf->applied) {
 				backoff_reset(&bo);
+				inf->fails = 0;
+			}
 			break;
 		case W_RELIST:
 			need_list = true;
 			/* A fresh list that expires again before anything arrived is a
-			 * server in trouble: slow down instead of relisting in a loop. */
-			if (!inf->applied && sleep_or_stop(inf, backoff_next(&bo)))
+			 * server in trouble: slow down instead of relisting in a loop.
+			 * An old list of a quiet kind (nothing to apply since) is not:
+			 * it relists at once (after an API server outage such a kind's
+			 * relist waited a whole backoff, test_fault_cluster). */
+			if (!inf->applied && mono_s() - inf->listed_at < FRESH_LIST_S &&
+			    backoff_sleep(inf, &bo, backoff_next(&bo), rec))
 				goto out;
 			break;
 		case W_RELIST_BACKOFF:
 			need_list = true;
 			/* fall through */
 		case W_BACKOFF:
+			inf->fails++;
 			d = backoff_next(&bo);
-			if (ra > d)
-				d = ra;
-			if (sleep_or_stop(inf, d))
+			if (ra > d ? sleep_or_stop(inf, ra) : backoff_sleep(inf, &bo, d, rec))
 				goto out;
 			break;
 		}

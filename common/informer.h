@@ -16,7 +16,16 @@
  *      Transport error, idle timeout (no byte for idle_timeout_s): watch again
  *      from the last version after a jittered backoff (0.8 s doubling to 30 s).
  *      410 Gone (HTTP status or an ERROR event inside the 200 stream) or
- *      any other ERROR event or undecodable data: relist (step 1).
+ *      any other ERROR event or undecodable data: relist (step 1); after a
+ *      backoff only when the list was younger than 5 s and nothing arrived
+ *      since (a relist loop), at once otherwise.
+ *   A backoff ends early, once at least its first step has passed, when
+ *   the client sees the API server answer again (kube_client_recoveries:
+ *   any request through it, e.g. a Lease renewal, got a 2xx after a
+ *   failure), and starts again from its first step: after an outage every
+ *   informer lists again within about 0.1 s of the server's first answer.
+ *   A Retry-After the server sent is waited whole. A list after failures
+ *   is logged at info ("listed again after failures").
  *
  * Handlers run on the informer thread, after the store has the new state,
  * with no lock held; they must not block for long (enqueue a key into a

@@ -27,6 +27,8 @@ struct kube_client {
 	atomic_ulong requests, connects;
 	atomic_ulong rx_body, rx_wire; /* response bodies decoded; bodies + headers as sent */
 	atomic_long http_version; /* CURL_HTTP_VERSION_* of the last response */
+	atomic_bool unreachable;  /* the last transfer that ended did not reach a working server */
+	atomic_ulong recoveries;  /* kube_client_recoveries */
 	struct metric *m_requests, *m_seconds;
 };
 
@@ -250,6 +252,8 @@ void kube_client_counters(struct kube_client *kc, unsigned long *req, unsigned l
 		*conn = atomic_load(&kc->connects);
 }
 
+unsigned long kube_client_recoveries(struct kube_client *kc) { return atomic_load(&kc->recoveries); }
+
 void kube_client_rx_bytes(struct kube_client *kc, unsigned long *body, unsigned long *wire)
 {
 	if (body)
@@ -443,6 +447,17 @@ static int setup(struct kube_client *kc, CURL *h, const char *method, const char
 	return 0;
 }
 
+/* After each transfer: did it reach a working API server (kube_client_recoveries)? */
+static void note_reach(struct kube_client *kc, const struct xfer *x, CURLcode rc)
+{
+	bool stopped = x->stopped_by_fn || x->stop_requested;
+
+	if (x->idle_expired || (rc != CURLE_OK && !stopped) || x->status == 429 || x->status >= 500)
+		atomic_store(&kc->unreachable, true);
+	else if (x->status >= 200 && x->status < 300 && atomic_exchange(&kc->unreachable, false))
+		atomic_fetch_add(&kc->recoveries, 1);
+}
+
 /* One transfer; retries once with a freshly read token on 401. */
 static int perform(struct kube_client *kc, struct xfer *x, const char *method,
 		   const char *path, const char *ctype, const char *body, size_t blen,
@@ -512,6 +527,7 @@ static int perform(struct kube_client *kc, struct xfer *x, const char *method,
 				atomic_store(&kc->http_version, hv);
 		}
 		atomic_fetch_add(&kc->connects, (unsigned long)nconn);
+		note_reach(kc, x, rc);
 		curl_slist_free_all(hdrs);
 		curl_easy_setopt(x->h, CURLOPT_ERRORBUFFER, NULL);
 		if (x->idle_expired || (rc != CURLE_OK && !x->stopped_by_fn && !x->stop_requested))

@@ -82,6 +82,14 @@ int kube_client_last_http_version(struct kube_client *kc);
 /* Requests issued and new connections opened so far (connection reuse check). */
 void kube_client_counters(struct kube_client *kc, unsigned long *requests, unsigned long *connects);
 /*
+ * How many times the API server answered again after it had not: a
+ * transfer ended in a 2xx after the one before it through this client had
+ * failed to reach it (a transport error, a stream cut, an idle timeout) or
+ * was turned away (429, 5xx). An informer waiting out its reconnect backoff
+ * reads it to try again at once when the server is back (common/informer.c).
+ */
+unsigned long kube_client_recoveries(struct kube_client *kc);
+/*
  * Bytes received so far: body = response bodies as handed to us (after
  * gzip decoding; streams counted as they arrive), wire = bodies as sent
  * (before decoding) plus headers, counted when a transfer ends (a watch

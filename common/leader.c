@@ -204,6 +204,9 @@ static bool try_acquire_or_renew(struct leader *l)
 	long transitions;
 	bool ok;
 
+	/* Known again only from this read: a failed read leaves no stale expiry
+	 * (a standby then retried every 50 ms while the API server was down). */
+	l->expires_at = 0;
 	leader_format_microtime(wall(), now, sizeof(now));
 	if (kube_get(l->kc, &LEASES, l->ns, l->name, &cur, &err)) {
 		if (err.code != KUBE_ERR_NOT_FOUND) {
