@@ -29,7 +29,9 @@
  *     toward it go; its agent, still running, does not bring them back.
  *
  * `make test` runs the short form; `make soak` (GT_SOAK=1) a longer burst
- * with more kills.
+ * with more kills. By hand: GT_ALLOW_FILTER=1 GT_FAULT_ONLY=apiserver runs
+ * only the faults whose function name contains the value;
+ * GT_FAULT_LOGS=DIR keeps the daemons' logs and the stand-ins' files there.
  */
 #include "tests/lib/cnirt.h"
 #include "tests/lib/common_proxy.h"
@@ -375,7 +377,7 @@ static void teardown(void)
 	lead_watch_stop(&LW);
 	if (getenv("GT_KEEP"))
 		return;
-	if (getenv("GT_FAULT_LOGS") && cp_is_up) /* DIAG */
+	if (getenv("GT_FAULT_LOGS") && cp_is_up) /* kept for reading after the run */
 		topo_sh("mkdir -p %s && cp -r %s/*.log %s/incumbents %s/ 2>/dev/null; for n in 1 2; do cp %s/n$n/agent.log %s/agent-n$n.log; done; true",
 			getenv("GT_FAULT_LOGS"), cp.dir, cp.dir, getenv("GT_FAULT_LOGS"), T.dir, getenv("GT_FAULT_LOGS"));
 	if (T.prefix[0]) /* a fault's continuous ping, when it failed before stopping it */
@@ -1480,6 +1482,10 @@ int main(void)
 
 	tcase_add_unchecked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, soak() ? 3000 : 900);
+	if (getenv("GT_FAULT_ONLY") && !getenv("GT_ALLOW_FILTER")) {
+		fprintf(stderr, "GT_FAULT_ONLY is set: refusing to run a subset (set GT_ALLOW_FILTER=1 to do that by hand)\n");
+		return EXIT_FAILURE;
+	}
 #define ADD(t) do { if (!getenv("GT_FAULT_ONLY") || strstr(#t, getenv("GT_FAULT_ONLY"))) tcase_add_test(tc, t); } while (0)
 	ADD(t_translator_killed_during_burst);
 	ADD(t_token_rotated);
