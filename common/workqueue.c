@@ -13,6 +13,7 @@
 struct delayed {
 	double at;
 	char *key;
+	bool limited; /* its time came from the rate limiter (wq_retry_now) */
 };
 
 struct wq {
@@ -243,7 +244,7 @@ static struct delayed heap_pop(struct wq *q)
 	return top;
 }
 
-void wq_add_after(struct wq *q, const char *key, double delay_s)
+static void add_after(struct wq *q, const char *key, double delay_s, bool limited)
 {
 	pthread_mutex_lock(&q->mu);
 	if (q->shutdown)
@@ -258,6 +259,7 @@ void wq_add_after(struct wq *q, const char *key, double delay_s)
 		/* Already waiting: the earlier time wins. */
 		if (at < q->heap[idx - 1].at) {
 			q->heap[idx - 1].at = at;
+			q->heap[idx - 1].limited = limited;
 			sift_up(q, idx - 1);
 			pthread_cond_broadcast(&q->cond);
 		}
@@ -268,11 +270,35 @@ void wq_add_after(struct wq *q, const char *key, double delay_s)
 	char *k = strdup(key);
 	if (!k)
 		goto out;
-	q->heap[q->nheap++] = (struct delayed){ at, k };
+	q->heap[q->nheap++] = (struct delayed){ at, k, limited };
 	sift_up(q, q->nheap - 1);
 	pthread_cond_broadcast(&q->cond); /* a waiter may need an earlier wake-up */
 out:
 	pthread_mutex_unlock(&q->mu);
+}
+
+void wq_add_after(struct wq *q, const char *key, double delay_s) { add_after(q, key, delay_s, false); }
+
+size_t wq_retry_now(struct wq *q)
+{
+	size_t n = 0;
+
+	pthread_mutex_lock(&q->mu);
+	/* A decrease-key per entry: each sift_up only moves entries already
+	 * visited (parents, at lower indexes) down into visited places. */
+	for (size_t i = 0; i < q->nheap; i++) {
+		if (!q->heap[i].limited)
+			continue;
+		gmap_del(q->failures, q->heap[i].key, NULL);
+		q->heap[i].at = 0;
+		q->heap[i].limited = false;
+		sift_up(q, i);
+		n++;
+	}
+	if (n)
+		pthread_cond_broadcast(&q->cond);
+	pthread_mutex_unlock(&q->mu);
+	return n;
 }
 
 /* ---- rate limiting ---- */
@@ -307,7 +333,7 @@ double wq_when(struct wq *q, const char *key)
 double wq_add_rate_limited(struct wq *q, const char *key)
 {
 	double d = wq_when(q, key);
-	wq_add_after(q, key, d);
+	add_after(q, key, d, true);
 	return d;
 }
 

@@ -36,6 +36,14 @@ void wq_add_after(struct wq *q, const char *key, double delay_s);
 /* Returns the delay chosen. */
 double wq_add_rate_limited(struct wq *q, const char *key);
 void wq_forget(struct wq *q, const char *key);
+/*
+ * Every key waiting out a rate-limited delay (wq_add_rate_limited) is ready
+ * now and its failures are forgotten; keys delayed by wq_add_after keep
+ * their time. For when what the keys failed on is back (the API server
+ * answers again after an outage): their backoff, grown during it, would
+ * otherwise hold them up to max_delay_s longer. Returns how many.
+ */
+size_t wq_retry_now(struct wq *q);
 int wq_num_requeues(struct wq *q, const char *key);
 /* The delay the limiter would give now, and counts it (exposed for tests). */
 double wq_when(struct wq *q, const char *key);

@@ -94,6 +94,7 @@ struct rpt {
 	char node_uid[64];           /* "" unless NODE_PRESENT */
 	double node_checked;         /* monotonic seconds of the last lookup */
 	atomic_bool node_recheck;    /* one of our reports was deleted by someone: look again */
+	atomic_ulong recoveries;     /* of kc and rkc, as the publishers last saw them */
 };
 
 /* ---- snapshot in ------------------------------------------------------- */
@@ -509,12 +510,35 @@ out:
 	return rc;
 }
 
+/* How often an idle publisher looks whether the API server answers again (s). */
+#define RECOVERY_POLL_S 0.1
+
+/*
+ * The API server answers again after failures (kube_client_recoveries of
+ * either client): the reports in backoff are written now, not after the
+ * per-report backoff they reached during the outage (0.2 s doubling to 5
+ * s: the last report 4-5 s after the server was back, test_fault_cluster).
+ */
+static void retry_on_recovery(struct rpt *r)
+{
+	unsigned long n = kube_client_recoveries(r->kc) + kube_client_recoveries(r->rkc);
+
+	if (atomic_exchange(&r->recoveries, n) != n)
+		wq_retry_now(r->pq);
+}
+
 static void *publisher(void *arg)
 {
 	struct rpt *r = arg;
 	char *key;
 
-	while ((key = wq_get(r->pq, -1))) {
+	for (;;) {
+		retry_on_recovery(r);
+		if (!(key = wq_get(r->pq, RECOVERY_POLL_S))) {
+			if (wq_shutting_down(r->pq))
+				break;
+			continue;
+		}
 		if (!strcmp(key, KEY_SYNC))
 			sync_desired(r);
 		else if (publish_one(r, key))

@@ -125,6 +125,48 @@ START_TEST(delayed_adds)
 }
 END_TEST
 
+START_TEST(retry_now)
+{
+	struct wq_opts o = { .base_delay_s = 10, .max_delay_s = 60, .qps = 1e6, .burst = 1000000 };
+	struct wq *q = wq_new(&o);
+	double t0 = now_s();
+	char *k;
+
+	/* three failures each: a, b at 40 s; c only delayed (not rate-limited) */
+	for (int i = 0; i < 2; i++) {
+		wq_when(q, "a");
+		wq_when(q, "b");
+	}
+	ck_assert_double_eq_tol(wq_add_rate_limited(q, "a"), 40, 1e-9);
+	ck_assert_double_eq_tol(wq_add_rate_limited(q, "b"), 40, 1e-9);
+	wq_add_after(q, "c", 30);
+	wq_add_after(q, "d", 0.2);
+	ck_assert_ptr_null(wq_get(q, 0.05));
+	ck_assert_uint_eq(wq_retry_now(q), 2);
+	ck_assert_int_eq(wq_num_requeues(q, "a"), 0); /* forgotten */
+	ck_assert_int_eq(wq_num_requeues(q, "b"), 0);
+	for (int i = 0; i < 2; i++) {
+		k = wq_get(q, 1);
+		ck_assert_ptr_nonnull(k);
+		ck_assert_msg(!strcmp(k, "a") || !strcmp(k, "b"), "got %s", k);
+		wq_done(q, k);
+		free(k);
+	}
+	ck_assert_double_le(now_s() - t0, 1.0);
+	/* the plain delays keep their time: d after its 0.2 s, c not within 1 s */
+	k = wq_get(q, 1);
+	ck_assert_str_eq(k, "d");
+	ck_assert_double_ge(now_s() - t0, 0.19);
+	wq_done(q, k);
+	free(k);
+	ck_assert_ptr_null(wq_get(q, 0.3));
+	ck_assert_uint_eq(wq_retry_now(q), 0); /* nothing rate-limited waits */
+	/* the next failure starts from the first step again */
+	ck_assert_double_eq_tol(wq_add_rate_limited(q, "a"), 10, 1e-9);
+	wq_free(q);
+}
+END_TEST
+
 struct worker {
 	struct wq *q;
 	int handled;
@@ -273,6 +315,7 @@ int main(void)
 	tcase_add_test(tc, per_key_backoff);
 	tcase_add_test(tc, token_bucket);
 	tcase_add_test(tc, delayed_adds);
+	tcase_add_test(tc, retry_now);
 	tcase_add_test(tc, shutdown_wakes_workers);
 	tcase_add_test(tc, reconnect_backoff);
 	suite_add_tcase(s, tc);
