@@ -70,8 +70,12 @@
 #define LEASE_S 4.0
 #define RENEW_S 3.0
 #define RETRY_S 0.5
-/* After an API server outage: the leader's informers have listed again at most this long after it led again (s). */
-#define TR_BACK_S 3.0
+/* After an API server outage: the leader's informers have listed again at
+ * most this long after it led again (s). What is left of it is the server's
+ * own: its 429 "storage is (re)initializing" and Retry-After (about 2 s at
+ * load 8); before the informers' backoff ended on the server's answer it
+ * was 6-10 s (the quiet kinds' relist waited the outage's 5 s backoff). */
+#define TR_BACK_S 4.0
 
 static struct cp cp;
 static struct topo T;
