@@ -627,17 +627,14 @@ static bool read_back(struct agent *ag, bool definitive, bool tick, const char *
 	bool repairing = false;
 
 	gdp_results_init(&res);
-	n = pipeline_verify(ag->pl, &res);
-	if (n >= 0 && record_snapshot(ag->rec, &snap) == 0) {
+	n = pipeline_verify(ag->pl, &res, &snap); /* snap: the state it read back (no second copy) */
+	if (n >= 0) {
 		health_report(ag, &snap, &res, true, n == 0, (now_ms() - t0) / 1e3);
 		/* remotes read back programmed are only counted: the state says which are still ours */
 		pending = gdrift_read_back(&ag->drift, &res, was_programmed, ag, &snap.st, got);
-		record_snap_free(&snap);
-		count_repairs(ag, got);
-	} else if (n >= 0) {
-		pending = gdrift_read_back(&ag->drift, &res, was_programmed, ag, NULL, got);
 		count_repairs(ag, got);
 	}
+	record_snap_free(&snap);
 	/* drift a repair pass did not bring back (a host veth gone) asks for no
 	 * second one: it stays pending (counted when it returns), a failure */
 	unasked = pending > 0 ? gdrift_unasked(&ag->drift) : 0;

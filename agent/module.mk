@@ -14,3 +14,5 @@ $(eval $(call unit_test,test_pipeline_adopt,tests/unit/test_pipeline_adopt.c tes
 $(eval $(call netns_test,test_upgrade,tests/netns/test_upgrade.c tests/lib/topo.c,gagent gdpbpf gcni gdp gnl gcommon,bpf nl jansson pthread))
 # make bench: the agent's RSS with 1,000 attachments and 100,000 remotes, both backends.
 $(eval $(call bench,bench_rss,tests/bench/bench_rss.c tests/bench/bench.c tests/lib/topo.c tests/lib/cnirt.c,gdp gnl,jansson nl))
+# make bench: what one verify tick (the read-back between passes) costs the agent at 100,000 remotes (kernel backend).
+$(eval $(call bench,bench_verify,tests/bench/bench_verify.c tests/bench/bench.c tests/lib/topo.c tests/lib/daemon.c,gagent gdp gnl gcommon,jansson nl curl pthread))

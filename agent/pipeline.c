@@ -44,6 +44,10 @@ struct pipeline {
 	bool adopting;                /* adopted, the full pass that reads it back not run yet */
 	double adopt_ms;
 	bool status_exact;            /* pass thread: status.json names the files' position */
+	/* The read-backs' observer (backend.h), kept open between them and
+	 * brought up to date at each (guarded by pass_mu); NULL: none yet, or
+	 * closed after an error (the next read-back opens another). */
+	struct gdp_backend *obs;
 };
 
 /*
@@ -640,56 +644,124 @@ void pipeline_counters(struct pipeline *p, unsigned long *full, unsigned long *d
 	pthread_mutex_unlock(&p->mu);
 }
 
-int pipeline_verify(struct pipeline *p, struct gdp_results *res)
+/*
+ * What a read-back covers, from the view the last pass applied: node,
+ * egress, VPCs and attachments copied (a pass may change the view while
+ * the observer reads beside it), the remotes shared by reference (the
+ * record's immutable set; copied only when the view holds a filtered set
+ * of its own). No pods, no pass over the remotes: at 100,000 remotes a
+ * read-back used to take two whole snapshots of the record.
+ */
+static int applied_copy(const struct rec_view *v, struct rec_snap *out)
+{
+	const struct gdp_state *s = &v->s.st;
+
+	memset(out, 0, sizeof(*out));
+	gdp_state_init(&out->st);
+	out->gen = v->s.gen;
+	out->have_node = v->s.have_node;
+	out->st.node = s->node;
+	out->st.egress = s->egress;
+	if ((s->n_vpcs && !(out->st.vpcs = malloc(s->n_vpcs * sizeof(*s->vpcs)))) ||
+	    (s->n_atts && !(out->st.atts = malloc(s->n_atts * sizeof(*s->atts)))))
+		goto nomem;
+	if (s->n_vpcs)
+		memcpy(out->st.vpcs, s->vpcs, s->n_vpcs * sizeof(*s->vpcs));
+	if (s->n_atts)
+		memcpy(out->st.atts, s->atts, s->n_atts * sizeof(*s->atts));
+	out->st.n_vpcs = out->st.cap_vpcs = s->n_vpcs;
+	out->st.n_atts = out->st.cap_atts = s->n_atts;
+	if (v->s.remotes && s->remotes == v->s.remotes->v) {
+		out->remotes = rec_remotes_ref(v->s.remotes);
+		out->st.remotes = out->remotes->v;
+	} else if (s->n_remotes) {
+		if (!(out->st.remotes = malloc(s->n_remotes * sizeof(*s->remotes))))
+			goto nomem;
+		memcpy(out->st.remotes, s->remotes, s->n_remotes * sizeof(*s->remotes));
+	}
+	out->st.n_remotes = out->st.cap_remotes = s->n_remotes;
+	return 0;
+nomem:
+	record_snap_free(out);
+	return -ENOMEM;
+}
+
+/* The observer, open and up to date (under pass_mu, no apply running): 0, or -errno. */
+static int observer_ready(struct pipeline *p)
 {
 	const struct gdp_backend_ops *ops = p->o.be->ops;
-	struct gdp_backend *obs = NULL;
-	struct rec_snap snap;
+
+	if (p->obs && ops->observer_sync && ops->observer_sync(p->o.be, p->obs) == 0)
+		return 0;
+	if (p->obs) {
+		ops->observer_close(p->o.be, p->obs);
+		p->obs = NULL;
+	}
+	return ops->observer_open(p->o.be, &p->obs);
+}
+
+int pipeline_verify(struct pipeline *p, struct gdp_results *res, struct rec_snap *covered)
+{
+	const struct gdp_backend_ops *ops = p->o.be->ops;
+	struct rec_snap own, *cv = covered ? covered : &own;
 	unsigned long passes;
 	char held[64];
 	int rc;
 
+	memset(cv, 0, sizeof(*cv));
 	pthread_mutex_lock(&p->pass_mu);
-	if ((rc = record_snapshot(p->o.rec, &snap))) {
-		pthread_mutex_unlock(&p->pass_mu);
-		return rc;
-	}
 	/* What the last pass applied, when one did: a change not applied yet
 	 * (a learned route, an ADD in flight) is no difference in the kernel. */
 	if (record_held(p->o.rec, held, sizeof(held))) {
 		rc = -EBUSY;
-	} else if (ops->observer_open && p->have_prev && p->view.s.have_node) {
-		/* The record as the last pass applied it, read back beside the
-		 * passes (an observer of its own): a read-back of 100,000 routes
-		 * no longer holds up an ADD's pass. A change not applied yet: the
-		 * pass that applies it comes first, the next tick reads. */
-		if (snap.gen != p->view.s.gen || !snap.have_node)
+	} else if (p->have_prev && p->view.s.have_node) {
+		/* The view as the last pass applied it, read back beside the
+		 * passes by an observer of its own (kept open from one read-back
+		 * to the next): a read-back of 100,000 routes no longer holds up
+		 * an ADD's pass. A change not applied yet: the pass that applies
+		 * it comes first, the next tick reads. */
+		if (ops->observer_open && record_gen(p->o.rec) != p->view.s.gen)
 			rc = -EBUSY;
-		else if (ops->observer_open(p->o.be, &obs))
-			rc = ops->observe(p->o.be, &p->view.s.st, res); /* (no observer: serialized, as before) */
+		else if ((rc = applied_copy(&p->view, cv)))
+			;
+		else if (!ops->observer_open || observer_ready(p))
+			rc = ops->observe(p->o.be, &cv->st, res); /* (no observer: serialized, as before) */
 		else {
+			struct gdp_backend *obs = p->obs;
+
 			pthread_mutex_lock(&p->mu);
 			passes = p->passes;
 			pthread_mutex_unlock(&p->mu);
 			pthread_mutex_unlock(&p->pass_mu);
-			rc = ops->observe(obs, &snap.st, res);
+			rc = ops->observe(obs, &cv->st, res);
 			pthread_mutex_lock(&p->pass_mu);
+			/* its socket or context failed: the next read-back opens another */
+			if ((rc < 0 || res->unread) && p->obs == obs) {
+				ops->observer_close(p->o.be, obs);
+				p->obs = NULL;
+			}
 			pthread_mutex_lock(&p->mu);
 			/* a pass ran meanwhile: what was read may be half of its writes */
 			if (p->passes != passes && rc >= 0)
 				rc = -EBUSY;
 			pthread_mutex_unlock(&p->mu);
-			ops->observer_close(p->o.be, obs);
 		}
-	} else if (p->have_prev && p->view.s.have_node) {
-		rc = ops->observe(p->o.be, &p->view.s.st, res);
-	} else if (!snap.have_node) {
+	} else if ((rc = record_snapshot(p->o.rec, cv))) {
+		;
+	} else if (!cv->have_node) {
 		rc = -ENODATA;
 	} else {
-		rc = ops->observe(p->o.be, &snap.st, res);
+		rc = ops->observe(p->o.be, &cv->st, res); /* no pass applied yet: the record as it is */
 	}
 	pthread_mutex_unlock(&p->pass_mu);
-	record_snap_free(&snap);
+	if (rc < 0 || !covered)
+		record_snap_free(cv);
+#ifdef __GLIBC__
+	/* The read's dumps are freed now: give the pages back, as after a full
+	 * pass (the observer kept open would otherwise hold the heap's top). */
+	if (rc != -EBUSY && rc != -ENODATA)
+		malloc_trim(0);
+#endif
 	return rc;
 }
 
@@ -864,6 +936,8 @@ void pipeline_free(struct pipeline *p)
 	pthread_mutex_unlock(&p->mu);
 	if (p->th_on)
 		pthread_join(p->th, NULL);
+	if (p->obs)
+		p->o.be->ops->observer_close(p->o.be, p->obs);
 	gdp_results_free(&p->last);
 	record_view_free(&p->view);
 	free(p->prev.vpcs);

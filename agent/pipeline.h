@@ -39,17 +39,21 @@ int pipeline_new(struct pipeline **out, const struct pipeline_opts *o, char *err
 /* Runs one pass now on the caller's thread (serialized with the loop). Returns its rc. */
 int pipeline_pass(struct pipeline *p);
 /*
- * Reads the datapath back against the snapshot the last pass applied (the
- * record's current one before any pass applied) without
+ * Reads the datapath back against the view the last pass applied (the
+ * record's current state before any pass applied) without
  * changing anything (backend observe). With a backend observer (backend.h)
- * beside the passes: the record must be at the generation the last pass
+ * beside the passes, kept open from one read-back to the next (reopened
+ * after an error): the record must be at the generation the last pass
  * applied (else -EBUSY: that pass comes first), and a pass that ran during
  * the read makes it -EBUSY too; without one, serialized with passes.
  * Returns the number of differences (0: in sync) with one result per object
  * in res, or -EBUSY (record held, a change not applied yet, a pass ran
- * meanwhile) / -ENODATA (no node identity): nothing to verify.
+ * meanwhile) / -ENODATA (no node identity): nothing to verify. covered (may
+ * be NULL) gets the state read back when it returns >= 0 (node, VPCs,
+ * attachments; the remotes shared, no pods): free it with record_snap_free
+ * (also safe after an error).
  */
-int pipeline_verify(struct pipeline *p, struct gdp_results *res);
+int pipeline_verify(struct pipeline *p, struct gdp_results *res, struct rec_snap *covered);
 /*
  * At start, before the loop: adopts the datapath as the previous agent
  * left it, when its status.json says its last pass (same backend, rc 0)

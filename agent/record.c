@@ -113,6 +113,11 @@ static struct rec_remotes *remotes_ref(struct rec_remotes *x)
 	return x;
 }
 
+struct rec_remotes *rec_remotes_ref(struct rec_remotes *x)
+{
+	return remotes_ref(x);
+}
+
 static void remotes_unref(struct rec_remotes *x)
 {
 	if (x && __atomic_sub_fetch(&x->refs, 1, __ATOMIC_ACQ_REL) == 0)

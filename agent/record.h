@@ -171,6 +171,8 @@ unsigned long record_gen(struct record *r);
 /* A consistent copy (lock held only for the copy; remotes are shared). */
 int record_snapshot(struct record *r, struct rec_snap *out);
 void record_snap_free(struct rec_snap *s);
+/* Another reference to a shared remote set (any thread; record_snap_free drops a snapshot's). */
+struct rec_remotes *rec_remotes_ref(struct rec_remotes *x);
 /*
  * The pipeline's incremental copy of the record. A pass does not copy
  * every attachment: the record's writers list what they change (its dirty

@@ -238,6 +238,14 @@ struct gdp_backend_ops {
 	 */
 	int (*observer_open)(struct gdp_backend *b, struct gdp_backend **out);
 	void (*observer_close)(struct gdp_backend *b, struct gdp_backend *observer);
+	/*
+	 * Optional (with observer_open). An observer kept open between
+	 * read-backs: brought up to what the applies on b left since it was
+	 * opened or last synced (again while no apply runs), its netlink socket
+	 * and nftables context kept; its counters go to b's. 0, or -errno: close
+	 * it and open another.
+	 */
+	int (*observer_sync)(struct gdp_backend *b, struct gdp_backend *observer);
 };
 
 /* Every backend handle starts with this. */

@@ -2813,6 +2813,59 @@ static void kb_observer_close(struct gdp_backend *b, struct gdp_backend *observe
 	kb_close(observer);
 }
 
+/* A string copy kept equal to src (NULL: none). 0 or -ENOMEM. */
+static int same_str(char **dst, const char *src)
+{
+	char *c;
+
+	if ((!*dst && !src) || (*dst && src && !strcmp(*dst, src)))
+		return 0;
+	c = src ? strdup(src) : NULL;
+	if (src && !c)
+		return -ENOMEM;
+	free(*dst);
+	*dst = c;
+	return 0;
+}
+
+/*
+ * An observer kept open (backend.h): the settings and what the applies left
+ * copied again, its socket, libnftables context and copies kept (a read-back
+ * every few seconds no longer opens a netlink socket and an nftables
+ * context in the node's namespace).
+ */
+static int kb_observer_sync(struct gdp_backend *b, struct gdp_backend *observer)
+{
+	struct kb *k = (struct kb *)b, *o = (struct kb *)observer, keep = *o;
+
+	k->n_dumps += o->n_dumps;
+	k->n_dump_intr += o->n_dump_intr;
+	*o = *k;
+	o->nl = keep.nl;
+	o->nft = keep.nft;
+	o->netns = keep.netns;
+	o->egress_text = keep.egress_text;
+	o->egress_listing = keep.egress_listing;
+	o->ok_tables = keep.ok_tables;
+	o->n_ok_tables = keep.n_ok_tables;
+	o->n_full = o->n_delta = o->n_dumps = o->n_delta_ops = o->n_dump_intr = 0;
+	if (same_str(&o->egress_text, k->egress_text) || same_str(&o->egress_listing, k->egress_listing))
+		return -ENOMEM;
+	if (o->n_ok_tables != k->n_ok_tables ||
+	    (k->n_ok_tables && memcmp(o->ok_tables, k->ok_tables, k->n_ok_tables * sizeof(*k->ok_tables)))) {
+		uint32_t *t = k->n_ok_tables ? malloc(k->n_ok_tables * sizeof(*t)) : NULL;
+
+		if (k->n_ok_tables && !t)
+			return -ENOMEM;
+		if (k->n_ok_tables)
+			memcpy(t, k->ok_tables, k->n_ok_tables * sizeof(*t));
+		free(o->ok_tables);
+		o->ok_tables = t;
+		o->n_ok_tables = k->n_ok_tables;
+	}
+	return 0;
+}
+
 const struct gdp_backend_ops gdp_kernel_backend = {
 	.name = "kernel",
 	.open = kb_open,
@@ -2824,4 +2877,5 @@ const struct gdp_backend_ops gdp_kernel_backend = {
 	.adopt = kb_adopt,
 	.observer_open = kb_observer_open,
 	.observer_close = kb_observer_close,
+	.observer_sync = kb_observer_sync,
 };

@@ -4,6 +4,7 @@
  * changed, so the last pass's results stand (a failed dump never withdraws
  * what is programmed) and a full pass is asked for. Any other failure, and
  * an unread first pass (nothing verified yet), are reported as they are.
+ * And the verify read-back's observer, kept open between read-backs.
  */
 #include "tests/lib/gtest.h"
 
@@ -203,6 +204,140 @@ START_TEST(t_pass_wakes_only_applied_waiters)
 }
 END_TEST
 
+/*
+ * The verify read-back's observer is kept open from one read-back to the
+ * next (brought up to date each time, reopened after an error, closed with
+ * the pipeline), and what it reads is the view the last pass applied, its
+ * remotes shared rather than copied.
+ */
+struct obsfake {
+	struct gdp_backend b;   /* the backend, and (a second one) its observer */
+	struct obsfake *of;     /* the observer's backend */
+	int opens, syncs, closes, observes, fail_next;
+	const struct gdp_remote *seen;
+	size_t seen_n, seen_atts;
+};
+
+static struct obsfake the_obs;
+
+static int obs_apply(struct gdp_backend *b, const struct gdp_state *d, struct gdp_results *res)
+{
+	struct gdp_result *n = gdp_results_get(res, GDP_OBJ_NODE, "", "");
+
+	(void)b;
+	for (size_t i = 0; i < d->n_atts; i++)
+		gdp_results_get(res, GDP_OBJ_ATTACHMENT, d->atts[i].vpc, d->atts[i].id)->programmed = true;
+	n->programmed = true;
+	return 0;
+}
+
+static int obs_observe(struct gdp_backend *b, const struct gdp_state *d, struct gdp_results *res)
+{
+	struct obsfake *o = (struct obsfake *)b;
+
+	ck_assert_ptr_eq(o, &the_obs); /* read by the observer, not the backend */
+	o->observes++;
+	o->seen = d->remotes;
+	o->seen_n = d->n_remotes;
+	o->seen_atts = d->n_atts;
+	gdp_results_get(res, GDP_OBJ_NODE, "", "")->programmed = true;
+	if (o->fail_next) {
+		o->fail_next = 0;
+		res->unread = true;
+		return -EIO;
+	}
+	return 0;
+}
+
+static int obs_open(struct gdp_backend *b, struct gdp_backend **out)
+{
+	the_obs.of = (struct obsfake *)b;
+	the_obs.opens++;
+	*out = &the_obs.b;
+	return 0;
+}
+
+static void obs_close(struct gdp_backend *b, struct gdp_backend *o)
+{
+	(void)b;
+	ck_assert_ptr_eq(o, &the_obs.b);
+	the_obs.closes++;
+}
+
+static int obs_sync(struct gdp_backend *b, struct gdp_backend *o)
+{
+	(void)b;
+	ck_assert_ptr_eq(o, &the_obs.b);
+	the_obs.syncs++;
+	return 0;
+}
+
+static const struct gdp_backend_ops OBSFAKE = { .name = "fake", .apply = obs_apply, .observe = obs_observe,
+						.observer_open = obs_open, .observer_close = obs_close,
+						.observer_sync = obs_sync };
+
+START_TEST(t_verify_keeps_its_observer)
+{
+	struct gdp_node n = { .block = { 0xfc, 0xbb, 0xbb, 0, 0, 1 }, .node_id = 7 };
+	struct gdp_backend be = { &OBSFAKE };
+	struct gdp_remote rm[2] = { { .vpc_ix = gdp_vpc_ix("vpcA") }, { .vpc_ix = gdp_vpc_ix("vpcA") } };
+	struct gdp_results res;
+	struct rec_snap c1, c2;
+	struct record *rec;
+	struct pipeline *p;
+	char err[512];
+
+	memset(&the_obs, 0, sizeof(the_obs));
+	the_obs.b.ops = &OBSFAKE;
+	ck_assert_int_eq(gdp_prefix_parse("fd00:a::7/128", &rm[0].prefix), 0);
+	ck_assert_int_eq(gdp_prefix_parse("fd00:a::8/128", &rm[1].prefix), 0);
+	recfix_mkdir(dir, sizeof(dir), "gpipeo");
+	rec = recfix_open(dir);
+	record_set_node_identity(rec, &n, 1500);
+	reserve(rec, "a1");
+	ck_assert_int_eq(record_set_remotes(rec, rm, 2), 0);
+	ck_assert_int_eq(pipeline_new(&p, &(struct pipeline_opts){ .rec = rec, .be = &be }, err, sizeof(err)), 0);
+	ck_assert_int_eq(pipeline_pass(p), 0);
+
+	gdp_results_init(&res);
+	ck_assert_int_eq(pipeline_verify(p, &res, &c1), 0);
+	ck_assert_int_eq(pipeline_verify(p, &res, &c2), 0);
+	/* opened once, brought up to date for the second */
+	ck_assert_int_eq(the_obs.opens, 1);
+	ck_assert_int_eq(the_obs.syncs, 1);
+	ck_assert_int_eq(the_obs.observes, 2);
+	ck_assert_uint_eq(the_obs.seen_atts, 1);
+	ck_assert_uint_eq(the_obs.seen_n, 2);
+	/* the remotes are the view's set, shared: both read-backs (alive at once) point at the same array */
+	ck_assert_ptr_eq(c1.st.remotes, c2.st.remotes);
+	ck_assert_ptr_eq(the_obs.seen, c2.st.remotes);
+	ck_assert_uint_eq(c1.st.n_atts, 1);
+	ck_assert(c1.have_node);
+	record_snap_free(&c1);
+	record_snap_free(&c2);
+	/* its read failed: closed, the next read-back opens another */
+	the_obs.fail_next = 1;
+	gdp_results_reset(&res);
+	ck_assert_int_eq(pipeline_verify(p, &res, &c1), -EIO);
+	ck_assert_int_eq(the_obs.closes, 1);
+	record_snap_free(&c1);
+	gdp_results_reset(&res);
+	ck_assert_int_eq(pipeline_verify(p, &res, NULL), 0);
+	ck_assert_int_eq(the_obs.opens, 2);
+	/* a change not applied yet: nothing read */
+	reserve(rec, "a2");
+	gdp_results_reset(&res);
+	ck_assert_int_eq(pipeline_verify(p, &res, &c1), -EBUSY);
+	ck_assert_int_eq(the_obs.observes, 4);
+	record_snap_free(&c1);
+	gdp_results_free(&res);
+	pipeline_free(p);
+	ck_assert_int_eq(the_obs.closes, 2); /* the pipeline closes the one it kept */
+	record_close(rec);
+	recfix_rmdir(dir);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("pipeline");
@@ -210,6 +345,7 @@ int main(void)
 
 	tcase_add_test(tc, t_unread_keeps_last_results);
 	tcase_add_test(tc, t_pass_wakes_only_applied_waiters);
+	tcase_add_test(tc, t_verify_keeps_its_observer);
 	suite_add_tcase(s, tc);
 	return gt_run(s);
 }
