@@ -703,7 +703,7 @@ static int observer_ready(struct pipeline *p)
 int pipeline_verify(struct pipeline *p, struct gdp_results *res, struct rec_snap *covered)
 {
 	const struct gdp_backend_ops *ops = p->o.be->ops;
-	struct rec_snap own, *cv = covered ? covered : &own;
+	struct rec_snap own = { 0 }, *cv = covered ? covered : &own;
 	unsigned long passes;
 	char held[64];
 	int rc;
