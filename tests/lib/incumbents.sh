@@ -136,24 +136,17 @@ inc_interface() { # name network [addr/len ...]
 # Programmed (else False, reason Not<first type not True>), re-derived from
 # the list as read, so a change of the translator's Prepared/Programmed is
 # picked up on the next pass. Whole-status PUT only when something changed;
-# a 409 leaves it to the next pass. A poll loop stands in for NSO's watch.
-inc_nso_pass() {
-  local now o code name
-  now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-  inc_api "$INC_NI" >"$INC_D/nso.ni.json" || return 0
-  inc_api "$INC_NIC" >"$INC_D/nso.nic.json" || return 0
-  for name in $(jq -r "$INC_JQ_COND"'.items[] | select(cond("Programmed") == "True") | .metadata.name' "$INC_D/nso.nic.json"); do
-    [ -e "$INC_D/programmed.$name" ] || inc_now_ms >"$INC_D/programmed.$name"
-  done
-  jq -c --arg now "$now" "$INC_JQ_COND"'
+# a 409 reads that object again and writes it at once, up to 5 times (as
+# controller-runtime requeues a conflict, from a fresh read), then leaves it
+# to the next pass. A poll loop stands in for NSO's watch.
+# shellcheck disable=SC2016 # jq's own $variables
+INC_JQ_NSO_NI='
     .items[] | . as $o
     | .status.phase = "Bound" | .status.networkContextRef = {name: ("ctx-" + .spec.network.name)}
     | .status.conditions = ((.status.conditions // []) | setc("Allocated"; "True"; "AddressesAllocated"; "addresses allocated"; $now; $o.metadata.generation))
-    | select(.status != $o.status)' "$INC_D/nso.ni.json" |
-  while read -r o; do
-    inc_put_status "$INC_NI/$(jq -r .metadata.name <<<"$o")" network-services-operator "$o" >/dev/null
-  done
-  jq -c --arg now "$now" --slurpfile ni "$INC_D/nso.ni.json" "$INC_JQ_COND"'
+    | select(.status != $o.status)'
+# shellcheck disable=SC2016
+INC_JQ_NSO_NIC='
     ($ni[0].items | map({key: .metadata.name, value: .}) | from_entries) as $ifs
     | .items[] | . as $o | $ifs[.metadata.name] as $nif
     | select($nif != null and $nif.spec.claimRef.name == .metadata.name)
@@ -166,10 +159,37 @@ inc_nso_pass() {
     | .status.conditions |= (if $not == null
         then setc("Ready"; "True"; "Ready"; "claim is ready"; $now; $o.metadata.generation)
         else setc("Ready"; "False"; "Not" + $not; $not + " is not True"; $now; $o.metadata.generation) end)
-    | select(.status != $o.status)' "$INC_D/nso.nic.json" |
+    | select(.status != $o.status)'
+inc_nso_pass() {
+  local now o code name
+  now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+  inc_api "$INC_NI" >"$INC_D/nso.ni.json" || return 0
+  inc_api "$INC_NIC" >"$INC_D/nso.nic.json" || return 0
+  for name in $(jq -r "$INC_JQ_COND"'.items[] | select(cond("Programmed") == "True") | .metadata.name' "$INC_D/nso.nic.json"); do
+    [ -e "$INC_D/programmed.$name" ] || inc_now_ms >"$INC_D/programmed.$name"
+  done
+  jq -c --arg now "$now" "$INC_JQ_COND$INC_JQ_NSO_NI" "$INC_D/nso.ni.json" |
+  while read -r o; do
+    name=$(jq -r .metadata.name <<<"$o")
+    code=$(inc_put_status "$INC_NI/$name" network-services-operator "$o")
+    for _ in 1 2 3 4 5; do # a conflict: read again, at once (controller-runtime's requeue)
+      [ "$code" = 409 ] || break
+      o=$(inc_api "$INC_NI/$name" | jq -c '{items: [.]}' | jq -c --arg now "$now" "$INC_JQ_COND$INC_JQ_NSO_NI")
+      [ -n "$o" ] || break
+      code=$(inc_put_status "$INC_NI/$name" network-services-operator "$o")
+    done
+  done
+  jq -c --arg now "$now" --slurpfile ni "$INC_D/nso.ni.json" "$INC_JQ_COND$INC_JQ_NSO_NIC" "$INC_D/nso.nic.json" |
   while read -r o; do
     name=$(jq -r .metadata.name <<<"$o")
     code=$(inc_put_status "$INC_NIC/$name" network-services-operator "$o")
+    for _ in 1 2 3 4 5; do # a conflict: read again, at once (controller-runtime's requeue)
+      [ "$code" = 409 ] || break
+      o=$(inc_api "$INC_NIC/$name" | jq -c '{items: [.]}' |
+            jq -c --arg now "$now" --slurpfile ni "$INC_D/nso.ni.json" "$INC_JQ_COND$INC_JQ_NSO_NIC")
+      [ -n "$o" ] || break
+      code=$(inc_put_status "$INC_NIC/$name" network-services-operator "$o")
+    done
     if [ "$code" = 200 ] && [ ! -e "$INC_D/ready.$name" ] &&
        [ "$(jq -r "$INC_JQ_COND"'cond("Ready")' "$INC_D/put.out")" = True ]; then
       inc_now_ms >"$INC_D/ready.$name"
