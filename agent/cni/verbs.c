@@ -336,7 +336,7 @@ static json_t *add_locked(struct gcni_verbs *v, struct cni_req *q, int nsfd, int
 	struct pod_link link;
 	unsigned long gen;
 	int clash = 0, rc;
-	double t_setup;
+	double t_setup, t_commit;
 	json_t *out;
 
 	gcni_host_ifname(c->vpc_s, c->att_s, host);
@@ -436,7 +436,10 @@ static json_t *add_locked(struct gcni_verbs *v, struct cni_req *q, int nsfd, int
 	record_set_macs(rec, r, link.mac, link.host_mac);
 	gen = record_activate(rec, r);
 	record_unlock(rec);
+	t_commit = mono_ms();
 	commit_ahead(v);
+	if (sp)
+		sp->commit_ms = mono_ms() - t_commit;
 
 	if ((rc = outcome(v, gen, c->vpc_s, c->att_s, err, sizeof(err), sp))) {
 		char e2[512];

@@ -44,6 +44,7 @@ void gcni_verbs_free(struct gcni_verbs *v);
  * that applied it, and that pass's backend span (its kernel writes). */
 struct gcni_spans {
 	double setup_ms, apply_ms, backend_ms;
+	double commit_ms; /* the verb's own journal append and fdatasync (commit ahead): the disk's wait */
 };
 
 /* One request (nsfd: the container's namespace or -1). ADD returns the CNI
