@@ -885,6 +885,8 @@ int pipeline_wait_spans(struct pipeline *p, unsigned long gen, double *backend_m
 	pthread_cond_signal(&p->cv); /* the loop thread, the only one waiting there */
 	if (p->applied_gen < gen && !p->stop) {
 		w.next = p->waiters;
+		/* listed only while this frame waits: the pass unlists it before waking us */
+		// cppcheck-suppress autoVariables
 		p->waiters = &w;
 		w.listed = true;
 		while (w.listed)

@@ -1617,6 +1617,8 @@ static void att_model(const struct rec_att *a, struct gdp_attachment *m, struct 
 {
 	*m = a->m;
 	m->egress = a->egress; /* REC_FAM_* = GDP_FAM_* */
+	/* the view compares pods with memcmp: no stale bytes after the names */
+	memset(p, 0, sizeof(*p));
 	snprintf(p->ns, sizeof(p->ns), "%s", a->pod_ns);
 	snprintf(p->name, sizeof(p->name), "%s", a->pod_name);
 	snprintf(p->guest_ifname, sizeof(p->guest_ifname), "%s", a->ifname);
@@ -1729,7 +1731,7 @@ static int view_update_locked(struct record *r, struct rec_view *v, struct rec_c
 	for (size_t i = 0; i < r->nvdirty && !rc; i++) {
 		const struct rec_att *a = r->vdirty[i];
 		struct gdp_attachment m;
-		struct rec_pod pod;
+		struct rec_pod pod = { 0 };
 		size_t k;
 
 		if (!a->active)

@@ -201,9 +201,12 @@ static int get_cb(const struct nlmsghdr *h, void *arg)
 
 int gnl_link_get(struct gnl_sock *s, const char *name, struct gnl_link *l)
 {
-	struct get_ctx c = { name, l, 0 };
+	struct get_ctx c;
 	struct nl_msg *m;
 	int rc;
+
+	memset(l, 0, sizeof(*l)); /* defined on every return, found or not */
+	c = (struct get_ctx){ name, l, 0 };
 
 	if (!name[0] || strlen(name) >= IFNAMSIZ)
 		return -ENODEV;

@@ -328,7 +328,7 @@ static void outer_in(struct pkt *p, const char *dst_sid, uint8_t nh, const struc
 
 START_TEST(decap_hit_ipv6)
 {
-	struct pkt inner = { 0 }, in = { 0 }, out, want = { 0 }, winner = { 0 };
+	struct pkt inner = { 0 }, in = { 0 }, out = { 0 }, want = { 0 }, winner = { 0 };
 	struct gbpf_vpc_stats st;
 	char sid[64];
 	int v;
@@ -351,7 +351,7 @@ END_TEST
 
 START_TEST(decap_hit_ipv4)
 {
-	struct pkt inner = { 0 }, in = { 0 }, out, want = { 0 }, winner = { 0 };
+	struct pkt inner = { 0 }, in = { 0 }, out = { 0 }, want = { 0 }, winner = { 0 };
 	struct gbpf_vpc_stats st;
 	char sid[64];
 	int v;
@@ -372,7 +372,7 @@ END_TEST
 /* Overlapping pod address in VPC B: the argument picks B's table and host veth. */
 START_TEST(decap_vpc_by_argument)
 {
-	struct pkt inner = { 0 }, in = { 0 }, out, want = { 0 }, winner = { 0 };
+	struct pkt inner = { 0 }, in = { 0 }, out = { 0 }, want = { 0 }, winner = { 0 };
 	struct gbpf_vpc_stats a, b;
 	char sid[64];
 	int v;
@@ -406,7 +406,7 @@ START_TEST(decap_foreign_sid_passes_untouched)
 	NEED_ROOT();
 	inner6(&inner, 64, "fd00:a::9:1", "fd00:a::2");
 	for (size_t i = 0; i < sizeof(dsts) / sizeof(dsts[0]); i++) {
-		struct pkt in = { 0 }, out;
+		struct pkt in = { 0 }, out = { 0 };
 		char what[96];
 		int v;
 
@@ -417,7 +417,7 @@ START_TEST(decap_foreign_sid_passes_untouched)
 	}
 	/* Our SID with an SRH (full encap, not reduced): left to the kernel's seg6local. */
 	{
-		struct pkt srh = { 0 }, in = { 0 }, out;
+		struct pkt srh = { 0 }, in = { 0 }, out = { 0 };
 		uint8_t rh[24] = { 41, 2, 4, 0, 0, 0, 0, 0 }; /* next 41, len 2, type 4, SL 0 */
 		char sid[64];
 		int v;
@@ -435,7 +435,7 @@ END_TEST
 
 START_TEST(decap_non_ipv6_passes_untouched)
 {
-	struct pkt in = { 0 }, out;
+	struct pkt in = { 0 }, out = { 0 };
 	int v;
 
 	NEED_ROOT();
@@ -448,7 +448,7 @@ END_TEST
 
 START_TEST(decap_unknown_argument_dropped)
 {
-	struct pkt inner = { 0 }, in = { 0 }, out;
+	struct pkt inner = { 0 }, in = { 0 }, out = { 0 };
 	char sid[64];
 	int v;
 
@@ -464,7 +464,7 @@ END_TEST
 
 START_TEST(decap_malformed_inner_dropped)
 {
-	struct pkt inner = { 0 }, in = { 0 }, out;
+	struct pkt inner = { 0 }, in = { 0 }, out = { 0 };
 	struct gbpf_vpc_stats st;
 	char sid[64];
 	int v;
@@ -513,7 +513,7 @@ END_TEST
 
 START_TEST(decap_bad_nexthdr_dropped)
 {
-	struct pkt inner = { 0 }, in = { 0 }, out;
+	struct pkt inner = { 0 }, in = { 0 }, out = { 0 };
 	char sid[64];
 	int v;
 
@@ -528,7 +528,7 @@ END_TEST
 
 START_TEST(decap_ttl_and_no_route_dropped)
 {
-	struct pkt inner = { 0 }, in = { 0 }, out;
+	struct pkt inner = { 0 }, in = { 0 }, out = { 0 };
 	char sid[64];
 	int v;
 
@@ -591,7 +591,7 @@ static void pod_frame(struct pkt *p, uint16_t proto, const struct pkt *inner)
 
 START_TEST(encap_hit_ipv6)
 {
-	struct pkt inner = { 0 }, in = { 0 }, out, want = { 0 }, fwd = { 0 };
+	struct pkt inner = { 0 }, in = { 0 }, out = { 0 }, want = { 0 }, fwd = { 0 };
 	struct gbpf_vpc_stats st;
 	int v;
 
@@ -612,7 +612,7 @@ END_TEST
 
 START_TEST(encap_hit_ipv4)
 {
-	struct pkt inner = { 0 }, in = { 0 }, out, want = { 0 }, fwd = { 0 };
+	struct pkt inner = { 0 }, in = { 0 }, out = { 0 }, want = { 0 }, fwd = { 0 };
 	int v;
 
 	NEED_ROOT();
@@ -629,7 +629,7 @@ END_TEST
 /* Without precomputed L2 the program asks the main table for the SID's next hop. */
 START_TEST(encap_fib_next_hop)
 {
-	struct pkt inner = { 0 }, in = { 0 }, out, want = { 0 }, fwd = { 0 };
+	struct pkt inner = { 0 }, in = { 0 }, out = { 0 }, want = { 0 }, fwd = { 0 };
 	int v;
 
 	NEED_ROOT();
@@ -646,7 +646,7 @@ END_TEST
 /* Same destination in two VPCs: each attachment's VPC picks its own SID; longest prefix wins. */
 START_TEST(encap_vpc_isolation_and_lpm)
 {
-	struct pkt inner = { 0 }, in = { 0 }, out, want = { 0 }, fwd = { 0 };
+	struct pkt inner = { 0 }, in = { 0 }, out = { 0 }, want = { 0 }, fwd = { 0 };
 	int v;
 
 	NEED_ROOT();
@@ -683,7 +683,7 @@ END_TEST
 
 START_TEST(encap_local_destination_passes)
 {
-	struct pkt inner = { 0 }, in = { 0 }, out;
+	struct pkt inner = { 0 }, in = { 0 }, out = { 0 };
 	struct gbpf_vpc_stats st;
 	int v;
 
@@ -732,7 +732,7 @@ START_TEST(encap_egress_default_marks_for_the_shard)
 				     .egress = GDP_FAM_V6 | GDP_FAM_V4 };
 	struct gbpf_route_key k[8];
 	struct gbpf_route v[8];
-	struct pkt inner = { 0 }, in = { 0 }, out, want = { 0 }, fwd = { 0 };
+	struct pkt inner = { 0 }, in = { 0 }, out = { 0 }, want = { 0 }, fwd = { 0 };
 	struct __sk_buff ctx = { .ifindex = 0, .mark = 0x40000000 }, cout = { 0 };
 	struct gbpf_vpc_stats st;
 	struct gdp_state s;
@@ -815,7 +815,7 @@ END_TEST
 /* Above the uplink MTU once wrapped (and not GSO): counted, not lost silently. */
 START_TEST(encap_too_big_dropped)
 {
-	struct pkt inner = { 0 }, in = { 0 }, out;
+	struct pkt inner = { 0 }, in = { 0 }, out = { 0 };
 	struct gbpf_vpc_stats st;
 	int v;
 
@@ -846,7 +846,7 @@ END_TEST
 /* Round trip: what encap emits, the far node's decap turns back into the inner packet. */
 START_TEST(encap_then_decap_round_trip)
 {
-	struct pkt inner = { 0 }, in = { 0 }, wire, out, want = { 0 }, fwd = { 0 };
+	struct pkt inner = { 0 }, in = { 0 }, wire = { 0 }, out = { 0 }, want = { 0 }, fwd = { 0 };
 	int v;
 
 	NEED_ROOT();
