@@ -101,6 +101,20 @@ static void teardown(void)
 	topo_sh("rm -rf /sys/fs/bpf/%s-n2", prefix);
 }
 
+/* The two batch files (ip, tc) opened for writing, or neither. */
+static int open_batches(const char *f, const char *t, FILE **ip, FILE **tc)
+{
+	*ip = fopen(f, "w");
+	*tc = fopen(t, "w");
+	if (*ip && *tc)
+		return 0;
+	if (*ip)
+		fclose(*ip);
+	if (*tc)
+		fclose(*tc);
+	return -1;
+}
+
 /*
  * 50 foreign veth pairs in node's namespace, as a primary CNI makes them
  * for its pods, then all deleted: one `ip -batch` and one `tc -batch` each
@@ -115,15 +129,8 @@ static int foreign_churn(int node)
 	topo_node_ns(&T, node, ns, sizeof(ns));
 	snprintf(f, sizeof(f), "%s/foreign-ip-%d", T.dir, node);
 	snprintf(t, sizeof(t), "%s/foreign-tc-%d", T.dir, node);
-	ip = fopen(f, "w");
-	tc = fopen(t, "w");
-	if (!ip || !tc) {
-		if (ip)
-			fclose(ip);
-		if (tc)
-			fclose(tc);
+	if (open_batches(f, t, &ip, &tc))
 		return -1;
-	}
 	for (int i = 0; i < FOREIGN; i++) {
 		fprintf(ip, "link add lxc%02d type veth peer name lxcp%02d\n", i, i);
 		fprintf(ip, "link set lxc%02d up\nlink set lxcp%02d up\n", i, i);
@@ -140,15 +147,8 @@ static int foreign_churn(int node)
 	rc = topo_sh("ip -n %s -batch %s && tc -n %s -batch %s", ns, f, ns, t);
 	/* their deletion: filters, then rules, then the links (routes, addresses
 	 * and neighbours go with them) */
-	ip = fopen(f, "w");
-	tc = fopen(t, "w");
-	if (!ip || !tc) {
-		if (ip)
-			fclose(ip);
-		if (tc)
-			fclose(tc);
+	if (open_batches(f, t, &ip, &tc))
 		return -1;
-	}
 	for (int i = 0; i < FOREIGN; i++) {
 		fprintf(tc, "filter del dev lxc%02d ingress\n", i);
 		fprintf(ip, "rule del from 10.245.%d.0/24 lookup 2004 pref 30000\n", i);
