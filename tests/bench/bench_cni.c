@@ -278,6 +278,27 @@ static double loadavg(void)
 	return l;
 }
 
+/* One agent log line of a successful ADD of container c<tag><i>.<r>. */
+struct add_line {
+	int i, r;
+	long long ms; /* the listener's accepted -> answered */
+	double agent, setup, applied, backend;
+};
+
+/* 0 when line is the listener's "ADD container c<tag><i>.<r> ...: ok (...)" line, filled into l. */
+static int parse_add_line(const char *line, char tag, struct add_line *l)
+{
+	char want[32];
+	const char *c, *ok;
+
+	snprintf(want, sizeof(want), "msg=\"ADD container c%c", tag);
+	c = strstr(line, want);
+	if (!c || sscanf(c + strlen(want), "%d.%d ", &l->i, &l->r) != 2 || l->i < 0 || !(ok = strstr(c, ": ok (")))
+		return -1;
+	return sscanf(ok, ": ok (%lld ms; %lf in the agent: pod setup %lf, applied %lf, backend %lf", &l->ms, &l->agent,
+		      &l->setup, &l->applied, &l->backend) == 5 ? 0 : -1;
+}
+
 /*
  * Where each sequential ADD's time went, from node 1's agent log (the
  * listener's line for container cr<i>.0): in the agent (request in to
@@ -301,21 +322,15 @@ static int seq_spans(int node, int n, double *agent, double *setup, double *back
 	for (int i = 0; i < n; i++)
 		agent[i] = -1;
 	while (fgets(line, sizeof(line), f)) {
-		const char *c = strstr(line, "msg=\"ADD container cr"), *ok;
-		double a, s, ap, be;
-		long long ms;
-		int i, r;
+		struct add_line l;
 
-		if (!c || sscanf(c, "msg=\"ADD container cr%d.%d ", &i, &r) != 2 || r != 0 || i < 0 || i >= n ||
-		    !(ok = strstr(c, ": ok (")) ||
-		    sscanf(ok, ": ok (%lld ms; %lf in the agent: pod setup %lf, applied %lf, backend %lf)", &ms, &a, &s,
-			   &ap, &be) != 5)
+		if (parse_add_line(line, 'r', &l) || l.r != 0 || l.i >= n)
 			continue;
-		found += agent[i] < 0;
-		agent[i] = a;
-		setup[i] = s;
-		backend[i] = be;
-		ours[i] = a - s - be;
+		found += agent[l.i] < 0;
+		agent[l.i] = l.agent;
+		setup[l.i] = l.setup;
+		backend[l.i] = l.backend;
+		ours[l.i] = l.agent - l.setup - l.backend;
 	}
 	fclose(f);
 	return found;
@@ -348,23 +363,19 @@ static int burst_spans(int round, int n, const double *lat)
 	for (int i = 0; i < n; i++)
 		v[i] = -1;
 	while (fgets(line, sizeof(line), f)) {
-		const char *c = strstr(line, "msg=\"ADD container cb"), *ok;
-		double a, s, ap, be;
-		long long ms;
-		int i, r;
+		struct add_line l;
+		int i;
 
-		if (!c || sscanf(c, "msg=\"ADD container cb%d.%d ", &i, &r) != 2 || r != round || i < 0 || i >= n ||
-		    !(ok = strstr(c, ": ok (")) ||
-		    sscanf(ok, ": ok (%lld ms; %lf in the agent: pod setup %lf, applied %lf, backend %lf)", &ms, &a, &s,
-			   &ap, &be) != 5)
+		if (parse_add_line(line, 'b', &l) || l.r != round || l.i >= n)
 			continue;
+		i = l.i;
 		found += v[i] < 0;
-		v[i] = (double)ms - a;          /* accepted -> request in */
-		v[n + i] = a - s - ap;          /* slot wait, record */
-		v[2 * n + i] = s;               /* pod setup */
-		v[3 * n + i] = ap;              /* the wait for the pass */
-		v[4 * n + i] = lat[i] - (double)ms; /* outside the agent: exec, connect, answer read, exit */
-		v[5 * n + i] = a;               /* in the agent */
+		v[i] = (double)l.ms - l.agent;           /* accepted -> request in */
+		v[n + i] = l.agent - l.setup - l.applied; /* slot wait, record */
+		v[2 * n + i] = l.setup;                  /* pod setup */
+		v[3 * n + i] = l.applied;                /* the wait for the pass */
+		v[4 * n + i] = lat[i] - (double)l.ms;    /* outside the agent: exec, connect, answer read, exit */
+		v[5 * n + i] = l.agent;                  /* in the agent */
 	}
 	fclose(f);
 	if (found == n) {
