@@ -19,6 +19,7 @@
 #include "common/json.h"
 #include "common/log.h"
 #include "common/grow.h"
+#include "common/mac.h"
 
 #define COMP "record"
 
@@ -642,7 +643,7 @@ static int legacy_cni_att(json_t *v, struct rec_att *a, char *why, size_t n)
 	    rec_jcopy(v, "hostIfname", a->m.host_ifname, sizeof(a->m.host_ifname), true))
 		return snprintf(why, n, "a string field is missing or too long"), -EINVAL;
 	if (rec_jcopy(v, "hostMac", hm, sizeof(hm), false) || rec_jcopy(v, "mac", m, sizeof(m), false) ||
-	    (hm[0] && rec_mac_decode(hm, a->host_mac)) || (m[0] && rec_mac_decode(m, a->m.pod_mac)))
+	    (hm[0] && gmac_parse(hm, a->host_mac)) || (m[0] && gmac_parse(m, a->m.pod_mac)))
 		return snprintf(why, n, "\"hostMac\" / \"mac\" is not a MAC address"), -EINVAL;
 	x = json_object_get(v, "arg");
 	if (!json_is_integer(x) || json_integer_value(x) < 1 || json_integer_value(x) > GDP_ARG_MAX)

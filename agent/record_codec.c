@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/json.h"
+#include "common/mac.h"
 
 #define BAD(...) do { snprintf(err, errlen, __VA_ARGS__); goto bad; } while (0)
 
@@ -71,25 +72,6 @@ int rec_jint(json_t *o, const char *k, long long lo, long long hi, long long def
 	if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi)
 		return -1;
 	*out = json_integer_value(v);
-	return 0;
-}
-
-const char *rec_mac_encode(const uint8_t m[6], char b[18])
-{
-	snprintf(b, 18, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
-	return b;
-}
-
-int rec_mac_decode(const char *s, uint8_t m[6])
-{
-	unsigned v[6];
-	char extra;
-
-	if (strlen(s) != 17 || sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x%c", &v[0], &v[1], &v[2], &v[3], &v[4],
-				      &v[5], &extra) != 6)
-		return -1;
-	for (int i = 0; i < 6; i++)
-		m[i] = (uint8_t)v[i];
 	return 0;
 }
 
@@ -289,7 +271,7 @@ bad:
 /* One attachment as record.json (and a journal "put") has it. */
 json_t *rec_att_encode(const struct rec_att *a)
 {
-	char b[INET6_ADDRSTRLEN + 8], m1[18], m2[18];
+	char b[INET6_ADDRSTRLEN + 8], m1[GMAC_STRLEN], m2[GMAC_STRLEN];
 	json_t *ad = json_array(), *x;
 
 	for (size_t k = 0; k < a->m.n_addrs; k++)
@@ -297,7 +279,7 @@ json_t *rec_att_encode(const struct rec_att *a)
 	x = json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:o, s:s, s:s, s:i}", "vpc", a->m.vpc, "id", a->m.id,
 		      "source", a->src == REC_SRC_CNI ? "cni" : "declared", "containerID", a->m.container_id,
 		      "hostIfname", a->m.host_ifname, "arg", (int)a->m.arg, "addrs", ad, "podMac",
-		      rec_mac_encode(a->m.pod_mac, m1), "hostMac", rec_mac_encode(a->host_mac, m2), "mtu", (int)a->m.mtu);
+		      gmac_str(a->m.pod_mac, m1), "hostMac", gmac_str(a->host_mac, m2), "mtu", (int)a->m.mtu);
 	if (a->m.guest_addressed)
 		json_object_set_new(x, "guestAddressed", json_true());
 	if (a->m.nh4.s_addr)
@@ -351,10 +333,10 @@ int rec_att_decode(json_t *o, struct rec_att *a, char *why, size_t n)
 	a->m.guest_addressed = json_is_true(ga);
 	if ((s = rec_jstr(o, "nh4")) && inet_pton(AF_INET, s, &a->m.nh4) != 1)
 		return snprintf(why, n, "\"nh4\" is not an IPv4 address"), -1;
-	if (rec_jcopy(o, "podMac", m, sizeof(m), false) || (m[0] && rec_mac_decode(m, a->m.pod_mac)))
+	if (rec_jcopy(o, "podMac", m, sizeof(m), false) || (m[0] && gmac_parse(m, a->m.pod_mac)))
 		return snprintf(why, n, "\"podMac\" is not a MAC address"), -1;
 	m[0] = 0;
-	if (rec_jcopy(o, "hostMac", m, sizeof(m), false) || (m[0] && rec_mac_decode(m, a->host_mac)))
+	if (rec_jcopy(o, "hostMac", m, sizeof(m), false) || (m[0] && gmac_parse(m, a->host_mac)))
 		return snprintf(why, n, "\"hostMac\" is not a MAC address"), -1;
 	if (rec_jcopy(o, "network", a->network, sizeof(a->network), a->src == REC_SRC_CNI) ||
 	    rec_jcopy(o, "ifname", a->ifname, sizeof(a->ifname), a->src == REC_SRC_CNI) ||

@@ -110,9 +110,6 @@ const char *rec_jstr(json_t *o, const char *k);
 int rec_jcopy(json_t *o, const char *k, char *dst, size_t cap, bool required);
 /* Integer field in [lo, hi]; absent gives def when def >= 0 (else an error). */
 int rec_jint(json_t *o, const char *k, long long lo, long long hi, long long def, long long *out);
-/* "aa:bb:cc:dd:ee:ff" (lower case). */
-const char *rec_mac_encode(const uint8_t m[6], char b[18]);
-int rec_mac_decode(const char *s, uint8_t m[6]);
 json_t *rec_prefix_encode(const struct gdp_prefix *p);
 /* An array of prefixes (absent: none); host: each a /32 or /128. */
 int rec_prefixes_decode(json_t *arr, struct gdp_prefix *out, size_t max, size_t *n, bool host);

@@ -16,6 +16,7 @@
 
 #include "common/fileio.h"
 #include "common/json.h"
+#include "common/mac.h"
 
 static const char *jstr(json_t *o, const char *k)
 {
@@ -33,19 +34,6 @@ static int jcopy(json_t *o, const char *k, char *dst, size_t n, bool required)
 	if (strlen(s) >= n)
 		return -ENAMETOOLONG;
 	strcpy(dst, s);
-	return 0;
-}
-
-static int parse_mac(const char *s, uint8_t m[6])
-{
-	unsigned v[6];
-	int i;
-
-	if (sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]) != 6 ||
-	    strlen(s) != 17)
-		return -EINVAL;
-	for (i = 0; i < 6; i++)
-		m[i] = (uint8_t)v[i];
 	return 0;
 }
 
@@ -144,7 +132,7 @@ static int load_att(json_t *o, struct gdp_attachment *a, char *why, size_t n)
 	}
 	if ((s = jstr(o, "nh4")) && inet_pton(AF_INET, s, &a->nh4) != 1)
 		return snprintf(why, n, "invalid \"nh4\" %s", s), -EINVAL;
-	if ((s = jstr(o, "pod_mac")) && parse_mac(s, a->pod_mac))
+	if ((s = jstr(o, "pod_mac")) && gmac_parse(s, a->pod_mac))
 		return snprintf(why, n, "invalid \"pod_mac\" %s", s), -EINVAL;
 	x = json_object_get(o, "mtu");
 	if (x && (!json_is_integer(x) || json_integer_value(x) < 0 || json_integer_value(x) > 65535))
@@ -305,7 +293,7 @@ static int dump_save(const char *dir, const char *name, json_t *j, char *err, si
 int legacy_save_state(const char *dir, const struct gdp_state *st, char *err, size_t errlen)
 {
 	json_t *j = json_object(), *vpcs = json_array(), *atts = json_array(), *node;
-	char a[INET6_ADDRSTRLEN + 4], mac[18];
+	char a[INET6_ADDRSTRLEN + 4], mac[GMAC_STRLEN];
 	struct gdp_prefix blk = { .family = AF_INET6, .len = 48 };
 	size_t i, k;
 
@@ -334,9 +322,7 @@ int legacy_save_state(const char *dir, const struct gdp_state *st, char *err, si
 			      (int)at->arg, "addrs", ad, "mtu", (int)at->mtu);
 		if (at->nh4.s_addr)
 			json_object_set_new(o, "nh4", json_string(inet_ntop(AF_INET, &at->nh4, a, sizeof(a))));
-		snprintf(mac, sizeof(mac), "%02x:%02x:%02x:%02x:%02x:%02x", at->pod_mac[0],
-			 at->pod_mac[1], at->pod_mac[2], at->pod_mac[3], at->pod_mac[4], at->pod_mac[5]);
-		json_object_set_new(o, "pod_mac", json_string(mac));
+		json_object_set_new(o, "pod_mac", json_string(gmac_str(at->pod_mac, mac)));
 		json_array_append_new(atts, o);
 	}
 	json_object_set_new(j, "vpcs", vpcs);

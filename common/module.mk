@@ -3,11 +3,17 @@
 COMMON_SRCS := common/log.c common/fileio.c common/gmap.c common/json.c common/yaml.c \
 	common/kube_config.c common/kube_client.c common/kube_watch.c \
 	common/kube_store.c common/backoff.c common/informer.c common/workqueue.c \
-	common/leader.c common/metrics.c common/kube_core_event.c common/status_writer.c
+	common/leader.c common/metrics.c common/kube_core_event.c common/status_writer.c \
+	common/mac.c
 COMMON_LDLIBS := curl jansson mhd yaml pthread m
 LIBDEPS_gcommon := yaml z
 
 $(eval $(call lib,gcommon,$(COMMON_SRCS)))
+# common/mac.c alone, for what links no libgcommon (galactic-cni and the tests
+# and fuzzers of libgcni only): libc only, so the plugin's DT_NEEDED stays
+# glibc's. A binary links libgmac or libgcommon, never both (a fuzzer would
+# get mac.c twice).
+$(eval $(call lib,gmac,common/mac.c))
 
 $(eval $(call unit_test,test_common_watch,tests/unit/test_common_watch.c,gcommon,$(COMMON_LDLIBS)))
 $(eval $(call unit_test,test_common_config,tests/unit/test_common_config.c,gcommon,$(COMMON_LDLIBS)))
@@ -17,6 +23,8 @@ $(eval $(call unit_test,test_common_http,tests/unit/test_common_http.c,gcommon,$
 $(eval $(call unit_test,test_common_core_event,tests/unit/test_common_core_event.c,gcommon,$(COMMON_LDLIBS)))
 $(eval $(call unit_test,test_common_json,tests/unit/test_common_json.c,gcommon,$(COMMON_LDLIBS)))
 $(eval $(call unit_test,test_common_metrics,tests/unit/test_common_metrics.c,gcommon,$(COMMON_LDLIBS)))
+# common/mac.h: MAC addresses as text (format, strict parse).
+$(eval $(call unit_test,test_common_mac,tests/unit/test_common_mac.c,gmac,))
 # common/grow.h: the one grow-by-doubling helper.
 $(eval $(call unit_test,test_common_grow,tests/unit/test_common_grow.c,,))
 # common/leader.h: the three states of a term (leading, renewing late, not leading).

@@ -1,10 +1,11 @@
-# galactic-cni (the plugin) and the CNI pieces shared with the agent.
+# galactic-cni (the plugin) and the CNI pieces shared with the agent. libgcni
+# needs common/mac.c: from libgmac where nothing links libgcommon.
 CNI_CORE_SRCS := agent/cni/cni.c agent/cni/base62.c agent/cni/config.c \
 	agent/cni/result.c agent/cni/proto.c
 $(eval $(call lib,gcni,$(CNI_CORE_SRCS)))
 # Linked with libjansson.a: the plugin needs nothing on a node beyond glibc
 # (tests/images/test_images.sh reads its DT_NEEDED).
-$(eval $(call prog,galactic-cni,agent/cni/plugin.c,gcni,jansson_static))
+$(eval $(call prog,galactic-cni,agent/cni/plugin.c,gcni gmac,jansson_static))
 # The upstream plugin names, so attachment definitions the VPC operator renders
 # today reach galactic-cni unchanged: the same binary, the name picks the role
 # (docs/cni.md). Symlinks here; a node installs them as copies or links.
@@ -22,11 +23,13 @@ $(eval $(call lib,gcniagent,agent/cni/listener.c agent/cni/verbs.c agent/cni/pod
 # (links with gagent gdp gnl: agent/record, the model/backend and libgnl)
 
 # Tests, benchmarks and fuzzers of the CNI path.
-$(eval $(call unit_test,test_cni_config,tests/unit/test_cni_config.c,gcni,jansson))
+$(eval $(call unit_test,test_cni_config,tests/unit/test_cni_config.c,gcni gmac,jansson))
 $(eval $(call unit_test,test_cni_learn,tests/unit/test_cni_learn.c,gcniagent gagent gdp gnl gcommon,jansson nl curl mhd yaml pthread m))
-$(eval $(call unit_test,test_cni_proto,tests/unit/test_cni_proto.c,gcni,jansson pthread))
-$(eval $(call fuzzer,fuzz_cni_config,tests/fuzz/fuzz_cni_config.c,gcni,jansson))
-$(eval $(call fuzzer,fuzz_cni_proto,tests/fuzz/fuzz_cni_proto.c,gcni,jansson))
+$(eval $(call unit_test,test_cni_proto,tests/unit/test_cni_proto.c,gcni gmac,jansson pthread))
+# (a fuzzer takes its libraries' sources when this file is read, before
+# common/module.mk defines libgmac: common/mac.c is named here instead)
+$(eval $(call fuzzer,fuzz_cni_config,tests/fuzz/fuzz_cni_config.c common/mac.c,gcni,jansson))
+$(eval $(call fuzzer,fuzz_cni_proto,tests/fuzz/fuzz_cni_proto.c common/mac.c,gcni,jansson))
 $(eval $(call netns_test,test_cni_plugin,tests/netns/test_cni_plugin.c tests/lib/topo.c tests/lib/noderec.c,gagent gdp gnl gcommon,jansson nl pthread))
 # libcni's cnitool + tuning (tests/controlplane/build-cni.sh) against real agents.
 $(eval $(call netns_test,test_cnitool,tests/netns/test_cnitool.c tests/lib/cnirt.c tests/lib/topo.c tests/lib/noderec.c,gagent gdp gnl gcommon,jansson nl pthread))

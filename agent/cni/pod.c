@@ -14,6 +14,7 @@
 #include "agent/nl/nl.h"
 #include "agent/nl/objects.h"
 #include "common/grow.h"
+#include "common/mac.h"
 
 static void to_gnl(const struct cni_ip *ip, int plen, struct gnl_addr *a)
 {
@@ -413,7 +414,7 @@ int pod_check(const char *host_netns, int nsfd, const struct cni_conf *c,
 	struct gnl_sock *ps = NULL, *hs = NULL;
 	struct gnl_link gl;
 	struct nl_msg *m;
-	char b[64], mac[18];
+	char b[64], mac[GMAC_STRLEN];
 	int rc;
 
 	rc = gnl_open(&hs, host_netns, err, errlen);
@@ -438,7 +439,7 @@ int pod_check(const char *host_netns, int nsfd, const struct cni_conf *c,
 	}
 	if (memcmp(gl.addr, l->mac, 6)) {
 		snprintf(err, errlen, "%s in the pod has MAC %s, the attachment made %s", l->ifname,
-			 cni_mac_str(gl.addr, mac), cni_mac_str(l->mac, b));
+			 gmac_str(gl.addr, mac), gmac_str(l->mac, b));
 		goto fail;
 	}
 	if (!(gl.flags & IFF_UP) || (l->mtu && gl.mtu != (uint32_t)l->mtu)) {

@@ -4,24 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-const char *cni_mac_str(const uint8_t m[6], char buf[18])
-{
-	snprintf(buf, 18, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
-	return buf;
-}
-
-int cni_mac_parse(const char *s, uint8_t m[6])
-{
-	unsigned v[6];
-	char tail;
-
-	if (strlen(s) != 17 ||
-	    sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &tail) != 6)
-		return -1;
-	for (int i = 0; i < 6; i++)
-		m[i] = (uint8_t)v[i];
-	return 0;
-}
+#include "common/mac.h"
 
 int cni_pod_routes(const struct cni_conf *c, struct cni_route *out, int max)
 {
@@ -65,15 +48,15 @@ json_t *cni_result_json(const struct cni_result *r, const struct cni_conf *c, en
 	json_t *o = json_object(), *ifs = json_array(), *ips = json_array(), *rts = json_array();
 	json_t *host = json_object(), *guest = json_object();
 	struct cni_route routes[CNI_MAX_ROUTES + 2];
-	char b[64], cidr[80], mac[18];
+	char b[64], cidr[80], mac[GMAC_STRLEN];
 	int n;
 
 	json_object_set_new(o, "cniVersion", json_string(cni_ver_str(v)));
 	json_object_set_new(host, "name", json_string(r->host_ifname));
-	json_object_set_new(host, "mac", json_string(cni_mac_str(r->host_mac, mac)));
+	json_object_set_new(host, "mac", json_string(gmac_str(r->host_mac, mac)));
 	json_array_append_new(ifs, host);
 	json_object_set_new(guest, "name", json_string(r->ifname));
-	json_object_set_new(guest, "mac", json_string(cni_mac_str(r->mac, mac)));
+	json_object_set_new(guest, "mac", json_string(gmac_str(r->mac, mac)));
 	if (v >= CNI_V_1_1_0 && r->mtu)
 		json_object_set_new(guest, "mtu", json_integer(r->mtu));
 	json_object_set_new(guest, "sandbox", json_string(r->sandbox));

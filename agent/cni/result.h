@@ -42,7 +42,4 @@ int cni_pass_through(const char *in, size_t len, enum cni_cmd cmd, enum cni_ver 
  * config routes a default itself) followed by the configured routes. */
 int cni_pod_routes(const struct cni_conf *c, struct cni_route *out, int max);
 
-const char *cni_mac_str(const uint8_t mac[6], char buf[18]);
-int cni_mac_parse(const char *s, uint8_t mac[6]);
-
 #endif
