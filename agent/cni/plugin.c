@@ -28,6 +28,7 @@
 #include "agent/cni/config.h"
 #include "agent/cni/proto.h"
 #include "agent/cni/result.h"
+#include "common/grow.h"
 
 static void print_json(json_t *o)
 {
@@ -58,28 +59,20 @@ static const char *env_get(const char *k, void *arg)
 /* Reads all of stdin, refusing more than the configuration limit. */
 static char *read_stdin(size_t *len, struct cni_err *e)
 {
-	size_t cap = 65536, n = 0;
-	char *b = malloc(cap + 1);
+	enum { CHUNK = 65536 };
+	size_t cap = 0, n = 0;
+	char *b = NULL;
 
-	while (b) {
+	for (;;) {
 		ssize_t r;
 
-		if (n == cap) {
-			char *nb;
-
-			if (cap > CNI_CONF_MAX_BYTES) {
-				cni_err_set(e, CNI_ERR_INVALID_CONFIG, "invalid network configuration",
-					    "stdin holds more than %u bytes", CNI_CONF_MAX_BYTES);
-				free(b);
-				return NULL;
-			}
-			cap *= 2;
-			nb = realloc(b, cap + 1);
-			if (!nb)
-				break;
-			b = nb;
+		/* room for one more chunk and the NUL; the capacity doubles (common/grow.h) */
+		if (G_RESERVE(b, cap, n + CHUNK + 1, CHUNK + 1)) {
+			free(b);
+			cni_err_set(e, CNI_ERR_IO, "out of memory", "reading stdin");
+			return NULL;
 		}
-		r = read(0, b + n, cap - n);
+		r = read(0, b + n, cap - n - 1);
 		if (r == 0) {
 			b[n] = 0;
 			*len = n;
@@ -93,10 +86,13 @@ static char *read_stdin(size_t *len, struct cni_err *e)
 		}
 		if (r > 0)
 			n += (size_t)r;
+		if (n > CNI_CONF_MAX_BYTES) {
+			cni_err_set(e, CNI_ERR_INVALID_CONFIG, "invalid network configuration",
+				    "stdin holds more than %u bytes", CNI_CONF_MAX_BYTES);
+			free(b);
+			return NULL;
+		}
 	}
-	free(b);
-	cni_err_set(e, CNI_ERR_IO, "out of memory", "reading stdin");
-	return NULL;
 }
 
 /* Opens CNI_NETNS and checks it is a network namespace. */
