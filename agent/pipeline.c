@@ -21,8 +21,9 @@ struct pipeline {
 	struct pipeline_opts o;
 	pthread_mutex_t pass_mu;      /* one pass at a time */
 	pthread_mutex_t mu;           /* guards the fields below */
-	pthread_cond_t cv;            /* the loop thread: kicks, stop */
+	pthread_cond_t cv;            /* the loop thread: kicks, stop; pipeline_free: the last waiter out */
 	struct waiter *waiters;       /* pipeline_wait_spans callers, each with its own condition */
+	unsigned inside;              /* threads in pipeline_wait_spans (pipeline_free waits for 0) */
 	pthread_t th;
 	bool th_on, stop, kicked;
 	unsigned long applied_gen, passes;
@@ -881,6 +882,7 @@ int pipeline_wait_spans(struct pipeline *p, unsigned long gen, double *backend_m
 
 	pthread_cond_init(&w.cv, NULL);
 	pthread_mutex_lock(&p->mu);
+	p->inside++;
 	p->kicked = true;
 	pthread_cond_signal(&p->cv); /* the loop thread, the only one waiting there */
 	if (p->applied_gen < gen && !p->stop) {
@@ -896,6 +898,8 @@ int pipeline_wait_spans(struct pipeline *p, unsigned long gen, double *backend_m
 		rc = -ESHUTDOWN;
 	if (backend_ms)
 		*backend_ms = p->last_backend_ms;
+	if (--p->inside == 0 && p->stop)
+		pthread_cond_broadcast(&p->cv); /* pipeline_free waits for the last one out */
 	pthread_mutex_unlock(&p->mu);
 	pthread_cond_destroy(&w.cv);
 	return rc;
@@ -927,6 +931,16 @@ unsigned long pipeline_passes(struct pipeline *p)
 	return n;
 }
 
+unsigned pipeline_waiting(struct pipeline *p)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&p->mu);
+	n = p->inside;
+	pthread_mutex_unlock(&p->mu);
+	return n;
+}
+
 void pipeline_free(struct pipeline *p)
 {
 	if (!p)
@@ -935,6 +949,10 @@ void pipeline_free(struct pipeline *p)
 	p->stop = true;
 	pthread_cond_broadcast(&p->cv);
 	wake_applied(p);
+	/* A woken waiter still re-locks mu and reads its answer: the pipeline
+	 * (its mutex included) stays until the last one is out. */
+	while (p->inside)
+		pthread_cond_wait(&p->cv, &p->mu);
 	pthread_mutex_unlock(&p->mu);
 	if (p->th_on)
 		pthread_join(p->th, NULL);

@@ -112,7 +112,11 @@ int pipeline_result(struct pipeline *p, enum gdp_obj_kind kind, const char *vpc,
 		    struct gdp_result *out);
 /* Passes run so far. */
 unsigned long pipeline_passes(struct pipeline *p);
-/* Stops the loop (a pass in progress finishes) and frees. */
+/* Threads inside pipeline_wait / pipeline_wait_spans now. */
+unsigned pipeline_waiting(struct pipeline *p);
+/* Stops the loop (a pass in progress finishes), wakes every waiter
+ * (-ESHUTDOWN), and frees once none is inside pipeline_wait any more.
+ * Nothing may call into p once pipeline_free has begun. */
 void pipeline_free(struct pipeline *p);
 
 #endif
