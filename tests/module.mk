@@ -1,8 +1,10 @@
 # Suites of the foundation: the test control plane itself.
 $(eval $(call e2e_test,test_controlplane,tests/e2e/test_controlplane.c tests/lib/cp.c tests/lib/kreq.c,,curl jansson))
 $(eval $(call e2e_test,test_crds,tests/e2e/test_crds.c tests/lib/cp.c tests/lib/crds.c tests/lib/kreq.c,,curl jansson))
-# The node daemons (release builds) under valgrind, serving real CNI requests.
-$(eval $(call netns_test,test_valgrind,tests/netns/test_valgrind.c tests/lib/topo.c,gdp gnl,jansson nl))
+# The daemons (release builds) under valgrind: the agent serving real CNI
+# requests, the translator on the real API server.
+$(eval $(call netns_test,test_valgrind,tests/netns/test_valgrind.c tests/lib/topo.c tests/lib/cp.c tests/lib/crds.c tests/lib/kreq.c tests/lib/daemon.c tests/lib/translator_e2e.c,gdp gnl,jansson nl curl))
+build/san/tests/test_valgrind: | build/rel/bin/galactic-agent build/rel/bin/galactic-cni build/rel/bin/galactic-translator
 # The Helm chart's RBAC and node-binding admission policy, with real tokens.
 $(eval $(call e2e_test,test_chart,tests/e2e/test_chart.c tests/lib/cp.c tests/lib/crds.c tests/lib/kreq.c,,curl jansson))
 # galactic-agent on the bpf backend: traffic, restarts under ping, back to kernel.
