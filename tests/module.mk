@@ -10,7 +10,7 @@ $(eval $(call e2e_test,test_chart,tests/e2e/test_chart.c tests/lib/cp.c tests/li
 # galactic-agent on the bpf backend: traffic, restarts under ping, back to kernel.
 $(eval $(call netns_test,test_agent_bpf,tests/netns/test_agent_bpf.c tests/lib/topo.c tests/lib/daemon.c,gdpbpf gdp gnl,jansson nl bpf curl))
 # Another CNI's veths churning on the node: no pass, no read-back; our own host veth still repaired (both backends).
-$(eval $(call netns_test,test_foreign_links,tests/netns/test_foreign_links.c tests/lib/topo.c tests/lib/daemon.c,gdp gnl,jansson nl curl))
+$(eval $(call netns_test,test_foreign_links,tests/netns/test_foreign_links.c tests/lib/topo.c tests/lib/daemon.c tests/lib/cnirt.c,gdp gnl,jansson nl curl))
 # The agent's record parsers (agent/record.h). Here, not in agent/module.mk:
 # a fuzzer links sources, and libgnl's are only known once agent/nl is read.
 $(eval $(call fuzzer,fuzz_record,tests/fuzz/fuzz_record.c,gagent gdp gnl gcommon,jansson nl curl mhd yaml pthread m))
