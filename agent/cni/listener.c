@@ -111,7 +111,7 @@ static void *conn_main(void *arg)
 			ok = !gcni_verb_check(s->o.verbs, &q, nsfd, &e);
 		break;
 	case CNI_CMD_DEL:
-		ok = !gcni_verb_del(s->o.verbs, &q, &e);
+		ok = !gcni_verb_del(s->o.verbs, &q, &e, &sp);
 		break;
 	case CNI_CMD_GC:
 		ok = !gcni_verb_gc(s->o.verbs, &q, &e);
@@ -128,6 +128,14 @@ respond:
 		 * kernel's work (veth, addresses, rules, routes), the rest ours */
 		glogf(GLOG_INFO, COMP,
 		      "%s container %s if %s network %s vpc %s attachment %s: ok (%lld ms; %.2f in the agent: pod setup %.2f, applied %.2f, backend %.2f, journal %.2f)",
+		      cni_cmd_str(q.env.cmd), q.env.container_id, q.env.ifname, lnet, lvpc, latt,
+		      (long long)(cni_now_ms() - t0), mono_ms() - t_req, sp.setup_ms, sp.apply_ms, sp.backend_ms,
+		      sp.commit_ms);
+	else if (ok && q.env.cmd == CNI_CMD_DEL)
+		/* the same for a DEL: the pass's backend span removes the node
+		 * side, the pod teardown deletes the veth (both the kernel's) */
+		glogf(GLOG_INFO, COMP,
+		      "%s container %s if %s network %s vpc %s attachment %s: ok (%lld ms; %.2f in the agent: pod teardown %.2f, applied %.2f, backend %.2f, journal %.2f)",
 		      cni_cmd_str(q.env.cmd), q.env.container_id, q.env.ifname, lnet, lvpc, latt,
 		      (long long)(cni_now_ms() - t0), mono_ms() - t_req, sp.setup_ms, sp.apply_ms, sp.backend_ms,
 		      sp.commit_ms);

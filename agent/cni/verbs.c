@@ -488,14 +488,17 @@ json_t *gcni_verb_add(struct gcni_verbs *v, struct cni_req *q, int nsfd, struct 
 
 /* ---- DEL / GC ------------------------------------------------------------------- */
 
-int gcni_verb_del(struct gcni_verbs *v, struct cni_req *q, struct cni_err *e)
+int gcni_verb_del(struct gcni_verbs *v, struct cni_req *q, struct cni_err *e, struct gcni_spans *sp)
 {
 	const struct cni_conf *c = &q->conf;
 	char key[300], host[16], err[512];
 	struct rec_att *r;
 	unsigned long gen;
+	double t;
 	int rc = 0;
 
+	if (sp)
+		memset(sp, 0, sizeof(*sp));
 	if (held(v, e))
 		return -1;
 	if (claim_req(v, q, key, e))
@@ -518,13 +521,22 @@ int gcni_verb_del(struct gcni_verbs *v, struct cni_req *q, struct cni_err *e)
 	snprintf(host, sizeof(host), "%s", r->m.host_ifname);
 	gen = record_remove(v->o.rec, r);
 	record_unlock(v->o.rec);
+	t = mono_ms();
 	commit_ahead(v);
+	if (sp)
+		sp->commit_ms = mono_ms() - t;
 	/* The node side first (the backend removes rules, routes, SIDs), then the veth. */
-	v->o.wait_applied(v->o.ctx, gen, NULL);
+	t = mono_ms();
+	v->o.wait_applied(v->o.ctx, gen, sp ? &sp->backend_ms : NULL);
+	if (sp)
+		sp->apply_ms = mono_ms() - t;
+	t = mono_ms();
 	if (pod_teardown(v->o.netns, host, err, sizeof(err))) {
 		cni_err_set(e, CNI_ERR_PROGRAMMING, "removing the attachment failed", "%s", err);
 		rc = -1;
 	}
+	if (sp)
+		sp->setup_ms = mono_ms() - t;
 	release(v, key);
 	return rc;
 }

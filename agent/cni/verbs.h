@@ -43,16 +43,16 @@ void gcni_verbs_free(struct gcni_verbs *v);
  * addresses, routes in the container: kernel work), the wait for the pass
  * that applied it, and that pass's backend span (its kernel writes). */
 struct gcni_spans {
-	double setup_ms, apply_ms, backend_ms;
+	double setup_ms, apply_ms, backend_ms; /* DEL: setup_ms is the pod side's teardown */
 	double commit_ms; /* the verb's own journal append and fdatasync (commit ahead): the disk's wait */
 };
 
 /* One request (nsfd: the container's namespace or -1). ADD returns the CNI
  * result (new reference) or NULL with e; the others 0 or -1 with e. sp
- * (may be NULL) gets the ADD's spans. */
+ * (may be NULL) gets the ADD's (DEL's) spans. */
 json_t *gcni_verb_add(struct gcni_verbs *v, struct cni_req *q, int nsfd, struct cni_err *e,
 		      struct gcni_spans *sp);
-int gcni_verb_del(struct gcni_verbs *v, struct cni_req *q, struct cni_err *e);
+int gcni_verb_del(struct gcni_verbs *v, struct cni_req *q, struct cni_err *e, struct gcni_spans *sp);
 int gcni_verb_check(struct gcni_verbs *v, struct cni_req *q, int nsfd, struct cni_err *e);
 int gcni_verb_gc(struct gcni_verbs *v, struct cni_req *q, struct cni_err *e);
 

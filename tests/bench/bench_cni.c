@@ -40,8 +40,11 @@
  * ADD must not grow with what the node holds), BENCH_GAP_MS=G a pause
  * before each sequential ADD (pods one by one: a full pass the previous
  * ADD caused would show), BENCH_SEQ_DEL=1 then DELs the sequential pods one
- * after another (p50/p99; with BENCH_GAP_MS before each; always with
- * BENCH_SEQ >= 500, so the bursts run on the node as it was), BENCH_BACKEND=bpf. The agents
+ * after another (p50/p99 end to end, and by parts from the agent's DEL
+ * lines: in the agent, pod teardown, the pass's backend span, ours; and the
+ * full passes the agent logged meanwhile, which must be 0; with
+ * BENCH_GAP_MS before each; always with BENCH_SEQ >= 500, so the bursts
+ * run on the node as it was), BENCH_BACKEND=bpf. The agents
  * run with the default safety-net interval (--interval 30, not the tests'
  * 1 s: at 100k remotes a full reconcile every second is not a node). The agent
  * on node 1's RSS (VmRSS, VmHWM = peak) is reported at the end.
@@ -61,6 +64,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -278,25 +282,82 @@ static double loadavg(void)
 	return l;
 }
 
-/* One agent log line of a successful ADD of container c<tag><i>.<r>. */
+/* One agent log line of a successful ADD (or DEL) of container c<tag><i>.<r>. */
 struct add_line {
 	int i, r;
 	long long ms; /* the listener's accepted -> answered */
-	double agent, setup, applied, backend;
+	double agent, setup, applied, backend; /* DEL: setup is the pod teardown */
 };
 
-/* 0 when line is the listener's "ADD container c<tag><i>.<r> ...: ok (...)" line, filled into l. */
-static int parse_add_line(const char *line, char tag, struct add_line *l)
+/* 0 when line is the listener's "<verb> container c<tag><i>.<r> ...: ok (...)" line, filled into l. */
+static int parse_verb_line(const char *line, const char *verb, char tag, struct add_line *l)
 {
 	char want[32];
 	const char *c, *ok;
 
-	snprintf(want, sizeof(want), "msg=\"ADD container c%c", tag);
+	snprintf(want, sizeof(want), "msg=\"%s container c%c", verb, tag);
 	c = strstr(line, want);
 	if (!c || sscanf(c + strlen(want), "%d.%d ", &l->i, &l->r) != 2 || l->i < 0 || !(ok = strstr(c, ": ok (")))
 		return -1;
-	return sscanf(ok, ": ok (%lld ms; %lf in the agent: pod setup %lf, applied %lf, backend %lf", &l->ms, &l->agent,
-		      &l->setup, &l->applied, &l->backend) == 5 ? 0 : -1;
+	if (strcmp(verb, "DEL"))
+		return sscanf(ok, ": ok (%lld ms; %lf in the agent: pod setup %lf, applied %lf, backend %lf", &l->ms,
+			      &l->agent, &l->setup, &l->applied, &l->backend) == 5 ? 0 : -1;
+	return sscanf(ok, ": ok (%lld ms; %lf in the agent: pod teardown %lf, applied %lf, backend %lf", &l->ms,
+		      &l->agent, &l->setup, &l->applied, &l->backend) == 5 ? 0 : -1;
+}
+
+static int parse_add_line(const char *line, char tag, struct add_line *l)
+{
+	return parse_verb_line(line, "ADD", tag, l);
+}
+
+/*
+ * The sequential DELs' spans from node 1's agent log (container cr<i>.0's
+ * DEL line), as seq_spans does for the ADDs: in the agent, the pod
+ * teardown (the veth's deletion: the kernel's, which flushes what used it),
+ * the backend span of the pass that removed the node side, ours = the rest.
+ * Also the full passes ("reconcile #") the log has after byte from (the
+ * DELs' start). Returns how many of the n DELs were found.
+ */
+static int del_spans(int n, long from, double *agent, double *teardown, double *backend, double *ours, int *full)
+{
+	char path[600], line[2048];
+	int found = 0;
+	FILE *f;
+
+	*full = 0;
+	snprintf(path, sizeof(path), "%s/n1/agent.log", T.dir);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	for (int i = 0; i < n; i++)
+		agent[i] = -1;
+	if (from > 0)
+		fseek(f, from, SEEK_SET);
+	while (fgets(line, sizeof(line), f)) {
+		struct add_line l;
+
+		*full += strstr(line, "msg=\"reconcile #") != NULL;
+		if (parse_verb_line(line, "DEL", 'r', &l) || l.r != 0 || l.i >= n)
+			continue;
+		found += agent[l.i] < 0;
+		agent[l.i] = l.agent;
+		teardown[l.i] = l.setup;
+		backend[l.i] = l.backend;
+		ours[l.i] = l.agent - l.setup - l.backend;
+	}
+	fclose(f);
+	return found;
+}
+
+/* node 1's agent log's size now (where the next lines start), or -1 */
+static long log_size(void)
+{
+	char path[600];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/n1/agent.log", T.dir);
+	return stat(path, &st) ? -1 : (long)st.st_size;
 }
 
 /*
@@ -622,6 +683,7 @@ int main(int argc, char **argv)
 	if ((getenv("BENCH_SEQ_DEL") && atoi(getenv("BENCH_SEQ_DEL")) > 0) || nref >= 500) {
 		double *dl = calloc((size_t)nref, sizeof(double));
 		int tenth = nref / 10;
+		long from = log_size();
 
 		for (int i = 0; dl && i < nref; i++) {
 			char name[16], att[16];
@@ -639,6 +701,33 @@ int main(int argc, char **argv)
 			dl[i] = now_ms() - s;
 		}
 		if (dl) {
+			double *sp = calloc((size_t)nref * 4, sizeof(double));
+			int full = 0;
+
+			usleep(300 * 1000); /* the last DEL's line and any pass it caused are logged */
+			/* where each DEL's time went, by parts from the agent's log */
+			if (sp && del_spans(nref, from, sp, sp + nref, sp + 2 * nref, sp + 3 * nref, &full) == nref) {
+				const char *nm[4] = { "in the agent", "pod teardown", "the pass's backend", "ours" };
+
+				printf("bench_cni: %d sequential DELs (%s backend, %u remotes), p50 / p99 ms:", nref, bk, nremotes);
+				for (int k = 0; k < 4; k++) {
+					qsort(sp + k * nref, (size_t)nref, sizeof(double), cmp_d);
+					printf("%s %s %.2f / %.2f", k ? ";" : "", nm[k], pct(sp + k * nref, nref, 0.5),
+					       pct(sp + k * nref, nref, 0.99));
+				}
+				printf("; full passes during the DELs: %d\n", full);
+				{
+					double f = full, a50 = pct(sp, nref, 0.5), o50 = pct(sp + 3 * nref, nref, 0.5);
+
+					bench_fact(b, "full passes during the sequential DELs", "", "agent log: reconcile # lines", &f, 1);
+					bench_fact(b, "sequential DEL in the agent, p50", "ms", "agent log: request in to answer", &a50, 1);
+					bench_fact(b, "sequential DEL, the agent's own part, p50", "ms",
+						   "in the agent minus pod teardown minus the pass's backend span", &o50, 1);
+				}
+			} else {
+				printf("bench_cni: the agent log of n1 did not give the spans of all %d sequential DELs\n", nref);
+			}
+			free(sp);
 			qsort(dl, (size_t)tenth, sizeof(double), cmp_d);
 			qsort(dl + nref - tenth, (size_t)tenth, sizeof(double), cmp_d);
 			printf("bench_cni: %d sequential DELs with %u remote routes (%s backend): first %d p50 %.1f p99 %.1f ms, last %d p50 %.1f p99 %.1f ms\n",
@@ -648,6 +737,8 @@ int main(int argc, char **argv)
 			printf("bench_cni: %d sequential DELs with %u remote routes (%s backend): p50 %.1f ms, p99 %.1f ms, max %.1f ms\n",
 			       nref, nremotes, bk, pct(dl, nref, 0.5), pct(dl, nref, 0.99), dl[nref - 1]);
 			fflush(stdout);
+			bench_fact(b, "sequential DEL end to end", "ms",
+				   "client side (fork + exec of galactic-cni until reaped), one DEL after another", dl, (size_t)nref);
 			free(dl);
 		}
 	}
