@@ -38,10 +38,12 @@ struct record {
 	size_t natts, capatts;
 	/* The attachments by what the verbs look them up by (under mu): by
 	 * VPC and id, by the runtime's key (CNI ones), by host interface, by
-	 * VPC and address (tag: which of its addresses), by pod MAC. ix_bad:
+	 * VPC and address (tag: which of its addresses), by pod MAC, by VPC
+	 * (whether a VPC still has one: O(1), not a scan). ix_bad:
 	 * an insert ran out of memory, the lookups scan until a rebuild succeeds. */
-	struct rec_index ix_att, ix_key, ix_host, ix_addr, ix_mac;
+	struct rec_index ix_att, ix_key, ix_host, ix_addr, ix_mac, ix_vpc;
 	bool ix_bad;
+	unsigned long scans;        /* under mu: whole-array scans a removal fell back to (record_scans) */
 	uint16_t argrefs[GDP_ARG_MAX + 1]; /* under mu: attachments holding each number (kept with the index) */
 	struct rec_remotes *remotes;
 	unsigned long gen;          /* any change */
@@ -127,11 +129,27 @@ static void remotes_unref(struct rec_remotes *x)
 
 /* ---- what the files hold (each object through agent/record_codec.h) ------- */
 
+static uint64_t h_vpc(const char *vpc);
+
+/* Under mu: an attachment of VPC id (active_only: a desired one), by the
+ * index of attachments by VPC (O(that VPC's attachments) at most, not the
+ * node's), by a scan while the index cannot be trusted. */
 static bool vpc_has_att(const struct record *r, const char *id, bool active_only)
 {
-	for (size_t i = 0; i < r->natts; i++)
-		if ((!active_only || r->atts[i]->active) && !strcmp(r->atts[i]->m.vpc, id))
+	uint64_t h = h_vpc(id);
+
+	if (r->ix_bad) {
+		for (size_t i = 0; i < r->natts; i++)
+			if ((!active_only || r->atts[i]->active) && !strcmp(r->atts[i]->m.vpc, id))
+				return true;
+		return false;
+	}
+	for (size_t s = rec_index_first(&r->ix_vpc, h); s != REC_INDEX_END; s = rec_index_next(&r->ix_vpc, h, s)) {
+		const struct rec_att *a = r->ix_vpc.s[s].p;
+
+		if ((!active_only || a->active) && !strcmp(a->m.vpc, id))
 			return true;
+	}
 	return false;
 }
 
@@ -219,6 +237,11 @@ static uint64_t h_host(const char *name)
 	return rec_index_hash(3, (const char *const[]){ name }, 1);
 }
 
+static uint64_t h_vpc(const char *vpc)
+{
+	return rec_index_hash(6, (const char *const[]){ vpc }, 1);
+}
+
 /* What gdp_prefix_equal compares (family, length, the address bytes), in the VPC. */
 static uint64_t h_addr(const char *vpc, const struct gdp_prefix *p)
 {
@@ -261,6 +284,7 @@ static void index_add(struct record *r, struct rec_att *a)
 	for (size_t k = 0; k < a->m.n_addrs; k++)
 		bad |= rec_index_put(&r->ix_addr, h_addr(a->m.vpc, &a->m.addrs[k]), a, (uint32_t)k) != 0;
 	bad |= rec_index_put(&r->ix_mac, h_mac(a->m.pod_mac), a, 0) != 0;
+	bad |= rec_index_put(&r->ix_vpc, h_vpc(a->m.vpc), a, 0) != 0;
 	r->ix_bad |= bad;
 	if (a->m.arg <= GDP_ARG_MAX)
 		r->argrefs[a->m.arg]++;
@@ -277,6 +301,7 @@ static void index_del(struct record *r, struct rec_att *a)
 	for (size_t k = 0; k < a->m.n_addrs; k++)
 		rec_index_del(&r->ix_addr, h_addr(a->m.vpc, &a->m.addrs[k]), a, (uint32_t)k);
 	rec_index_del(&r->ix_mac, h_mac(a->m.pod_mac), a, 0);
+	rec_index_del(&r->ix_vpc, h_vpc(a->m.vpc), a, 0);
 	if (a->m.arg <= GDP_ARG_MAX && r->argrefs[a->m.arg])
 		r->argrefs[a->m.arg]--;
 }
@@ -288,6 +313,7 @@ static void index_clear(struct record *r)
 	rec_index_clear(&r->ix_host);
 	rec_index_clear(&r->ix_addr);
 	rec_index_clear(&r->ix_mac);
+	rec_index_clear(&r->ix_vpc);
 	memset(r->argrefs, 0, sizeof(r->argrefs));
 	r->ix_bad = false;
 }
@@ -299,6 +325,7 @@ static void index_free(struct record *r)
 	rec_index_free(&r->ix_host);
 	rec_index_free(&r->ix_addr);
 	rec_index_free(&r->ix_mac);
+	rec_index_free(&r->ix_vpc);
 }
 
 /* Under mu: true when the index can be used (rebuilt whole after a failed insert). */
@@ -447,6 +474,7 @@ static struct rec_att *add_att_locked(struct record *r, struct rec_att *a)
 	*x = *a;
 	a->netns = NULL;
 	a->config = NULL;
+	x->slot = r->natts;
 	r->atts[r->natts++] = x;
 	index_add(r, x);
 	return x;
@@ -464,6 +492,7 @@ static void drop_vpc_if_unused(struct record *r, const char *id)
 {
 	struct rec_vpc *v = find_vpc_locked(r, id);
 
+	r->scans += r->ix_bad; /* vpc_has_att scans then */
 	if (v && !v->declared && !vpc_has_att(r, id, false))
 		*v = r->vpcs[--r->nvpcs];
 }
@@ -777,6 +806,8 @@ static int import_state_locked(struct record *r, const struct gdp_state *st)
 			rec_att_clear(r->atts[i]);
 			free(r->atts[i]);
 			r->atts[i] = r->atts[--r->natts];
+			if (i < r->natts)
+				r->atts[i]->slot = i;
 		} else {
 			i++;
 		}
@@ -1144,6 +1175,7 @@ size_t record_n_atts(struct record *r) { return r->natts; }
 struct rec_att *record_att(struct record *r, size_t i) { return i < r->natts ? r->atts[i] : NULL; }
 bool record_is_held(struct record *r) { return r->held[0] != 0; }
 unsigned long record_gen_locked(struct record *r) { return r->gen; }
+unsigned long record_scans(struct record *r) { return r->scans; }
 
 static bool is_key(const struct rec_att *a, const char *network, const char *cid, const char *ifname)
 {
@@ -1365,11 +1397,18 @@ unsigned long record_remove(struct record *r, struct rec_att *a)
 	char vpc[GDP_ID_MAX + 1];
 	bool was_active = a->active;
 
-	for (size_t i = 0; i < r->natts; i++)
-		if (r->atts[i] == a) {
-			r->atts[i] = r->atts[--r->natts];
-			break;
-		}
+	/* its place, not a search (a DEL at 1,000 attachments costs what one does) */
+	size_t i = a->slot;
+
+	if (i >= r->natts || r->atts[i] != a) { /* (never: every change of the array keeps slot) */
+		r->scans++;
+		for (i = 0; i < r->natts && r->atts[i] != a; i++)
+			;
+	}
+	if (i < r->natts) {
+		r->atts[i] = r->atts[--r->natts];
+		r->atts[i]->slot = i;
+	}
 	index_del(r, a);
 	snprintf(vpc, sizeof(vpc), "%s", a->m.vpc);
 	note_gone(r, a);

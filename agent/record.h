@@ -160,8 +160,13 @@ unsigned long record_add_addr(struct record *r, struct rec_att *a, const struct 
 bool record_remote_overlaps(struct record *r, const char *vpc, const struct gdp_prefix *p);
 /* Under the lock: back to reserved (taken out of the next apply). */
 unsigned long record_deactivate(struct record *r, struct rec_att *a);
-/* Under the lock: removes it (its VPC's number goes with the VPC's last one). */
+/* Under the lock: removes it (its VPC's number goes with the VPC's last one).
+ * O(1): by its place in the array and the index, never a scan. */
 unsigned long record_remove(struct record *r, struct rec_att *a);
+/* Under the lock: how many times a removal or a VPC's "still used?" fell
+ * back to a scan of every attachment (the index could not be trusted, or
+ * an attachment was not where it was noted): 0 on a healthy record (tests). */
+unsigned long record_scans(struct record *r);
 /* Under the lock: the current generation. */
 unsigned long record_gen_locked(struct record *r);
 

@@ -61,6 +61,7 @@ struct rec_att {
 	bool on_disk;                      /* in record.json + record.journal as committed */
 	bool vdirty;                       /* listed for the pipeline's view (record_view_update) */
 	bool jdirty;                       /* listed for the next journal line */
+	size_t slot;                       /* its place in the record's array (a removal is O(1)) */
 };
 
 /* ---- the files' parsers (the store, tests, fuzz_record, galactic-bpf) ---- */

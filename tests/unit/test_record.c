@@ -444,6 +444,15 @@ static size_t count_lines(const char *t)
 	return n;
 }
 
+static size_t count_lines_of(const char *name)
+{
+	char *t = slurp(name);
+	size_t n = count_lines(t);
+
+	free(t);
+	return n;
+}
+
 static long long epoch_of_main(void)
 {
 	char *t = slurp(RECORD_FILE);
@@ -849,8 +858,12 @@ END_TEST
 static void finds_match_scan(struct record *r)
 {
 	record_lock(r);
+	/* every removal so far went by the attachment's place, never a scan */
+	ck_assert_uint_eq(record_scans(r), 0);
 	for (size_t i = 0; i < record_n_atts(r); i++) {
 		struct rec_att *a = record_att(r, i);
+
+		ck_assert_uint_eq(a->slot, i);
 
 		ck_assert_ptr_eq(record_find_att(r, a->m.vpc, a->m.id), a);
 		ck_assert_ptr_eq(record_find_key(r, a->network, a->m.container_id, a->ifname), a);
@@ -912,11 +925,19 @@ START_TEST(t_finds_follow_changes)
 			in[i] = true;
 		}
 		if (round % 200 == 199) {
+			bool any[2] = { false, false };
+
 			finds_match_scan(r);
 			for (int k = 0; k < N; k++) {
 				snprintf(id, sizeof(id), "a%d", k);
 				ck_assert_int_eq(holds(r, k % 2 ? "vpcA" : "vpcB", id), in[k]);
+				any[k % 2] |= in[k];
 			}
+			/* a VPC goes with its last attachment (the index by VPC says) */
+			record_lock(r);
+			ck_assert_int_eq(record_find_vpc(r, "vpcB") != NULL, any[0]);
+			ck_assert_int_eq(record_find_vpc(r, "vpcA") != NULL, any[1]);
+			record_unlock(r);
 		}
 	}
 	/* attachment numbers (counted with the index): unique, and a new one
@@ -999,7 +1020,75 @@ START_TEST(t_finds_follow_changes)
 							       : record_find_addr(r, "vpcB", &p));
 	ck_assert_ptr_null(record_find_host(r, ""));
 	ck_assert_ptr_null(record_find_host(r, "gcnone"));
+	/* vpcB's attachments all removed, one by one: vpcB goes with its last, vpcA stays */
+	for (int k = 0; k < N; k += 2) {
+		snprintf(id, sizeof(id), "a%d", k);
+		if (!in[k])
+			continue;
+		ck_assert_ptr_nonnull(record_find_vpc(r, "vpcB"));
+		record_remove(r, record_find_att(r, "vpcB", id));
+	}
+	ck_assert_ptr_null(record_find_vpc(r, "vpcB"));
+	ck_assert_ptr_nonnull(record_find_vpc(r, "vpcA"));
 	record_unlock(r);
+	finds_match_scan(r);
+	record_close(r);
+	rm_tmp();
+}
+END_TEST
+
+/*
+ * A journal of many commits of random ADDs and DELs (each DEL a "del" of
+ * an attachment that record.json or an earlier line put, in any order)
+ * replays to what was committed: the load's index of the attachments
+ * (each line's keys found in O(1), the last one moved into a removed
+ * one's place) gives what a search of every attachment gave.
+ */
+START_TEST(t_journal_replays_random_changes)
+{
+	enum { N = 300 };
+	struct record *r;
+	bool in[N] = { 0 };
+	unsigned seed = 11;
+	char id[16], addr[64], why[512];
+
+	mkdir_tmp();
+	r = open_rec();
+	for (int i = 0; i < N; i += 3) { /* a third in record.json */
+		snprintf(id, sizeof(id), "a%d", i);
+		snprintf(addr, sizeof(addr), "fd00:a::%x/128", i + 1);
+		activate(r, reserve(r, i % 2 ? "vpcA" : "vpcB", id, addr));
+		in[i] = true;
+	}
+	commit(r);
+	for (int c = 0; c < 60; c++) {
+		for (int k = 0; k < 15; k++) {
+			int i = (int)((unsigned)rand_r(&seed) % N);
+			const char *vpc = i % 2 ? "vpcA" : "vpcB";
+
+			snprintf(id, sizeof(id), "a%d", i);
+			if (in[i]) {
+				record_lock(r);
+				record_remove(r, record_find_att(r, vpc, id));
+				record_unlock(r);
+			} else {
+				snprintf(addr, sizeof(addr), "fd00:a::%x/128", i + 1);
+				activate(r, reserve(r, vpc, id, addr));
+			}
+			in[i] = !in[i];
+		}
+		commit(r);
+	}
+	record_close(r);
+	ck_assert_uint_gt(count_lines_of(RECORD_JOURNAL_FILE), 50); /* replayed, not compacted */
+	r = open_rec();
+	ck_assert_ptr_null(record_held(r, why, sizeof(why)));
+	finds_match_scan(r);
+	for (int k = 0; k < N; k++) {
+		snprintf(id, sizeof(id), "a%d", k);
+		ck_assert_msg(holds(r, k % 2 ? "vpcA" : "vpcB", id) == in[k], "a%d: %s after the replay", k,
+			      in[k] ? "missing" : "still there");
+	}
 	record_close(r);
 	rm_tmp();
 }
@@ -1027,6 +1116,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, t_reads_version_1);
 	tcase_add_test(tc, t_view_follows_record);
 	tcase_add_test(tc, t_finds_follow_changes);
+	tcase_add_test(tc, t_journal_replays_random_changes);
 	suite_add_tcase(s, tc);
 	return s;
 }
