@@ -1,5 +1,6 @@
 /* The record's JSON <-> struct: one encoder and one decoder per object family (agent/record_codec.h). */
 #include "agent/record_codec.h"
+#include "agent/record_index.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -441,26 +442,87 @@ static int parse_att_at(json_t *x, struct rec_att *a, const char *where, size_t 
 	return -EINVAL;
 }
 
-/* Every attachment's VPC is listed; no attachment or number is used twice. */
-static int check_data(const struct rec_data *d, char *err, size_t errlen)
+/*
+ * The attachments of a rec_data by VPC and id (agent/record_index.h): the
+ * tag is the entry's place in d->atts. A journal's replay finds each "del"
+ * and "put" by it, and the checks find a key used twice, in O(1) each, not
+ * by a search of every attachment (a restart at 1,000 attachments and a
+ * long journal was a search per line).
+ */
+static uint64_t data_key(const struct rec_att *a)
 {
-	for (size_t i = 0; i < d->natts; i++) {
+	return rec_index_hash(1, (const char *const[]){ a->m.vpc, a->m.id }, 2);
+}
+
+static uint64_t data_hash(const char *vpc, const char *id)
+{
+	return rec_index_hash(1, (const char *const[]){ vpc, id }, 2);
+}
+
+/* d->atts index of vpc/id by x, or -1. */
+static ssize_t data_find(const struct rec_data *d, const struct rec_index *x, const char *vpc, const char *id)
+{
+	uint64_t h = data_hash(vpc, id);
+
+	for (size_t s = rec_index_first(x, h); s != REC_INDEX_END; s = rec_index_next(x, h, s)) {
+		const struct rec_att *a = &d->atts[x->s[s].tag];
+
+		if (!strcmp(a->m.vpc, vpc) && !strcmp(a->m.id, id))
+			return (ssize_t)x->s[s].tag;
+	}
+	return -1;
+}
+
+/* x indexes d->atts[0, n) (the pointer stored is d: only the tag is used). 0 or -ENOMEM. */
+static int data_index(struct rec_data *d, struct rec_index *x)
+{
+	for (size_t i = 0; i < d->natts; i++)
+		if (rec_index_put(x, data_key(&d->atts[i]), d, (uint32_t)i))
+			return -ENOMEM;
+	return 0;
+}
+
+/* Every attachment's VPC is listed; no attachment or number is used twice. */
+static int check_data(struct rec_data *d, char *err, size_t errlen)
+{
+	struct rec_index x = { 0 };
+	uint32_t *by_arg = calloc(GDP_ARG_MAX + 1, sizeof(*by_arg)); /* attachment index + 1 holding each number */
+	int rc = 0;
+
+	if (!by_arg)
+		return snprintf(err, errlen, "out of memory"), -ENOMEM;
+	for (size_t i = 0; i < d->natts && !rc; i++) {
 		const struct rec_att *a = &d->atts[i];
 		bool vpc_known = false;
+		ssize_t k;
 
-		for (size_t k = 0; k < d->nvpcs; k++)
-			vpc_known |= !strcmp(d->vpcs[k].m.id, a->m.vpc);
-		if (!vpc_known)
-			return snprintf(err, errlen, "attachments[%zu] (%s/%s): vpc %s is not in \"vpcs\"", i,
-					a->m.vpc, a->m.id, a->m.vpc), -EINVAL;
-		for (size_t k = 0; k < i; k++)
-			if ((!strcmp(d->atts[k].m.vpc, a->m.vpc) && !strcmp(d->atts[k].m.id, a->m.id)) ||
-			    d->atts[k].m.arg == a->m.arg)
-				return snprintf(err, errlen,
-						"attachments[%zu] (%s/%s): attachment or number already used by %s/%s",
-						i, a->m.vpc, a->m.id, d->atts[k].m.vpc, d->atts[k].m.id), -EINVAL;
+		for (size_t v = 0; v < d->nvpcs; v++)
+			vpc_known |= !strcmp(d->vpcs[v].m.id, a->m.vpc);
+		if (!vpc_known) {
+			snprintf(err, errlen, "attachments[%zu] (%s/%s): vpc %s is not in \"vpcs\"", i, a->m.vpc, a->m.id,
+				 a->m.vpc);
+			rc = -EINVAL;
+			break;
+		}
+		k = data_find(d, &x, a->m.vpc, a->m.id);
+		if (k < 0 && a->m.arg <= GDP_ARG_MAX && by_arg[a->m.arg])
+			k = (ssize_t)by_arg[a->m.arg] - 1;
+		if (k >= 0) {
+			snprintf(err, errlen, "attachments[%zu] (%s/%s): attachment or number already used by %s/%s", i,
+				 a->m.vpc, a->m.id, d->atts[k].m.vpc, d->atts[k].m.id);
+			rc = -EINVAL;
+			break;
+		}
+		if (a->m.arg <= GDP_ARG_MAX)
+			by_arg[a->m.arg] = (uint32_t)i + 1;
+		if (rec_index_put(&x, data_key(a), d, (uint32_t)i)) {
+			snprintf(err, errlen, "out of memory");
+			rc = -ENOMEM;
+		}
 	}
-	return 0;
+	rec_index_free(&x);
+	free(by_arg);
+	return rc;
 }
 
 int record_parse(const char *text, size_t len, struct rec_data *d, char *err, size_t errlen)
@@ -512,18 +574,9 @@ bad:
 	return -EINVAL;
 }
 
-/* d->atts index of vpc/id, or -1. */
-static ssize_t data_find(const struct rec_data *d, const char *vpc, const char *id)
-{
-	for (size_t i = 0; i < d->natts; i++)
-		if (!strcmp(d->atts[i].m.vpc, vpc) && !strcmp(d->atts[i].m.id, id))
-			return (ssize_t)i;
-	return -1;
-}
-
 /* One journal line (a commit) applied to d: "vpcs" replaces the list, "del"
- * removes by key, "put" adds or replaces by key. */
-static int journal_apply(json_t *o, struct rec_data *d, size_t line, char *err, size_t errlen)
+ * removes by key, "put" adds or replaces by key; x (d's index) follows. */
+static int journal_apply(json_t *o, struct rec_data *d, struct rec_index *ix, size_t line, char *err, size_t errlen)
 {
 	json_t *vs = json_object_get(o, "vpcs"), *del = json_object_get(o, "del"), *put = json_object_get(o, "put"), *x;
 	const char *k;
@@ -553,9 +606,18 @@ static int journal_apply(json_t *o, struct rec_data *d, size_t line, char *err, 
 
 		if (rec_key_decode(x, vpc, id))
 			return snprintf(err, errlen, "line %zu: del[%zu] needs \"vpc\" and \"id\"", line, i), -EINVAL;
-		if ((at = data_find(d, vpc, id)) >= 0) {
+		if ((at = data_find(d, ix, vpc, id)) >= 0) {
+			size_t last = d->natts - 1;
+
+			rec_index_del(ix, data_key(&d->atts[at]), d, (uint32_t)at);
 			rec_att_clear(&d->atts[at]);
-			d->atts[at] = d->atts[--d->natts];
+			if ((size_t)at != last) { /* the last one takes its place */
+				rec_index_del(ix, data_key(&d->atts[last]), d, (uint32_t)last);
+				d->atts[at] = d->atts[last];
+				if (rec_index_put(ix, data_key(&d->atts[at]), d, (uint32_t)at))
+					return snprintf(err, errlen, "out of memory"), -ENOMEM;
+			}
+			d->natts--;
 		}
 	}
 	if (put && json_array_size(put)) {
@@ -571,10 +633,14 @@ static int journal_apply(json_t *o, struct rec_data *d, size_t line, char *err, 
 
 		if (parse_att_at(x, &a, "put", i, why, sizeof(why)))
 			return snprintf(err, errlen, "line %zu: %s", line, why), -EINVAL;
-		if ((at = data_find(d, a.m.vpc, a.m.id)) >= 0) {
+		if ((at = data_find(d, ix, a.m.vpc, a.m.id)) >= 0) {
 			rec_att_clear(&d->atts[at]);
 			d->atts[at] = a;
 		} else {
+			if (rec_index_put(ix, data_key(&a), d, (uint32_t)d->natts)) {
+				rec_att_clear(&a);
+				return snprintf(err, errlen, "out of memory"), -ENOMEM;
+			}
 			d->atts[d->natts++] = a;
 		}
 	}
@@ -585,6 +651,7 @@ int record_parse_journal(const char *text, size_t len, struct rec_data *d, size_
 			 char *err, size_t errlen)
 {
 	const char *p = text, *end = text + len, *nl;
+	struct rec_index x = { 0 };
 	json_error_t je;
 	json_t *o;
 	unsigned long ep;
@@ -603,6 +670,10 @@ int record_parse_journal(const char *text, size_t len, struct rec_data *d, size_
 		       -EINVAL;
 	if (ep != d->journal)
 		return 1; /* a journal of another epoch: record.json already holds it */
+	if (data_index(d, &x)) {
+		rec_index_free(&x);
+		return snprintf(err, errlen, "out of memory"), -EINVAL;
+	}
 	for (p = nl + 1; p < end; p = nl + 1) {
 		line++;
 		nl = memchr(p, '\n', (size_t)(end - p));
@@ -613,15 +684,19 @@ int record_parse_journal(const char *text, size_t len, struct rec_data *d, size_
 			break;
 		}
 		o = json_loadb(p, (size_t)(nl - p), JSON_REJECT_DUPLICATES, &je);
-		if (!o)
+		if (!o) {
+			rec_index_free(&x);
 			return snprintf(err, errlen, "line %zu: not JSON (%s)", line, je.text), -EINVAL;
-		if (journal_apply(o, d, line, err, errlen)) {
+		}
+		if (journal_apply(o, d, &x, line, err, errlen)) {
 			json_decref(o);
+			rec_index_free(&x);
 			return -EINVAL;
 		}
 		json_decref(o);
 		(*lines)++;
 	}
+	rec_index_free(&x);
 	if (check_data(d, err, errlen))
 		return -EINVAL;
 	return 0;
