@@ -522,6 +522,11 @@ static int sweep_cb(const struct nlmsghdr *h, void *arg)
 	return 0;
 }
 
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp(a, b);
+}
+
 int pod_sweep(const char *host_netns, char (*keep)[CNI_IFNAME_MAX + 1], size_t n,
 	      unsigned *removed, char *err, size_t errlen)
 {
@@ -543,11 +548,7 @@ int pod_sweep(const char *host_netns, char (*keep)[CNI_IFNAME_MAX + 1], size_t n
 	if (rc)
 		snprintf(err, errlen, "dump links: %s", strerror(-rc));
 	for (size_t i = 0; !rc && i < sw.n; i++) {
-		size_t k;
-
-		for (k = 0; k < n && strcmp(keep[k], sw.names[i]); k++)
-			;
-		if (k < n)
+		if (n && bsearch(sw.names[i], keep, n, sizeof(*keep), cmp_name))
 			continue;
 		rc = gnl_link_del(hs, sw.names[i], ext, sizeof(ext));
 		if (rc == -ENODEV)

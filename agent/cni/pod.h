@@ -42,8 +42,9 @@ int pod_check(const char *host_netns, int nsfd, const struct cni_conf *c,
 	      const struct pod_link *l, char *err, size_t errlen);
 /*
  * Deletes host ends galactic-cni made ("gc" + 13 hex digits, kind veth)
- * that are not in keep (n names): leftovers of ADDs that died before their
- * commit and were never retried. *removed gets how many went.
+ * that are not in keep (n names, sorted by strcmp: each link is looked up
+ * by bsearch): leftovers of ADDs that died before their commit and were
+ * never retried. *removed gets how many went.
  */
 int pod_sweep(const char *host_netns, char (*keep)[CNI_IFNAME_MAX + 1], size_t n,
 	      unsigned *removed, char *err, size_t errlen);

@@ -11,6 +11,7 @@
 
 #include "agent/cni/pod.h"
 #include "agent/cni/result.h"
+#include "agent/record_index.h"
 #include "common/log.h"
 #include "common/grow.h"
 
@@ -541,11 +542,43 @@ int gcni_verb_del(struct gcni_verbs *v, struct cni_req *q, struct cni_err *e, st
 	return rc;
 }
 
+/* The valid set's key: (container id, interface). */
+static uint64_t valid_hash(const char *cid, const char *ifname)
+{
+	return rec_index_hash(7, (const char *const[]){ cid, ifname }, 2);
+}
+
+/* Whether the runtime's valid set (indexed in x) names (cid, ifname): O(1). */
+static bool valid_has(const struct cni_conf *c, const struct rec_index *x, const char *cid, const char *ifname)
+{
+	uint64_t h = valid_hash(cid, ifname);
+
+	for (size_t s = rec_index_first(x, h); s != REC_INDEX_END; s = rec_index_next(x, h, s)) {
+		const struct cni_valid_att *va = &c->valid[x->s[s].tag];
+
+		if (!strcmp(va->container_id, cid) && !strcmp(va->ifname, ifname))
+			return true;
+	}
+	return false;
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp(a, b);
+}
+
+/*
+ * GC costs the attachments plus the valid set, not their product: the
+ * valid set is indexed once (by container id and interface), each of the
+ * network's attachments is looked up in it and removed by its place
+ * (record_remove), and the host ends to keep are sorted for the sweep.
+ */
 int gcni_verb_gc(struct gcni_verbs *v, struct cni_req *q, struct cni_err *e)
 {
 	const struct cni_conf *c = &q->conf;
 	struct record *rec = v->o.rec;
 	char (*keys)[300] = NULL, (*hosts)[16] = NULL, (*keep)[CNI_IFNAME_MAX + 1] = NULL, err[512];
+	struct rec_index vx = { 0 };
 	size_t n = 0, nk = 0, cap;
 	unsigned long gen = 0;
 	unsigned gone = 0;
@@ -553,14 +586,18 @@ int gcni_verb_gc(struct gcni_verbs *v, struct cni_req *q, struct cni_err *e)
 
 	if (held(v, e))
 		return -1;
+	for (size_t j = 0; c->has_valid && j < c->nvalid && !rc; j++)
+		rc = rec_index_put(&vx, valid_hash(c->valid[j].container_id, c->valid[j].ifname), c->valid,
+				   (uint32_t)j);
 	record_lock(rec);
 	cap = record_n_atts(rec) + 1;
-	keys = calloc(cap, sizeof(*keys));
-	hosts = calloc(cap, sizeof(*hosts));
+	keys = rc ? NULL : calloc(cap, sizeof(*keys));
+	hosts = rc ? NULL : calloc(cap, sizeof(*hosts));
 	if (!keys || !hosts) {
 		record_unlock(rec);
 		free(keys);
 		free(hosts);
+		rec_index_free(&vx);
 		cni_err_set(e, CNI_ERR_IO, "out of memory", "GC of %zu attachments", cap - 1);
 		return -1;
 	}
@@ -578,9 +615,7 @@ int gcni_verb_gc(struct gcni_verbs *v, struct cni_req *q, struct cni_err *e)
 			i++;
 			continue;
 		}
-		for (size_t j = 0; j < c->nvalid && !valid; j++)
-			valid = !strcmp(c->valid[j].container_id, r->m.container_id) &&
-				!strcmp(c->valid[j].ifname, r->ifname);
+		valid = valid_has(c, &vx, r->m.container_id, r->ifname);
 		if (valid) {
 			i++;
 			continue;
@@ -609,6 +644,8 @@ int gcni_verb_gc(struct gcni_verbs *v, struct cni_req *q, struct cni_err *e)
 		keep = calloc(nk + 1, sizeof(*keep));
 		for (size_t i = 0; keep && i < nk; i++)
 			snprintf(keep[i], sizeof(keep[i]), "%s", record_att(rec, i)->m.host_ifname);
+		if (keep)
+			qsort(keep, nk, sizeof(*keep), cmp_name); /* pod_sweep looks names up by bsearch */
 		if (!keep || pod_sweep(v->o.netns, keep, nk, &gone, err, sizeof(err))) {
 			rc = -1;
 			cni_err_set(e, CNI_ERR_PROGRAMMING, "removing leftover interfaces failed", "%s",
@@ -620,6 +657,7 @@ int gcni_verb_gc(struct gcni_verbs *v, struct cni_req *q, struct cni_err *e)
 	}
 	for (size_t i = 0; i < n; i++)
 		release(v, keys[i]);
+	rec_index_free(&vx);
 	free(keep);
 	free(keys);
 	free(hosts);

@@ -841,7 +841,7 @@ END_TEST
 
 START_TEST(t_gc_and_del)
 {
-	char nsp[256], *conf, *gconf, extra[512];
+	char nsp[256], *conf, *gconf, *big;
 	struct outcome o;
 	struct inv v = { .cmd = "ADD", .ifname = "net1" };
 	json_t *keep, *gone;
@@ -874,10 +874,23 @@ START_TEST(t_gc_and_del)
 				 T.prefix, T.prefix), 0);
 	ck_assert_int_eq(topo_sh("ip -n %s-n1 link add gcnotours type veth peer name stray1 netns %s-g2",
 				 T.prefix, T.prefix), 0);
-	/* GC for net-gc: only cg1/net1 is valid. Attachments of other networks
-	 * (p1, q1 on net-a/net-b) must not be touched. */
-	snprintf(extra, sizeof(extra), "\"cni.dev/valid-attachments\":[{\"containerID\":\"cg1\",\"ifname\":\"net1\"}]");
-	gconf = conf_for("1.1.0", "net-gc", TOPO_VPC_A, "G1", "fd00:a::51", "10.1.0.51", 1, extra);
+	/* GC for net-gc: only cg1/net1 is valid, named last of 2,000 entries
+	 * (a runtime with many pods: each attachment is looked up in the set,
+	 * not compared with every entry), among them cg2 on another interface
+	 * (the pair counts, not the container alone). Attachments of other
+	 * networks (p1, q1 on net-a/net-b) must not be touched. */
+	{
+		size_t cap = 2000 * 64 + 256, len;
+
+		big = malloc(cap);
+		ck_assert_ptr_nonnull(big);
+		len = (size_t)snprintf(big, cap, "\"cni.dev/valid-attachments\":[{\"containerID\":\"cg2\",\"ifname\":\"net9\"}");
+		for (int i = 0; i < 1998; i++)
+			len += (size_t)snprintf(big + len, cap - len, ",{\"containerID\":\"cx%d\",\"ifname\":\"net1\"}", i);
+		snprintf(big + len, cap - len, ",{\"containerID\":\"cg1\",\"ifname\":\"net1\"}]");
+	}
+	gconf = conf_for("1.1.0", "net-gc", TOPO_VPC_A, "G1", "fd00:a::51", "10.1.0.51", 1, big);
+	free(big);
 	memset(&v, 0, sizeof(v));
 	v.cmd = "GC";
 	v.conf = gconf;
