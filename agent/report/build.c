@@ -108,19 +108,15 @@ json_t *rpt_spec(const char *node, const struct gdp_state *st, const struct gdp_
 	return spec;
 }
 
-static const struct gdp_result *find_res(const struct gdp_results *res, enum gdp_obj_kind k,
-					 const char *vpc, const char *key)
+/* By the results' own index (gdp_results_find): the publisher asks for every
+ * attachment of the node, a search of every result each was quadratic. */
+static const struct gdp_result *find_res(struct gdp_results *res, enum gdp_obj_kind k, const char *vpc,
+					 const char *key)
 {
-	size_t i;
-
-	for (i = 0; res && i < res->n; i++)
-		if (res->v[i].kind == k && !strcmp(res->v[i].vpc, vpc) && !strcmp(res->v[i].key, key))
-			return &res->v[i];
-	return NULL;
+	return res ? gdp_results_find(res, k, vpc, key) : NULL;
 }
 
-void rpt_programmed(const struct gdp_results *res, const struct gdp_attachment *a,
-		    struct rpt_cond *c)
+void rpt_programmed(struct gdp_results *res, const struct gdp_attachment *a, struct rpt_cond *c)
 {
 	const struct gdp_result *n = find_res(res, GDP_OBJ_NODE, "", "");
 	const struct gdp_result *v = find_res(res, GDP_OBJ_VPC, a->vpc, "");

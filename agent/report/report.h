@@ -90,9 +90,10 @@ json_t *rpt_spec(const char *node, const struct gdp_state *st, const struct gdp_
 /*
  * Programmed from the results: True only when the attachment, its VPC and
  * the node were all verified in the datapath; otherwise False with the first
- * error (or NotReconciled when no result names it).
+ * error (or NotReconciled when no result names it). O(1): by the results'
+ * index (gdp_results_find, which may extend it: not const).
  */
-void rpt_programmed(const struct gdp_results *res, const struct gdp_attachment *a,
+void rpt_programmed(struct gdp_results *res, const struct gdp_attachment *a,
 		    struct rpt_cond *out);
 
 /*
