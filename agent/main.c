@@ -115,13 +115,16 @@ static void on_identity(void *ctx, const struct gid_result *r)
 		glogf(GLOG_ERROR, COMP, "node identity not recorded (out of memory)");
 }
 
-/* What a pass or a verify tick saw goes to /readyz and the NodeDataplane status. */
+/* What a pass or a verify tick saw goes to /readyz and the NodeDataplane status.
+ * t (a pass's tally, NULL for a read-back): nothing failed, no walk of res. */
 static void health_report(struct agent *ag, const struct rec_snap *snap, const struct gdp_results *res,
-			  bool verify_only, bool in_sync, double secs)
+			  const struct pipeline_tally *t, bool verify_only, bool in_sync, double secs)
 {
-	char why[300];
-	size_t prog;
-	bool ok = ghealth_verdict(res, &prog, why, sizeof(why)) && in_sync;
+	char why[300] = "";
+	size_t prog = res->n + res->remotes_ok;
+	bool ok = (t && !t->bad) || ghealth_verdict(res, &prog, why, sizeof(why));
+
+	ok = ok && in_sync;
 
 	if (ok)
 		snprintf(why, sizeof(why), "datapath read back as desired"); /* no counts: the status must not change with every ADD */
@@ -148,15 +151,12 @@ static void on_shard(void *ctx, const struct gdp_egress *e)
 		pipeline_kick(ag->pl);
 }
 
-/* What the pass did with the shard goes to the EgressShard status. */
-static void egress_report(struct agent *ag, const struct rec_snap *snap, const struct gdp_results *res)
+/* What the pass did with the shard (its result: the tally's lookup) goes to the EgressShard status. */
+static void egress_report(struct agent *ag, const struct rec_snap *snap, const struct pipeline_tally *t)
 {
-	const struct gdp_result *er = NULL;
+	const struct gdp_result *er = t->egress;
 	char why[160];
 
-	for (size_t i = 0; ag->egress && i < res->n && !er; i++)
-		if (res->v[i].kind == GDP_OBJ_EGRESS)
-			er = &res->v[i];
 	/* only the kernel backend programs a shard today (docs/dataplane-egress.md, "Planned") */
 	snprintf(why, sizeof(why), "the %s backend does not program egress shards (planned)",
 		 ag->backend ? ag->backend : "node's");
@@ -177,14 +177,15 @@ static int learned_remotes(void *ctx, const struct gdp_remote *v, size_t n)
 }
 
 /* After every pass: the reports get the snapshot and its results. */
-static void on_pass(void *ctx, const struct rec_snap *snap, const struct gdp_results *res)
+static void on_pass(void *ctx, const struct rec_snap *snap, const struct gdp_results *res,
+		    const struct pipeline_tally *t)
 {
 	struct agent *ag = ctx;
 	struct rpt_pod *pods;
 
 	/* an adopted state is not verified until the first full pass read it back */
-	health_report(ag, snap, res, false, !pipeline_adopting(ag->pl), 0);
-	egress_report(ag, snap, res);
+	health_report(ag, snap, res, t, false, !pipeline_adopting(ag->pl), 0);
+	egress_report(ag, snap, t);
 	if (!ag->rpt)
 		return;
 	pods = calloc(snap->st.n_atts + 1, sizeof(*pods));
@@ -629,7 +630,7 @@ static bool read_back(struct agent *ag, bool definitive, bool tick, const char *
 	gdp_results_init(&res);
 	n = pipeline_verify(ag->pl, &res, &snap); /* snap: the state it read back (no second copy) */
 	if (n >= 0) {
-		health_report(ag, &snap, &res, true, n == 0, (now_ms() - t0) / 1e3);
+		health_report(ag, &snap, &res, NULL, true, n == 0, (now_ms() - t0) / 1e3);
 		/* remotes read back programmed are only counted: the state says which are still ours */
 		pending = gdrift_read_back(&ag->drift, &res, was_programmed, ag, &snap.st, got);
 		count_repairs(ag, got);

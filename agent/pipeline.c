@@ -44,7 +44,19 @@ struct pipeline {
 	/* Adoption at start (pipeline_adopt): guarded by mu. */
 	bool adopting;                /* adopted, the full pass that reads it back not run yet */
 	double adopt_ms;
-	bool status_exact;            /* pass thread: status.json names the files' position */
+	bool status_exact;            /* pass thread: the status noted names the files' position */
+	/* The tally of last (struct pipeline_tally; guarded by mu, changed on
+	 * the pass's thread): entries not programmed, not programmed or failed. */
+	size_t n_unprog, n_bad;
+	unsigned long visits;         /* result entries walked whole (guarded by mu) */
+	/* status.json's next write (under pass_mu): the last pass's figures,
+	 * written when due (PIPELINE_STATUS_MS); status_due and status_at
+	 * are also guarded by mu (the loop's wait reads them). */
+	bool status_pending, status_adopted, status_due;
+	int status_rc;
+	double status_ms, status_at;  /* the pass's span; the last write (monotonic ms, 0: none) */
+	struct rec_disk_pos status_pos;
+	double tail_ms;               /* the last pass's part after its waiters went (status, on_pass) */
 	/* The read-backs' observer (backend.h), kept open between them and
 	 * brought up to date at each (guarded by pass_mu); NULL: none yet, or
 	 * closed after an error (the next read-back opens another). */
@@ -94,23 +106,27 @@ static void write_status(struct pipeline *p, const struct gdp_results *res, int 
 {
 	json_t *j = json_object(), *errs = json_array();
 	char err[512], *s;
-	size_t prog = res->remotes_ok;
+	size_t prog = res->remotes_ok + res->n - p->n_unprog;
 
 	if (!p->o.status_path) {
 		json_decref(j);
 		json_decref(errs);
 		return;
 	}
-	for (size_t i = 0; i < res->n; i++) {
+	/* the list of what failed: a walk only while something did (the tally) */
+	for (size_t i = 0; p->n_unprog && i < res->n; i++) {
 		const struct gdp_result *r = &res->v[i];
 
-		if (r->programmed) {
-			prog++;
+		if (r->programmed)
 			continue;
-		}
 		json_array_append_new(errs, json_pack("{s:s, s:s, s:s, s:i, s:s}", "kind",
 						      gdp_obj_kind_str(r->kind), "vpc", r->vpc, "key",
 						      r->key, "errno", -r->err, "message", r->msg));
+	}
+	if (p->n_unprog) {
+		pthread_mutex_lock(&p->mu);
+		p->visits += res->n;
+		pthread_mutex_unlock(&p->mu);
 	}
 	json_object_set_new(j, "reconciles", json_integer((json_int_t)p->passes));
 	json_object_set_new(j, "rc", json_integer(rc));
@@ -132,13 +148,81 @@ static void write_status(struct pipeline *p, const struct gdp_results *res, int 
 					      (json_int_t)pos->lines, "remotesInode", (json_int_t)pos->rem_ino,
 					      "remotesSize", (json_int_t)pos->rem_size, "remotesMtimeNs",
 					      (json_int_t)pos->rem_mtime_ns));
-	p->status_exact = pos && pos->valid;
 	s = json_dumps(j, JSON_INDENT(1));
 	json_decref(j);
-	/* an observation, rewritten every pass: replaced atomically, not fsynced */
+	/* an observation: replaced atomically, not fsynced */
 	if (s && gfile_write_atomic_flags(p->o.status_path, s, strlen(s), GFILE_NO_SYNC, err, sizeof(err)))
 		glogf(GLOG_WARN, COMP, "status file not written: %s", err);
 	free(s);
+}
+
+/* Under pass_mu: the noted status to the file, if one is pending. */
+static void status_flush(struct pipeline *p)
+{
+	bool pending = p->status_pending;
+
+	p->status_pending = false;
+	pthread_mutex_lock(&p->mu);
+	p->status_due = false;
+	if (pending)
+		p->status_at = now_ms();
+	pthread_mutex_unlock(&p->mu);
+	if (!pending)
+		return;
+	write_status(p, &p->last, p->status_rc, p->status_ms, &p->status_pos, p->status_adopted);
+}
+
+/*
+ * Under pass_mu: the status of the pass just done (results in p->last),
+ * written now when forced (a full pass, an adoption) or when the last
+ * write is PIPELINE_STATUS_MS old; else left for the loop (status_due).
+ */
+static void status_note(struct pipeline *p, int rc, double ms, const struct rec_disk_pos *pos, bool adopted,
+			bool force)
+{
+	bool now;
+
+	if (!p->o.status_path)
+		return;
+	p->status_rc = rc;
+	p->status_ms = ms;
+	p->status_adopted = adopted;
+	memset(&p->status_pos, 0, sizeof(p->status_pos));
+	if (pos)
+		p->status_pos = *pos;
+	p->status_exact = pos && pos->valid;
+	p->status_pending = true;
+	pthread_mutex_lock(&p->mu);
+	now = force || !p->status_at || now_ms() - p->status_at >= PIPELINE_STATUS_MS;
+	p->status_due = !now;
+	if (!now)
+		pthread_cond_broadcast(&p->cv); /* the loop's wait ends in time to write it */
+	pthread_mutex_unlock(&p->mu);
+	if (now)
+		status_flush(p);
+}
+
+/* Under mu: r's part of the tally, added or taken away. */
+static void tally_one(struct pipeline *p, const struct gdp_result *r, bool add)
+{
+	size_t u = !r->programmed, b = !r->programmed || r->err;
+
+	if (add) {
+		p->n_unprog += u;
+		p->n_bad += b;
+	} else {
+		p->n_unprog -= u;
+		p->n_bad -= b;
+	}
+}
+
+/* Under mu: the tally of p->last counted whole (a full pass, an adoption: O(results) anyway). */
+static void tally_count(struct pipeline *p)
+{
+	p->n_unprog = p->n_bad = 0;
+	for (size_t i = 0; i < p->last.n; i++)
+		tally_one(p, &p->last.v[i], true);
+	p->visits += p->last.n;
 }
 
 /* Remote results that still have an entry (failed ones, once folded). */
@@ -198,9 +282,11 @@ static void set_prev(struct pipeline *p, const struct gdp_state *st)
 }
 
 /* A delta pass's results replace those of the same objects; the objects
- * the delta removed lose theirs (under mu). */
-static void merge_results(struct gdp_results *last, const struct gdp_results *res, const struct gdp_delta *dl)
+ * the delta removed lose theirs (under mu). The tally follows the entries
+ * replaced and dropped, without a walk of the others. */
+static void merge_results(struct pipeline *p, const struct gdp_results *res, const struct gdp_delta *dl)
 {
+	struct gdp_results *last = &p->last;
 	char pb[64];
 	bool *drop = NULL, any = false;
 
@@ -209,25 +295,34 @@ static void merge_results(struct gdp_results *last, const struct gdp_results *re
 			struct gdp_result *x = gdp_results_find(last, GDP_OBJ_ATTACHMENT, dl->gone_atts[i].vpc,
 								dl->gone_atts[i].id);
 
-			if (x)
+			if (x && !drop[x - last->v]) {
+				tally_one(p, x, false);
 				drop[x - last->v] = any = true;
+			}
 		}
 		for (size_t i = 0; i < dl->n_gone_remotes; i++) {
 			struct gdp_result *x = gdp_results_find(last, GDP_OBJ_REMOTE, gdp_remote_vpc(&dl->gone_remotes[i]),
 								gdp_prefix_str(&dl->gone_remotes[i].prefix, pb, sizeof(pb)));
 
-			if (x)
+			if (x && !drop[x - last->v]) {
+				tally_one(p, x, false);
 				drop[x - last->v] = any = true;
+			}
 		}
 		if (any)
 			gdp_results_drop(last, drop);
 	}
 	free(drop);
 	for (size_t i = 0; i < res->n; i++) {
+		size_t had = last->n;
 		struct gdp_result *x = gdp_results_get(last, res->v[i].kind, res->v[i].vpc, res->v[i].key);
 
-		if (x)
-			*x = res->v[i];
+		if (!x)
+			continue;
+		if (last->n == had)
+			tally_one(p, x, false); /* replaced: its old part goes */
+		*x = res->v[i];
+		tally_one(p, x, true);
 	}
 	last->added = res->added;
 	last->removed = res->removed;
@@ -245,8 +340,9 @@ static int run_pass(struct pipeline *p, bool full)
 	struct rec_changes ch;
 	const struct rec_snap *sp;
 	char err[512], held[512];
-	double t_ask = now_ms(), t0, t_view, t_apply = 0, t_scoped = 0, t_applied = 0;
+	double t_ask = now_ms(), t0, t_view, t_apply = 0, t_scoped = 0, t_applied = 0, t_woke;
 	bool applied = false, delta = false, noop = false, unread = false;
+	struct pipeline_tally tally;
 	int rc;
 
 	gdp_results_init(&res);
@@ -336,7 +432,7 @@ static int run_pass(struct pipeline *p, bool full)
 		/* a status that could not name the files (a change came in during
 		 * its pass) is written again once they are what was applied */
 		if (!p->status_exact && record_commit_pos(p->o.rec, sp->gen, &pos))
-			write_status(p, &p->last, 0, now_ms() - t0, &pos, false);
+			status_note(p, 0, now_ms() - t0, &pos, false, false);
 		/* the level is unchanged: the last results stand */
 		pthread_mutex_lock(&p->mu);
 		if (sp->gen > p->applied_gen)
@@ -360,17 +456,17 @@ static int run_pass(struct pipeline *p, bool full)
 	 * writes and read-back, where the kernel's own time is), and the wait
 	 * for the pass before (a full one, a read-back) outside the total. */
 	glogf(GLOG_INFO, COMP,
-	      "%s #%lu: %zu objects, added/replaced %lu, removed %lu, unchanged %lu, ENOMEM retries %lu, failed %lu (%.1f ms: record %.1f, backend %.1f; view %.2f, commit %.2f, scope %.2f, waited %.1f)",
+	      "%s #%lu: %zu objects, added/replaced %lu, removed %lu, unchanged %lu, ENOMEM retries %lu, failed %lu (%.1f ms: record %.1f, backend %.1f; view %.2f, commit %.2f, scope %.2f, waited %.1f; the pass before after its waiters %.2f)",
 	      delta ? "incremental pass" : "reconcile", p->passes, res.n + res.remotes_ok, res.added, res.removed, res.unchanged,
 	      res.retries, res.failed, now_ms() - t0, applied ? t_apply - t0 : 0, applied ? t_applied - t_apply : 0,
-	      t_view - t0, applied ? t_apply - t_view : 0, applied ? t_scoped - t_apply : 0, t0 - t_ask);
+	      t_view - t0, applied ? t_apply - t_view : 0, applied ? t_scoped - t_apply : 0, t0 - t_ask, p->tail_ms);
 	pthread_mutex_lock(&p->mu);
 	if (delta) {
 		/* the remotes' count moves only with remotes in the delta: without
 		 * them (an ADD, a DEL) no walk of every result */
 		bool rem = dl.n_remotes || dl.n_gone_remotes || remote_entries(&res);
 
-		merge_results(&p->last, &res, &dl);
+		merge_results(p, &res, &dl);
 		gdp_results_free(&res);
 		if (rem) {
 			size_t left;
@@ -393,6 +489,7 @@ static int run_pass(struct pipeline *p, bool full)
 		p->remotes_whole = applied && nrem + res.remotes_ok == sp->st.n_remotes;
 		gdp_results_free(&p->last);
 		p->last = res;
+		tally_count(p);
 	}
 	gdp_results_find(&p->last, GDP_OBJ_NODE, "", ""); /* indexed whole: readers only read */
 	/* The waiters go now, with the results in: the status file and the
@@ -402,7 +499,10 @@ static int run_pass(struct pipeline *p, bool full)
 	if (sp->gen > p->applied_gen)
 		p->applied_gen = sp->gen;
 	wake_applied(p);
+	tally = (struct pipeline_tally){ .objects = p->last.n + p->last.remotes_ok, .unprogrammed = p->n_unprog,
+					 .bad = p->n_bad, .egress = gdp_results_find(&p->last, GDP_OBJ_EGRESS, "", "") };
 	pthread_mutex_unlock(&p->mu);
+	t_woke = now_ms();
 	gdp_delta_free(&dl);
 	/* p->last changes only on this thread, under pass_mu: read here without mu */
 	{
@@ -410,10 +510,12 @@ static int run_pass(struct pipeline *p, bool full)
 
 		if (applied)
 			record_commit_pos(p->o.rec, sp->gen, &pos);
-		write_status(p, &p->last, rc, now_ms() - t0, &pos, false);
+		/* every full pass writes it; an incremental one when due */
+		status_note(p, rc, now_ms() - t0, &pos, false, !delta);
 	}
 	if (p->o.on_pass)
-		p->o.on_pass(p->o.ctx, sp, &p->last);
+		p->o.on_pass(p->o.ctx, sp, &p->last, &tally);
+	p->tail_ms = now_ms() - t_woke;
 #ifdef __GLIBC__
 	/* A full pass's dumps and plans are freed now: give the pages back
 	 * (the allocator would keep the peak resident between passes). */
@@ -604,6 +706,7 @@ int pipeline_adopt(struct pipeline *p, char *why, size_t whylen)
 	pthread_mutex_lock(&p->mu);
 	gdp_results_free(&p->last);
 	p->last = res;
+	tally_count(p);
 	p->remotes_whole = true;
 	p->verified = true;
 	p->adopting = true;
@@ -613,7 +716,7 @@ int pipeline_adopt(struct pipeline *p, char *why, size_t whylen)
 		p->applied_gen = p->view.s.gen;
 	wake_applied(p);
 	pthread_mutex_unlock(&p->mu);
-	write_status(p, &p->last, 0, 0, &loaded, true);
+	status_note(p, 0, 0, &loaded, true, true);
 	glogf(GLOG_INFO, COMP,
 	      "adopted the datapath as the last pass left it (%zu VPCs, %zu attachments, %zu remotes; %zu not programmed): "
 	      "answering CNI now, reading the kernel back once the record is quiet",
@@ -788,6 +891,21 @@ static void *loop(void *arg)
 			struct timespec ts;
 			double wake = last_full + interval - now_ms();
 
+			if (p->status_due) {
+				double left = p->status_at + PIPELINE_STATUS_MS - now_ms();
+
+				if (left <= 0) {
+					/* the last incremental pass's status, due now */
+					pthread_mutex_unlock(&p->mu);
+					pthread_mutex_lock(&p->pass_mu);
+					status_flush(p);
+					pthread_mutex_unlock(&p->pass_mu);
+					pthread_mutex_lock(&p->mu);
+					continue;
+				}
+				if (wake > left)
+					wake = left;
+			}
 			if (wake > 200)
 				wake = 200; /* record writers that do not kick are seen within 200 ms */
 			clock_gettime(CLOCK_REALTIME, &ts);
@@ -941,6 +1059,16 @@ unsigned pipeline_waiting(struct pipeline *p)
 	return n;
 }
 
+unsigned long pipeline_visits(struct pipeline *p)
+{
+	unsigned long n;
+
+	pthread_mutex_lock(&p->mu);
+	n = p->visits;
+	pthread_mutex_unlock(&p->mu);
+	return n;
+}
+
 void pipeline_free(struct pipeline *p)
 {
 	if (!p)
@@ -956,6 +1084,7 @@ void pipeline_free(struct pipeline *p)
 	pthread_mutex_unlock(&p->mu);
 	if (p->th_on)
 		pthread_join(p->th, NULL);
+	status_flush(p); /* the last pass's, if not written yet */
 	if (p->obs)
 		p->o.be->ops->observer_close(p->o.be, p->obs);
 	gdp_results_free(&p->last);

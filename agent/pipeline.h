@@ -25,13 +25,28 @@
 
 struct pipeline;
 
+/*
+ * What the last pass's results add up to, kept by the pipeline as passes
+ * change them: a full pass counts its results, an incremental one only
+ * the entries it replaced or dropped, so an ADD among 1,000 attachments
+ * looks at its own results, not at every one.
+ */
+struct pipeline_tally {
+	size_t objects;                 /* entries + folded remotes (res->n + res->remotes_ok) */
+	size_t unprogrammed;            /* entries not verified present (status.json's "errors") */
+	size_t bad;                     /* entries not programmed, or with an error (ghealth_verdict's failures) */
+	const struct gdp_result *egress; /* the egress shard's entry, or NULL (an indexed lookup) */
+};
+
 struct pipeline_opts {
 	struct record *rec;
 	struct gdp_backend *be;
 	const char *status_path;  /* status.json of the last pass (NULL: none) */
 	double interval_s;        /* periodic pass; 0: 30 s */
-	/* After every pass, on the pass's thread (reports: rpt_update). */
-	void (*on_pass)(void *ctx, const struct rec_snap *snap, const struct gdp_results *res);
+	/* After every pass, on the pass's thread (reports: rpt_update; health:
+	 * the tally says whether anything failed without a walk of res). */
+	void (*on_pass)(void *ctx, const struct rec_snap *snap, const struct gdp_results *res,
+			const struct pipeline_tally *t);
 	void *ctx;
 };
 
@@ -114,9 +129,26 @@ int pipeline_result(struct pipeline *p, enum gdp_obj_kind kind, const char *vpc,
 unsigned long pipeline_passes(struct pipeline *p);
 /* Threads inside pipeline_wait / pipeline_wait_spans now. */
 unsigned pipeline_waiting(struct pipeline *p);
+/*
+ * Result entries the pipeline's own bookkeeping walked so far (the tally
+ * of a full pass, status.json's error list while something failed): an
+ * incremental pass adds what it changed, not every attachment (tests hold
+ * it to that).
+ */
+unsigned long pipeline_visits(struct pipeline *p);
+/*
+ * status.json (status_path): written after every full pass and after an
+ * incremental one when the last write is PIPELINE_STATUS_MS old; else the
+ * loop writes it once that much has passed, and pipeline_free writes what
+ * is left. An observation for operators and for the next start's adoption
+ * (a crash within that window leaves the one before: no adoption, a full
+ * first pass), not a rename per ADD.
+ */
+#define PIPELINE_STATUS_MS 200
 /* Stops the loop (a pass in progress finishes), wakes every waiter
- * (-ESHUTDOWN), and frees once none is inside pipeline_wait any more.
- * Nothing may call into p once pipeline_free has begun. */
+ * (-ESHUTDOWN), and frees once none is inside pipeline_wait any more; the
+ * last pass's status.json is written if it was not yet. Nothing may call
+ * into p once pipeline_free has begun. */
 void pipeline_free(struct pipeline *p);
 
 #endif

@@ -18,6 +18,7 @@
 
 #include "agent/pipeline.h"
 #include "agent/record.h"
+#include "common/fileio.h"
 #include "tests/lib/recfix.h"
 
 static char dir[64];
@@ -383,6 +384,208 @@ START_TEST(t_verify_keeps_its_observer)
 }
 END_TEST
 
+/*
+ * The pass's own bookkeeping costs what a pass changed: after a full pass
+ * over N attachments, incremental passes (one ADD each) walk no result of
+ * the others (pipeline_visits: the tally, status.json's error list), while
+ * the tally they hand on (on_pass) and status.json stay exact: a failed
+ * attachment is counted, listed, and forgotten when it goes.
+ */
+struct dfake {
+	struct gdp_backend b;
+	char bad[16];             /* this attachment fails */
+	unsigned long deltas, fulls;
+	pthread_mutex_t mu;       /* the last tally (on_pass runs on the pass's thread after the waiters go) */
+	struct pipeline_tally last;
+};
+
+static void dfake_att(struct dfake *f, struct gdp_results *res, const struct gdp_attachment *a)
+{
+	struct gdp_result *r = gdp_results_get(res, GDP_OBJ_ATTACHMENT, a->vpc, a->id);
+
+	ck_assert_ptr_nonnull(r);
+	if (strcmp(a->id, f->bad)) {
+		r->programmed = true;
+		return;
+	}
+	gdp_result_fail(r, -EIO, "host interface %s: broken", a->host_ifname);
+}
+
+static int dfake_apply(struct gdp_backend *b, const struct gdp_state *d, struct gdp_results *res)
+{
+	struct dfake *f = (struct dfake *)b;
+	int rc = 0;
+
+	f->fulls++;
+	gdp_results_get(res, GDP_OBJ_NODE, "", "")->programmed = true;
+	for (size_t i = 0; i < d->n_atts; i++) {
+		dfake_att(f, res, &d->atts[i]);
+		rc = strcmp(d->atts[i].id, f->bad) ? rc : -EIO;
+	}
+	return rc;
+}
+
+static int dfake_delta(struct gdp_backend *b, const struct gdp_state *d, const struct gdp_delta *dl,
+		       struct gdp_results *res)
+{
+	struct dfake *f = (struct dfake *)b;
+
+	f->deltas++;
+	gdp_results_get(res, GDP_OBJ_NODE, "", "")->programmed = true;
+	for (size_t i = 0; i < dl->n_atts; i++) {
+		if (!strcmp(d->atts[dl->atts[i]].id, f->bad))
+			return -EIO; /* the pipeline reconciles in full */
+		dfake_att(f, res, &d->atts[dl->atts[i]]);
+	}
+	return 0;
+}
+
+static const struct gdp_backend_ops DFAKE = { .name = "fake", .apply = dfake_apply, .apply_delta = dfake_delta };
+
+static void dfake_on_pass(void *ctx, const struct rec_snap *snap, const struct gdp_results *res,
+			  const struct pipeline_tally *t)
+{
+	struct dfake *f = ctx;
+
+	(void)snap;
+	ck_assert_uint_eq(t->objects, res->n + res->remotes_ok);
+	pthread_mutex_lock(&f->mu);
+	f->last = *t;
+	pthread_mutex_unlock(&f->mu);
+}
+
+/* The tally on_pass got once it counts objects (the pass's last step, after its waiters went). */
+static struct pipeline_tally tally_of(struct dfake *f, size_t objects)
+{
+	struct pipeline_tally t;
+
+	for (int i = 0; i < 5000; i++) {
+		pthread_mutex_lock(&f->mu);
+		t = f->last;
+		pthread_mutex_unlock(&f->mu);
+		if (t.objects == objects)
+			break;
+		usleep(1000);
+	}
+	ck_assert_uint_eq(t.objects, objects);
+	return t;
+}
+
+static struct rec_att *reserve_n(struct record *r, unsigned i)
+{
+	struct rec_att t, *a;
+	char id[16], container[32], ip[64];
+
+	snprintf(id, sizeof(id), "x%u", i);
+	snprintf(container, sizeof(container), "c-%u", i);
+	snprintf(ip, sizeof(ip), "fd00:a::%x", i + 1);
+	recfix_cni_att(&t, "vpcA", id, container);
+	ck_assert_int_eq(gdp_prefix_parse(ip, &t.m.addrs[0]), 0);
+	t.m.n_addrs = 1;
+	t.config = json_pack("{s:s, s:s}", "vpc", "vpcA", "vpcattachment", id);
+	t.netns = strdup("/var/run/netns/x");
+	record_lock(r);
+	a = recfix_reserve_locked(r, &t);
+	record_activate(r, a);
+	record_unlock(r);
+	return a;
+}
+
+static void read_status(const char *path, struct pipeline_status *st, long long *reconciles, long long *programmed)
+{
+	char *text = NULL, why[256];
+	size_t len;
+	json_t *j;
+
+	ck_assert_int_eq(gfile_read(path, 1 << 20, &text, &len), 0);
+	ck_assert_msg(pipeline_status_parse(text, len, st, why, sizeof(why)) == 0, "%s", why);
+	j = json_loadb(text, len, 0, NULL);
+	ck_assert_ptr_nonnull(j);
+	*reconciles = json_integer_value(json_object_get(j, "reconciles"));
+	*programmed = json_integer_value(json_object_get(j, "programmed"));
+	json_decref(j);
+	free(text);
+}
+
+START_TEST(t_delta_pass_walks_only_its_change)
+{
+	enum { N = 300, ADDS = 20 };
+	struct gdp_node n = { .block = { 0xfc, 0xbb, 0xbb, 0, 0, 1 }, .node_id = 7 };
+	struct dfake f = { .b = { &DFAKE }, .mu = PTHREAD_MUTEX_INITIALIZER };
+	struct pipeline_status st;
+	struct pipeline_tally t;
+	char err[512], status[128];
+	unsigned long v0, full0, delta0, full1, delta1, passes;
+	long long reconciles, programmed;
+	struct rec_att *bad;
+	struct record *rec;
+	struct pipeline *p;
+
+	recfix_mkdir(dir, sizeof(dir), "gpiped");
+	snprintf(status, sizeof(status), "%s/status.json", dir);
+	rec = recfix_open(dir);
+	record_set_node_identity(rec, &n, 1500);
+	for (unsigned i = 0; i < N; i++)
+		reserve_n(rec, i);
+	ck_assert_int_eq(pipeline_new(&p, &(struct pipeline_opts){ .rec = rec, .be = &f.b, .status_path = status,
+							       .interval_s = 3600, .on_pass = dfake_on_pass,
+							       .ctx = &f },
+				      err, sizeof(err)), 0);
+	ck_assert_int_eq(pipeline_pass(p), 0);
+	/* the full pass counted its results once */
+	ck_assert_uint_ge(pipeline_visits(p), N);
+	ck_assert_uint_eq(tally_of(&f, N + 1).bad, 0);
+	ck_assert_int_eq(pipeline_start(p, err, sizeof(err)), 0);
+	v0 = pipeline_visits(p);
+	pipeline_counters(p, &full0, &delta0);
+	for (unsigned i = N; i < N + ADDS; i++) {
+		reserve_n(rec, i);
+		ck_assert_int_eq(pipeline_wait(p, record_gen(rec)), 0);
+	}
+	pipeline_counters(p, &full1, &delta1);
+	ck_assert_uint_eq(full1, full0);          /* no full pass came between */
+	ck_assert_uint_ge(delta1 - delta0, 1);
+	/* twenty ADDs among 300: none of their passes walked the others' results */
+	t = tally_of(&f, N + ADDS + 1);
+	ck_assert_uint_eq(pipeline_visits(p), v0);
+	ck_assert_uint_eq(t.bad, 0);
+	ck_assert_uint_eq(t.unprogrammed, 0);
+
+	/* one that fails: its delta falls back to a full pass; counted and listed */
+	snprintf(f.bad, sizeof(f.bad), "x%u", N + ADDS);
+	bad = reserve_n(rec, N + ADDS);
+	ck_assert_int_eq(pipeline_wait(p, record_gen(rec)), 0);
+	t = tally_of(&f, N + ADDS + 2);
+	ck_assert_uint_eq(t.bad, 1);
+	ck_assert_uint_eq(t.unprogrammed, 1);
+	/* a good ADD beside it keeps it counted (the status lists it: a walk while something failed) */
+	reserve_n(rec, N + ADDS + 1);
+	ck_assert_int_eq(pipeline_wait(p, record_gen(rec)), 0);
+	ck_assert_uint_eq(tally_of(&f, N + ADDS + 3).bad, 1);
+	/* it goes: forgotten without a recount */
+	pipeline_counters(p, &full0, &delta0);
+	record_lock(rec);
+	record_deactivate(rec, bad);
+	record_unlock(rec);
+	ck_assert_int_eq(pipeline_wait(p, record_gen(rec)), 0);
+	pipeline_counters(p, &full1, &delta1);
+	ck_assert_uint_eq(full1, full0);
+	t = tally_of(&f, N + ADDS + 2);
+	ck_assert_uint_eq(t.bad, 0);
+	ck_assert_uint_eq(t.unprogrammed, 0);
+	passes = pipeline_passes(p);
+	/* status.json: at most PIPELINE_STATUS_MS behind; the last pass's once the pipeline stops */
+	pipeline_free(p);
+	read_status(status, &st, &reconciles, &programmed);
+	ck_assert_int_eq(reconciles, (long long)passes);
+	ck_assert_int_eq(programmed, N + ADDS + 2);
+	ck_assert_uint_eq(st.errors.n, 0);
+	pipeline_status_free(&st);
+	record_close(rec);
+	recfix_rmdir(dir);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("pipeline");
@@ -392,6 +595,7 @@ int main(void)
 	tcase_add_test(tc, t_pass_wakes_only_applied_waiters);
 	tcase_add_test(tc, t_free_waits_for_woken_waiters);
 	tcase_add_test(tc, t_verify_keeps_its_observer);
+	tcase_add_test(tc, t_delta_pass_walks_only_its_change);
 	suite_add_tcase(s, tc);
 	return gt_run(s);
 }
