@@ -61,8 +61,9 @@ struct record {
 	size_t njdirty, capjdirty;
 	pthread_mutex_t commit_mu;  /* one commit at a time (the pipeline, an import) */
 	unsigned long epoch;        /* under commit_mu: record.json's journal epoch */
-	int jfd;                    /* under commit_mu: record.journal open to append; -1: the next commit compacts */
+	int jfd;                    /* under commit_mu: record.journal open to write; -1: the next commit compacts */
 	size_t jlines;              /* under commit_mu: commits in the journal */
+	size_t joff, jsize;         /* under commit_mu: where the next line goes (the zeroed tail's start); the file's size */
 	/* The pipeline's view (record_view_update): what changed since its last update. */
 	bool view_reset;            /* under mu: rebuild the view whole (load, import) */
 	struct rec_att **vdirty;    /* under mu: attachments changed since (a->vdirty set) */
@@ -1950,19 +1951,66 @@ static char *encode_full(struct record *r, unsigned long epoch)
 	return text;
 }
 
-static int write_all(int fd, const char *p, size_t len)
+static int pwrite_all(int fd, const char *p, size_t len, off_t at)
 {
 	while (len) {
-		ssize_t n = write(fd, p, len);
+		ssize_t n = pwrite(fd, p, len, at);
 
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
 			return -errno;
 		p += n;
+		at += n;
 		len -= (size_t)n;
 	}
 	return 0;
+}
+
+/*
+ * The journal is written in place: a compaction creates it with its header
+ * and a zeroed tail (written, not fallocated: no unwritten extents), and a
+ * commit writes its line over the zeros at joff. Its fdatasync then writes
+ * that data and flushes, with no size or extent change for the
+ * filesystem's journal to commit (an append that grew the file made every
+ * fdatasync a jbd2 commit, carrying whatever else on the disk was dirty:
+ * the WAL technique of preallocated segments). The load stops at the first
+ * NUL (record_parse_journal). When a line would leave less than
+ * JOURNAL_SLACK of zeros, the tail grows by JOURNAL_CHUNK (or half the
+ * file, up to JOURNAL_CHUNK_MAX) in the same commit; a commit ahead (a
+ * verb's thread) leaves that to the pass.
+ */
+#define JOURNAL_CHUNK     (256u << 10)
+#define JOURNAL_CHUNK_MAX (4u << 20)
+#define JOURNAL_SLACK     (64u << 10)
+
+static const char zeros[64u << 10];
+
+/* Zeros over [from, to) of fd. */
+static int zero_fill(int fd, size_t from, size_t to)
+{
+	int rc = 0;
+
+	while (from < to && !rc) {
+		size_t n = to - from < sizeof(zeros) ? to - from : sizeof(zeros);
+
+		rc = pwrite_all(fd, zeros, n, (off_t)from);
+		from += n;
+	}
+	return rc;
+}
+
+/* The journal's size once a line ending at end is written: its size now, or
+ * grown (the pass keeps twice the slack, so that a commit ahead, which
+ * leaves the pass a tail shorter than that, seldom has to grow it). */
+static size_t journal_grown(const struct record *r, size_t end, bool ahead)
+{
+	size_t grow = r->jsize / 2;
+
+	if (end + (ahead ? 1 : 2) * JOURNAL_SLACK <= r->jsize)
+		return r->jsize;
+	grow = grow < JOURNAL_CHUNK ? JOURNAL_CHUNK : grow > JOURNAL_CHUNK_MAX ? JOURNAL_CHUNK_MAX : grow;
+	return (end + grow + 4095) & ~(size_t)4095;
 }
 
 /* Under commit_mu: record.json at epoch ep, then a new journal of that epoch. */
@@ -1983,18 +2031,31 @@ static int write_compacted(struct record *r, const char *text, unsigned long ep,
 	r->jlines = 0;
 	rec_journal_header_encode(hdr, sizeof(hdr), ep);
 	path_of(r, RECORD_JOURNAL_FILE, path, sizeof(path));
-	if ((rc = gfile_write_atomic(path, hdr, strlen(hdr), err, errlen)))
-		return rc;
-	r->jfd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+	/* the header and a zeroed tail the commits write over (above) */
+	{
+		char *buf = calloc(1, JOURNAL_CHUNK);
+
+		if (!buf)
+			return snprintf(err, errlen, "record: out of memory"), -ENOMEM;
+		memcpy(buf, hdr, strlen(hdr));
+		rc = gfile_write_atomic(path, buf, JOURNAL_CHUNK, err, errlen);
+		free(buf);
+		if (rc)
+			return rc;
+	}
+	r->jfd = open(path, O_WRONLY | O_CLOEXEC);
 	if (r->jfd < 0)
 		return rc = -errno, snprintf(err, errlen, "open %s: %s", path, strerror(-rc)), rc;
+	r->joff = strlen(hdr);
+	r->jsize = JOURNAL_CHUNK;
 	return 0;
 }
 
-/* Under commit_mu: one commit appended to the journal, on disk when this returns 0. */
-static int write_line(struct record *r, const char *text, char *err, size_t errlen)
+/* Under commit_mu: one commit written at the journal's end (over its
+ * zeros), on disk when this returns 0. */
+static int write_line(struct record *r, const char *text, bool ahead, char *err, size_t errlen)
 {
-	size_t n = strlen(text);
+	size_t n = strlen(text), end = r->joff + n + 1, size = journal_grown(r, end, ahead);
 	char *buf = malloc(n + 2);
 	int rc;
 
@@ -2002,9 +2063,13 @@ static int write_line(struct record *r, const char *text, char *err, size_t errl
 		return snprintf(err, errlen, "record: out of memory"), -ENOMEM;
 	memcpy(buf, text, n);
 	buf[n] = '\n';
-	/* one write: a crash leaves at most a last line without its newline */
-	rc = write_all(r->jfd, buf, n + 1);
+	/* one write: a crash leaves at most a last line without its newline
+	 * (or cut by zeros), never acknowledged */
+	rc = pwrite_all(r->jfd, buf, n + 1, (off_t)r->joff);
 	free(buf);
+	/* a tail grown: its zeros, synced with the line (the one size change) */
+	if (!rc && size > r->jsize)
+		rc = zero_fill(r->jfd, end > r->jsize ? end : r->jsize, size);
 	if (!rc && fdatasync(r->jfd) < 0)
 		rc = -errno;
 	if (rc) {
@@ -2013,6 +2078,9 @@ static int write_line(struct record *r, const char *text, char *err, size_t errl
 		r->jfd = -1;
 		return rc;
 	}
+	r->joff = end;
+	if (size > r->jsize)
+		r->jsize = size;
 	r->jlines++;
 	return 0;
 }
@@ -2037,6 +2105,12 @@ static int commit_locked(struct record *r, bool ahead, char *err, size_t errlen)
 	}
 	if (r->main_gen > r->saved_main) {
 		mg = r->main_gen;
+		if (ahead && r->jfd >= 0 && r->joff + 2 * JOURNAL_SLACK > r->jsize) {
+			/* the journal's tail grows on the pass's thread (write_line) */
+			pthread_mutex_unlock(&r->mu);
+			pthread_mutex_unlock(&r->commit_mu);
+			return -EALREADY;
+		}
 		if (r->full_dirty || r->jfd < 0 || r->jlines >= journal_limit(r)) {
 			if (ahead) {
 				/* A compaction is the pass's (its thread's arena): on a
@@ -2075,7 +2149,7 @@ static int commit_locked(struct record *r, bool ahead, char *err, size_t errlen)
 	if (main_text)
 		rc = write_compacted(r, main_text, ep, err, errlen);
 	else if (line)
-		rc = write_line(r, line, err, errlen);
+		rc = write_line(r, line, ahead, err, errlen);
 	if (!rc && mg)
 		r->saved_main = mg;
 	if (!rc) {

@@ -20,8 +20,10 @@
  *                        compaction, and the epoch of the journal extending it
  *   record.journal       one line per commit since (the VPC list when it
  *                        changed, attachments put and deleted): a commit
- *                        appends one line and fdatasyncs it, so an ADD costs
- *                        what it changed, not every attachment the node has;
+ *                        writes one line over the file's zeroed tail (in
+ *                        place: no size change) and fdatasyncs it, so an ADD
+ *                        costs what it changed, not every attachment the
+ *                        node has; the load stops at the first NUL;
  *                        compacted into record.json (whole rewrite, new
  *                        epoch) when it grows past the node's size, when the
  *                        node identity or egress shard change, and at the

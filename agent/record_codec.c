@@ -650,13 +650,17 @@ static int journal_apply(json_t *o, struct rec_data *d, struct rec_index *ix, si
 int record_parse_journal(const char *text, size_t len, struct rec_data *d, size_t *lines, bool *torn,
 			 char *err, size_t errlen)
 {
-	const char *p = text, *end = text + len, *nl;
+	const char *p = text, *end = len ? memchr(text, 0, len) : NULL, *nl;
 	struct rec_index x = { 0 };
 	json_error_t je;
 	json_t *o;
 	unsigned long ep;
 	size_t line = 1;
 
+	/* The journal ends at its first NUL: the zeroed tail commits are
+	 * written over (agent/record.c), or a commit whose write only partly
+	 * reached the disk and was never acknowledged. JSON text has none. */
+	end = end ? end : text + len;
 	*lines = 0;
 	*torn = false;
 	nl = memchr(p, '\n', (size_t)(end - p));

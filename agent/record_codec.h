@@ -92,7 +92,8 @@ void record_data_free(struct rec_data *d);
  * when the journal belongs to another epoch than d (d unchanged: record.json
  * was compacted after it), or -EINVAL with err naming the line (d then
  * partly changed: free it). *torn: a last line without its newline was
- * dropped.
+ * dropped. The text ends at its first NUL (the zeroed tail the agent
+ * writes its lines over): what follows is never read.
  */
 int record_parse_journal(const char *text, size_t len, struct rec_data *d, size_t *lines, bool *torn,
 			 char *err, size_t errlen);

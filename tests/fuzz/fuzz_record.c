@@ -1,5 +1,6 @@
 /* libFuzzer: the parsers of the agent's record (record.json,
- * record.journal applied to a record.json, record-remotes.json,
+ * record.journal applied to a record.json, with and without its zeroed
+ * tail, record-remotes.json,
  * agent/record.h). What is accepted must be consistent: every attachment's
  * VPC is listed, numbers are in range and unique; record-remotes.json,
  * parsed one element at a time, agrees with a whole-tree parse of the same
@@ -39,9 +40,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!size)
 		return 0;
 	if (data[0] % 3 == 2) {
-		size_t lines;
-		bool torn;
-		int rc;
+		size_t lines, lines2;
+		bool torn, torn2;
+		int rc, rc2;
+		char *z;
 
 		if (record_parse(base, sizeof(base) - 1, &d, err, sizeof(err)))
 			abort();
@@ -52,6 +54,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		else if (rc < 0 && !err[0])
 			abort();
 		record_data_free(&d);
+		/* The journal is written over a zeroed tail: the same text with
+		 * zeros after it, and then anything (a write that never became
+		 * a commit), reads the same. */
+		z = calloc(1, size - 1 + 64 + size);
+		if (!z)
+			return 0;
+		memcpy(z, data + 1, size - 1);
+		memcpy(z + size - 1 + 64, data, size);
+		if (record_parse(base, sizeof(base) - 1, &d, err, sizeof(err)))
+			abort();
+		rc2 = record_parse_journal(z, size - 1 + 64 + size, &d, &lines2, &torn2, err, sizeof(err));
+		if (rc2 == 0)
+			consistent(&d);
+		if (rc2 != rc || (rc >= 0 && (lines2 != lines || torn2 != torn)))
+			abort();
+		record_data_free(&d);
+		free(z);
 	} else if (data[0] % 3 == 1) {
 		if (record_parse((const char *)data + 1, size - 1, &d, err, sizeof(err)) == 0) {
 			consistent(&d);

@@ -13,9 +13,11 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "agent/record.h"
@@ -486,6 +488,29 @@ static void append_raw(const char *name, const char *text)
 	ck_assert_int_eq(fclose(f), 0);
 }
 
+static long long file_size(const char *name)
+{
+	char p[200];
+	struct stat st;
+
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	ck_assert_int_eq(stat(p, &st), 0);
+	return (long long)st.st_size;
+}
+
+/* Bytes written at off of name (in place, as a crash in a commit's write leaves them). */
+static void write_at(const char *name, long long off, const char *text)
+{
+	char p[200];
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	fd = open(p, O_WRONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pwrite(fd, text, strlen(text), (off_t)off), (ssize_t)strlen(text));
+	close(fd);
+}
+
 /* A commit appends one line with what changed; record.json is not rewritten. */
 START_TEST(t_journal_appends_what_changed)
 {
@@ -573,9 +598,10 @@ START_TEST(t_journal_torn_damaged_stale)
 	activate(r, reserve(r, "vpcA", "a2", "fd00:a::2"));
 	commit(r);
 	record_close(r);
-	j = slurp(RECORD_JOURNAL_FILE);
+	j = slurp(RECORD_JOURNAL_FILE); /* its text, up to the zeroed tail */
 
-	append_raw(RECORD_JOURNAL_FILE, "{\"put\":[{\"vpc\":\"vpcA\",\"id\":\"a9\"");
+	/* torn in place: the beginning of a line over the zeros */
+	write_at(RECORD_JOURNAL_FILE, (long long)strlen(j), "{\"put\":[{\"vpc\":\"vpcA\",\"id\":\"a9\"");
 	r = open_rec();
 	ck_assert_ptr_null(record_held(r, why, sizeof(why)));
 	record_lock(r);
@@ -584,7 +610,7 @@ START_TEST(t_journal_torn_damaged_stale)
 	record_unlock(r);
 	record_close(r);
 
-	put(RECORD_JOURNAL_FILE, j);
+	put(RECORD_JOURNAL_FILE, j); /* (no zeroed tail: as an older agent wrote it) */
 	append_raw(RECORD_JOURNAL_FILE, "{\"put\":[{\"vpc\":\"vpcA\"}]}\n");
 	r = open_rec();
 	ck_assert(record_held(r, why, sizeof(why)) != NULL);
@@ -626,6 +652,90 @@ START_TEST(t_journal_torn_damaged_stale)
 	}
 	record_close(r);
 	free(j);
+	rm_tmp();
+}
+END_TEST
+
+/*
+ * The journal is written in place over a zeroed tail: commits do not change
+ * its size (no filesystem journal commit per fdatasync) until a line would
+ * leave too little, then it grows; the load stops at the first NUL, so a
+ * commit torn in place (part of its line, then zeros) is dropped and bytes
+ * after the zeros (a write that never became a commit) are never read.
+ */
+START_TEST(t_journal_in_place)
+{
+	struct gdp_node n = { .block = { 0xfc, 0xbb, 0xbb, 0, 0, 1 }, .node_id = 7 };
+	struct record *r;
+	char why[512], *j;
+	long long size0, end;
+
+	mkdir_tmp();
+	r = open_rec();
+	record_set_node_identity(r, &n, 0);
+	activate(r, reserve(r, "vpcA", "a1", "fd00:a::1"));
+	commit(r); /* compacts: the header and the zeroed tail */
+	size0 = file_size(RECORD_JOURNAL_FILE);
+	ck_assert_int_ge(size0, 64 << 10);
+	for (int i = 2; i <= 20; i++) {
+		char id[16], a[32];
+
+		snprintf(id, sizeof(id), "a%d", i);
+		snprintf(a, sizeof(a), "fd00:a::%x", i);
+		activate(r, reserve(r, "vpcA", id, a));
+		commit(r);
+		ck_assert_int_eq(file_size(RECORD_JOURNAL_FILE), size0); /* written in place */
+	}
+	j = slurp(RECORD_JOURNAL_FILE);
+	ck_assert_uint_eq(count_lines(j), 20);
+	end = (long long)strlen(j); /* the first NUL: the next line's place */
+	free(j);
+	record_close(r);
+
+	/* a commit torn in place: its beginning, then the zeros */
+	write_at(RECORD_JOURNAL_FILE, end, "{\"put\":[{\"vpc\":\"vpcA\",\"id\":\"a99\"");
+	/* and after the zeros, a line a write left that never became a commit */
+	write_at(RECORD_JOURNAL_FILE, end + 4096, "{\"del\":[{\"id\":\"a1\",\"vpc\":\"vpcA\"}]}\n");
+	r = open_rec();
+	ck_assert_ptr_null(record_held(r, why, sizeof(why)));
+	record_lock(r);
+	ck_assert_uint_eq(record_n_atts(r), 20);
+	ck_assert_ptr_nonnull(record_find_att(r, "vpcA", "a1"));
+	ck_assert_ptr_null(record_find_att(r, "vpcA", "a99"));
+	record_unlock(r);
+	{
+		struct rec_disk_pos pos;
+
+		ck_assert(record_loaded_pos(r, &pos));
+		ck_assert_uint_eq(pos.lines, 19); /* the torn one is not a line */
+	}
+
+	/* lines past the zeroed tail: it grows, and everything loads back */
+	activate(r, reserve(r, "vpcA", "b0", "fd00:b::1"));
+	commit(r); /* the first commit after a start compacts */
+	size0 = file_size(RECORD_JOURNAL_FILE);
+	for (int k = 0; k < 8; k++) {
+		for (int i = 0; i < 60; i++) {
+			char id[16], a[32];
+
+			snprintf(id, sizeof(id), "b%d", 1 + k * 60 + i);
+			snprintf(a, sizeof(a), "fd00:b::%x", 2 + k * 60 + i);
+			activate(r, reserve(r, "vpcA", id, a));
+		}
+		commit(r); /* one line with 60 attachments */
+	}
+	ck_assert_int_gt(file_size(RECORD_JOURNAL_FILE), size0);
+	j = slurp(RECORD_JOURNAL_FILE);
+	ck_assert_uint_eq(count_lines(j), 9);
+	free(j);
+	record_close(r);
+	r = open_rec();
+	ck_assert_ptr_null(record_held(r, why, sizeof(why)));
+	record_lock(r);
+	ck_assert_uint_eq(record_n_atts(r), 20 + 1 + 8 * 60);
+	ck_assert_ptr_nonnull(record_find_att(r, "vpcA", "b480"));
+	record_unlock(r);
+	record_close(r);
 	rm_tmp();
 }
 END_TEST
@@ -1113,6 +1223,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, t_journal_appends_what_changed);
 	tcase_add_test(tc, t_journal_torn_damaged_stale);
 	tcase_add_test(tc, t_journal_compacts);
+	tcase_add_test(tc, t_journal_in_place);
 	tcase_add_test(tc, t_reads_version_1);
 	tcase_add_test(tc, t_view_follows_record);
 	tcase_add_test(tc, t_finds_follow_changes);
