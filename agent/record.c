@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent/dp/backend.h"
@@ -2051,6 +2052,17 @@ static int write_compacted(struct record *r, const char *text, unsigned long ep,
 	return 0;
 }
 
+/* The calling thread's last journal fdatasync (record_ahead_sync_ms). */
+static _Thread_local double sync_ms;
+
+static double mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
 /* Under commit_mu: one commit written at the journal's end (over its
  * zeros), on disk when this returns 0. */
 static int write_line(struct record *r, const char *text, bool ahead, char *err, size_t errlen)
@@ -2070,8 +2082,13 @@ static int write_line(struct record *r, const char *text, bool ahead, char *err,
 	/* a tail grown: its zeros, synced with the line (the one size change) */
 	if (!rc && size > r->jsize)
 		rc = zero_fill(r->jfd, end > r->jsize ? end : r->jsize, size);
-	if (!rc && fdatasync(r->jfd) < 0)
-		rc = -errno;
+	if (!rc) {
+		double t = mono_ms();
+
+		if (fdatasync(r->jfd) < 0)
+			rc = -errno;
+		sync_ms = mono_ms() - t;
+	}
 	if (rc) {
 		snprintf(err, errlen, "append to %s/%s: %s", r->dir, RECORD_JOURNAL_FILE, strerror(-rc));
 		close(r->jfd);
@@ -2179,8 +2196,14 @@ int record_commit(struct record *r, const struct rec_snap *s, char *err, size_t 
 	return commit_locked(r, false, err, errlen);
 }
 
+double record_ahead_sync_ms(void)
+{
+	return sync_ms;
+}
+
 int record_commit_ahead(struct record *r, char *err, size_t errlen)
 {
+	sync_ms = 0;
 	if (pthread_mutex_trylock(&r->commit_mu))
 		return -EALREADY;
 	return commit_locked(r, true, err, errlen);

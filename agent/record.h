@@ -232,6 +232,10 @@ int record_commit(struct record *r, const struct rec_snap *s, char *err, size_t 
  * queues behind another commit, so the pass waits for at most one.
  */
 int record_commit_ahead(struct record *r, char *err, size_t errlen);
+/* The fdatasync of the journal line the calling thread's last
+ * record_commit_ahead wrote (ms; 0: it wrote none): the disk's part of the
+ * commit, for the verbs' log lines. */
+double record_ahead_sync_ms(void);
 
 /*
  * Where the files stand: record.json's journal epoch, the journal lines

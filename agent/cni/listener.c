@@ -127,10 +127,10 @@ respond:
 		/* where the time went: the pod side and the pass's backend are the
 		 * kernel's work (veth, addresses, rules, routes), the rest ours */
 		glogf(GLOG_INFO, COMP,
-		      "%s container %s if %s network %s vpc %s attachment %s: ok (%lld ms; %.2f in the agent: pod setup %.2f, applied %.2f, backend %.2f, journal %.2f)",
+		      "%s container %s if %s network %s vpc %s attachment %s: ok (%lld ms; %.2f in the agent: pod setup %.2f, applied %.2f, backend %.2f, journal %.2f: fdatasync %.2f, cpu %.2f)",
 		      cni_cmd_str(q.env.cmd), q.env.container_id, q.env.ifname, lnet, lvpc, latt,
 		      (long long)(cni_now_ms() - t0), mono_ms() - t_req, sp.setup_ms, sp.apply_ms, sp.backend_ms,
-		      sp.commit_ms);
+		      sp.commit_ms, sp.commit_sync_ms, sp.commit_cpu_ms);
 	else if (ok && q.env.cmd == CNI_CMD_DEL)
 		/* the same for a DEL: the pass's backend span removes the node
 		 * side, the pod teardown deletes the veth (both the kernel's) */

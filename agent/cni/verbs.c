@@ -232,6 +232,15 @@ static int outcome(struct gcni_verbs *v, unsigned long gen, const char *vpc, con
  * depends on is the pass's), and a disk that fails fails there, with its
  * error, for every verb of the group.
  */
+/* The calling thread's CPU time (ms): what of a span was its own work. */
+static double thread_cpu_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
 static void commit_ahead(struct gcni_verbs *v)
 {
 	char err[256];
@@ -337,7 +346,7 @@ static json_t *add_locked(struct gcni_verbs *v, struct cni_req *q, int nsfd, int
 	struct pod_link link;
 	unsigned long gen;
 	int clash = 0, rc;
-	double t_setup, t_commit;
+	double t_setup, t_commit, cpu;
 	json_t *out;
 
 	gcni_host_ifname(c->vpc_s, c->att_s, host);
@@ -438,9 +447,13 @@ static json_t *add_locked(struct gcni_verbs *v, struct cni_req *q, int nsfd, int
 	gen = record_activate(rec, r);
 	record_unlock(rec);
 	t_commit = mono_ms();
+	cpu = thread_cpu_ms();
 	commit_ahead(v);
-	if (sp)
+	if (sp) {
 		sp->commit_ms = mono_ms() - t_commit;
+		sp->commit_cpu_ms = thread_cpu_ms() - cpu;
+		sp->commit_sync_ms = record_ahead_sync_ms();
+	}
 
 	if ((rc = outcome(v, gen, c->vpc_s, c->att_s, err, sizeof(err), sp))) {
 		char e2[512];

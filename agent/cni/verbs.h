@@ -45,6 +45,7 @@ void gcni_verbs_free(struct gcni_verbs *v);
 struct gcni_spans {
 	double setup_ms, apply_ms, backend_ms; /* DEL: setup_ms is the pod side's teardown */
 	double commit_ms; /* the verb's own journal append and fdatasync (commit ahead): the disk's wait */
+	double commit_sync_ms, commit_cpu_ms; /* of which the fdatasync; the thread's CPU in it */
 };
 
 /* One request (nsfd: the container's namespace or -1). ADD returns the CNI
