@@ -262,6 +262,12 @@ struct watch {
 	 * and ask for no full pass. */
 	struct watch_veth { uint32_t ifindex; char name[IFNAMSIZ]; bool node; } *veths;
 	size_t nveths, capveths;
+	/* Links of a kind an unnamed uplink can be (gdp_bpf_uplink_kind: a NIC,
+	 * a bond, a team, a VLAN), by ifindex, from the start's dump and the
+	 * link notifications: only their addresses can make a bpf uplink. */
+	uint32_t *cands;
+	size_t ncands, capcands;
+	bool cands_lost;         /* one could not be noted: every address counts */
 };
 
 /* A link the record knows as an attachment's host veth (reserved or desired);
@@ -309,6 +315,35 @@ static void veth_note(struct watch *w, uint32_t ifindex, const char *name, bool 
 	v->ifindex = ifindex;
 	v->node = node;
 	snprintf(v->name, sizeof(v->name), "%s", name);
+}
+
+static bool cand_has(const struct watch *w, uint32_t ifindex)
+{
+	for (size_t i = 0; i < w->ncands; i++)
+		if (w->cands[i] == ifindex)
+			return true;
+	return w->cands_lost;
+}
+
+/* A link notification (or the start's dump): note or forget it as an uplink candidate. */
+static void cand_link(struct watch *w, const struct gnl_link *l, bool gone)
+{
+	size_t i;
+
+	for (i = 0; i < w->ncands && w->cands[i] != l->ifindex; i++)
+		;
+	if (gone || (l->flags & IFF_LOOPBACK) || !gdp_bpf_uplink_kind(l->kind)) {
+		if (i < w->ncands)
+			w->cands[i] = w->cands[--w->ncands];
+		return;
+	}
+	if (i < w->ncands)
+		return;
+	if (G_GROW(w->cands, w->capcands, w->ncands, 8)) {
+		w->cands_lost = true;
+		return;
+	}
+	w->cands[w->ncands++] = l->ifindex;
 }
 
 /* A host veth whose attachment the record no longer has (by ifindex, or by
@@ -379,6 +414,8 @@ static int seed_cb(const struct nlmsghdr *h, void *arg)
 
 	if (gnl_link_parse(h, &l) == 0 && host_veth(w->rec, l.name))
 		veth_note(w, l.ifindex, l.name, false);
+	if (gnl_link_parse(h, &l) == 0)
+		cand_link(w, &l, false);
 	return 0;
 }
 
@@ -452,10 +489,12 @@ static int watch_cb(const struct nlmsghdr *h, void *arg)
 			w->dirty = true;
 		break;
 	case RTM_NEWADDR:
-		/* bpf without a named uplink: a link that gets a global IPv6
-		 * address becomes one (decap), unless it is a host veth */
+		/* bpf without a named uplink: a link of an uplink's kind that
+		 * gets a global IPv6 address becomes one (decap); another CNI's
+		 * veth, bridge or tunnel does not (gdp_bpf_uplink_kind) */
 		if (w->uplinks_by_addr && gnl_ifaddr_parse(h, &a) == 0 && a.family == AF_INET6 &&
-		    a.scope == RT_SCOPE_UNIVERSE && !veth_find(w, a.ifindex, NULL) && !gdp_bpf_link_ours(w->bpf, a.ifindex))
+		    a.scope == RT_SCOPE_UNIVERSE && !veth_find(w, a.ifindex, NULL) && !gdp_bpf_link_ours(w->bpf, a.ifindex) &&
+		    cand_has(w, a.ifindex))
 			w->dirty = true;
 		break;
 	case RTM_DELADDR:
@@ -465,6 +504,7 @@ static int watch_cb(const struct nlmsghdr *h, void *arg)
 	case RTM_NEWLINK:
 		if (gnl_link_parse(h, &l))
 			break;
+		cand_link(w, &l, false);
 		switch (link_whose(w, &l)) {
 		case LINK_OTHER:
 			w->foreign++; /* another CNI's veth, a bridge...: nothing of ours */
@@ -490,6 +530,7 @@ static int watch_cb(const struct nlmsghdr *h, void *arg)
 	case RTM_DELLINK:
 		if (gnl_link_parse(h, &l))
 			break;
+		cand_link(w, &l, true);
 		switch (link_whose(w, &l)) {
 		case LINK_OTHER:
 			w->foreign++;
@@ -1086,6 +1127,7 @@ fail:
 	gnl_close(nftmon);
 	glearn_free(w.learn);
 	free(w.veths);
+	free(w.cands);
 	/* Requests in progress finish (their passes still run), then the rest. */
 	gcni_listener_stop(cni);
 	/* No identity callback (which kicks the pipeline) from here on; the

@@ -17,7 +17,15 @@
  *
  * Both agents run with --interval 3600 and no verify ticks, so every pass
  * and read-back in the counters was caused by a notification.
+ *
+ * And the bpf backend's uplink guess (no uplink named: a link with a
+ * global IPv6 address becomes an uplink, decap) takes only links of an
+ * uplink's kind (a NIC, bond, team, VLAN): on n3 (bpf, no uplink named)
+ * another CNI's veth, a bridge and a VXLAN device, each with a global IPv6
+ * address, get no decap filter, at the start's pass or when one appears
+ * later (which causes no pass either); nor does up0, a veth here.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +42,7 @@
 static struct topo T;
 static char skip_why[256];
 static bool bpf_ok;
-static int port[3];
+static int port[4];
 
 static double metric(int node, const char *sample)
 {
@@ -89,15 +97,33 @@ static void setup(void)
 	bpf_ok = topo_sh("build/rel/bin/galactic-bpf preflight --bpffs /sys/fs/bpf/galactic-preflight-%d >/dev/null 2>&1",
 			 (int)getpid()) == 0;
 	ck_assert_int_eq(topo_sh("mkdir -p -m 0700 /run/galactic"), 0);
-	ck_assert_int_eq(topo_up(&T, 2), 0);
+	ck_assert_int_eq(topo_up(&T, 3), 0);
 	ck_assert_int_ge(topo_add_pod(&T, 1, "a1", TOPO_VPC_A, "fd00:a::1", "10.1.0.1"), 0);
 	ck_assert_int_ge(topo_add_pod(&T, 2, "a2", TOPO_VPC_A, "fd00:a::2", "10.1.0.2"), 0);
+	ck_assert_int_ge(topo_add_pod(&T, 3, "a3", TOPO_VPC_A, "fd00:a::3", "10.1.0.3"), 0);
 	/* a modest number of remotes: a full pass is cheap, but not free */
 	ck_assert_int_eq(topo_write_state(&T, 1, 2000), 0);
 	ck_assert_int_eq(topo_write_state(&T, 2, 2000), 0);
 	start(1, false);
-	if (bpf_ok)
+	if (bpf_ok) {
+		char ns[64];
+
 		start(2, true);
+		/* n3: no uplink named; other devices with global IPv6 addresses first */
+		ck_assert_int_eq(topo_write_state(&T, 3, 0), 0);
+		ck_assert_int_eq(topo_sh("sed -i 's/\"uplink\":\"up0\"/\"uplink\":\"\"/' %s/n3/state.json && "
+					 "grep -q '\"uplink\":\"\"' %s/n3/state.json", T.dir, T.dir), 0);
+		topo_node_ns(&T, 3, ns, sizeof(ns));
+		ck_assert_int_eq(topo_sh("ip -n %s link add lxg0 type veth peer name lxgp0 && "
+					 "ip -n %s link add cnig0 type bridge && "
+					 "ip -n %s link add vxg0 type vxlan id 42 dstport 4789 dev up0 && "
+					 "for d in lxg0 lxgp0 cnig0 vxg0; do ip -n %s link set $d up || exit 1; done && "
+					 "ip -n %s addr add 2001:db8:70::1/64 dev lxg0 nodad && "
+					 "ip -n %s addr add 2001:db8:71::1/64 dev cnig0 nodad && "
+					 "ip -n %s addr add 2001:db8:72::1/64 dev vxg0 nodad",
+					 ns, ns, ns, ns, ns, ns, ns), 0);
+		start(3, true);
+	}
 }
 
 static void teardown(void)
@@ -107,7 +133,7 @@ static void teardown(void)
 	snprintf(prefix, sizeof(prefix), "%s", T.prefix); /* topo_down clears T */
 	if (T.nodes)
 		topo_down(&T);
-	topo_sh("rm -rf /sys/fs/bpf/%s-n2", prefix);
+	topo_sh("rm -rf /sys/fs/bpf/%s-n2 /sys/fs/bpf/%s-n3", prefix, prefix);
 }
 
 /* The two batch files (ip, tc) opened for writing, or neither. */
@@ -378,6 +404,60 @@ START_TEST(t_bpf_own_verbs_cause_no_full_pass)
 }
 END_TEST
 
+/* Whether dev on n3 has a filter of ours of that program ("decap", "encap"). */
+static bool has_filter(const char *dev, const char *prog)
+{
+	char ns[64];
+
+	topo_node_ns(&T, 3, ns, sizeof(ns));
+	return topo_sh("tc -n %s filter show dev %s ingress 2>/dev/null | grep -q galactic_%s", ns, dev, prog) == 0;
+}
+
+START_TEST(t_bpf_guessed_uplink_skips_foreign_devices)
+{
+	const struct topo_pod *p;
+	static const char *const devs[] = { "lxg0", "lxgp0", "cnig0", "vxg0", "up0" };
+	double apply0;
+	char ns[64];
+
+	if (skip_why[0])
+		GT_SKIP("%s", skip_why);
+	if (!bpf_ok)
+		GT_SKIP("bpf preflight refused on this kernel");
+	p = topo_pod(&T, "a3");
+	ck_assert_ptr_nonnull(p);
+	topo_node_ns(&T, 3, ns, sizeof(ns));
+	/* the start's passes ran the link sweep: the pod's host veth has its encap filter */
+	for (int i = 0; i < 100 && !has_filter(p->hostif, "encap"); i++)
+		usleep(50 * 1000);
+	ck_assert_msg(has_filter(p->hostif, "encap"), "n3: no encap filter on %s (see %s/n3/agent.log)", p->hostif,
+		      T.dir);
+	for (size_t i = 0; i < sizeof(devs) / sizeof(devs[0]); i++)
+		ck_assert_msg(!has_filter(devs[i], "decap"), "n3: %s (not an uplink's kind) took the decap filter",
+			      devs[i]);
+	/* one more veth gets a global IPv6 address while the agent runs: no pass, no filter */
+	usleep(1200 * 1000);
+	apply0 = passes(3, "apply");
+	ck_assert_int_eq(topo_sh("ip -n %s link add lxg1 type veth peer name lxgp1 && ip -n %s link set lxg1 up && "
+				 "ip -n %s link set lxgp1 up && ip -n %s addr add 2001:db8:73::1/64 dev lxg1 nodad",
+				 ns, ns, ns, ns), 0);
+	usleep(1500 * 1000);
+	ck_assert_msg(passes(3, "apply") == apply0, "n3: %.0f passes after a foreign veth's global address",
+		      passes(3, "apply") - apply0);
+	/* and a full pass (the sweep runs again) leaves it alone too */
+	ck_assert_int_gt(topo_agent_pid(&T, 3), 0);
+	ck_assert_int_eq(kill(topo_agent_pid(&T, 3), SIGHUP), 0);
+	for (int i = 0; i < 100 && passes(3, "apply") == apply0; i++)
+		usleep(50 * 1000);
+	ck_assert_msg(passes(3, "apply") > apply0, "n3: no pass after SIGHUP");
+	usleep(300 * 1000);
+	ck_assert(!has_filter("lxg1", "decap"));
+	ck_assert(!has_filter("lxg0", "decap"));
+	ck_assert(has_filter(p->hostif, "encap"));
+	ck_assert_double_eq(metric(3, "galactic_agent_objects{state=\"failed\"}"), 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("foreign_links");
@@ -389,6 +469,7 @@ int main(void)
 	tcase_add_test(tc, t_bpf_own_verbs_cause_no_full_pass);
 	tcase_add_test(tc, t_kernel_foreign_veths_cause_no_pass);
 	tcase_add_test(tc, t_bpf_foreign_veths_cause_no_pass);
+	tcase_add_test(tc, t_bpf_guessed_uplink_skips_foreign_devices);
 	suite_add_tcase(s, tc);
 	return gt_run(s);
 }

@@ -229,8 +229,32 @@ static struct gdp_state no_remotes(const struct gdp_state *d)
 	return k;
 }
 
-/* Uplinks: the node's named uplink, else every link with a global IPv6 address. */
-static bool is_uplink(const struct gdp_state *d, const char *name, struct ifaddrs *ifa)
+bool gdp_bpf_uplink_kind(const char *kind)
+{
+	static const char *const kinds[] = { "", "bond", "team", "vlan" };
+
+	for (size_t i = 0; kind && i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (!strcmp(kind, kinds[i]))
+			return true;
+	return false;
+}
+
+/* Whether name (the node's netns: the caller is in it) is of a kind an
+ * unnamed uplink can be; *nl is opened on first use, the caller closes it. */
+static bool uplink_candidate(const char *name, struct gnl_sock **nl)
+{
+	struct gnl_link l;
+	char err[128];
+
+	if (!*nl && gnl_open(nl, NULL, err, sizeof(err)))
+		return false; /* unknown: no decap there this pass (the next one asks again) */
+	return gnl_link_get(*nl, name, &l) == 0 && gdp_bpf_uplink_kind(l.kind);
+}
+
+/* Uplinks: the node's named uplink, else every link with a global IPv6
+ * address that is of an uplink's kind (gdp_bpf_uplink_kind) and not an
+ * attachment's. */
+static bool is_uplink(const struct gdp_state *d, const char *name, struct ifaddrs *ifa, struct gnl_sock **nl)
 {
 	const char *up = d->node.uplink;
 
@@ -246,7 +270,7 @@ static bool is_uplink(const struct gdp_state *d, const char *name, struct ifaddr
 		    (a->ifa_flags & IFF_LOOPBACK))
 			continue;
 		if (!IN6_IS_ADDR_LINKLOCAL(&s6->sin6_addr) && !IN6_IS_ADDR_LOOPBACK(&s6->sin6_addr))
-			return true;
+			return uplink_candidate(name, nl);
 	}
 	return false;
 }
@@ -314,6 +338,7 @@ static int sync_links(struct bpf_backend *b, const struct gdp_state *d, const st
 {
 	struct if_nameindex *links = if_nameindex(), *l;
 	struct ifaddrs *ifa = NULL;
+	struct gnl_sock *nl = NULL; /* the links' kinds, when no uplink is named */
 	char err[512];
 	int first = 0, e;
 	__u32 key, next, *prev = NULL, *want_if = NULL, *filtered = NULL;
@@ -360,7 +385,7 @@ static int sync_links(struct bpf_backend *b, const struct gdp_state *d, const st
 					first = first ? first : e;
 				}
 			}
-		} else if (is_uplink(d, l->if_name, ifa)) {
+		} else if (is_uplink(d, l->if_name, ifa, &nl)) {
 			want = GBPF_PROG_DECAP;
 		} else {
 			bool ours = gbpf_attached(b->g, (int)l->if_index, GBPF_PROG_DECAP) > 0 ||
@@ -423,6 +448,8 @@ static int sync_links(struct bpf_backend *b, const struct gdp_state *d, const st
 	}
 	if (ifa)
 		freeifaddrs(ifa);
+	if (nl)
+		gnl_close(nl);
 	if_freenameindex(links);
 	free(want_if);
 	links_set(b, filtered, nfiltered, nlinks + 1);

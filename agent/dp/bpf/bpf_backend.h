@@ -32,6 +32,15 @@ const struct gdp_backend_ops *gdp_bpf_choose(const char *mode, bool fallback, co
  */
 int gdp_bpf_teardown(const char *netns, const char *pin_root, char *err, size_t errlen);
 
+/*
+ * Whether a link of this kind (IFLA_INFO_KIND; "" for none) can be the
+ * node's uplink when none is named: a device without a kind (a NIC), a
+ * bond, a team or a VLAN, with a global IPv6 address. A veth (another CNI's
+ * pod, or a container node's own eth0), a bridge, a tunnel, a dummy, a
+ * macvlan never is: such an uplink must be named (docs/dataplane-bpf.md).
+ */
+bool gdp_bpf_uplink_kind(const char *kind);
+
 /* Counters of a bpf backend handle (status and metrics). -EINVAL for other backends. */
 int gdp_bpf_vpc_stats(struct gdp_backend *b, uint16_t arg, struct gbpf_vpc_stats *out);
 int gdp_bpf_drops(struct gdp_backend *b, uint64_t out[GBPF_DROP_MAX]);
