@@ -9,10 +9,14 @@
  *   3. B is killed (SIGKILL): A takes over within the lease duration.
  *   4. A shuts down cleanly and releases the lease: C takes over at once.
  * From the log: no second holds writes of two identities.
+ * renew_one_put: a holder renews with one PUT per retry period (client-go's
+ * optimistic fast path, no GET); a write by someone else in between costs
+ * one refused PUT, then the GET and PUT of the slow path, and no term.
  */
 #include "common/json.h"
 #include "common/leader.h"
 #include "common/log.h"
+#include "common/metrics.h"
 #include "tests/lib/common_e2e.h"
 #include "tests/lib/common_proxy.h"
 #include "tests/lib/gtest.h"
@@ -272,6 +276,75 @@ START_TEST(lease_handover)
 }
 END_TEST
 
+static const struct kube_resource LEASES = { "coordination.k8s.io", "v1", "leases", true };
+static atomic_int renew_stops;
+
+static void renew_stopped(void *ud) { (void)ud; atomic_fetch_add(&renew_stops, 1); }
+
+static double reqs(struct metrics *reg, const char *lv)
+{
+	return metric_value(metric_lookup(reg, "galactic_kube_requests_total"), lv);
+}
+
+START_TEST(renew_one_put)
+{
+	struct kube_config *cfg, *cfg2;
+	struct kube_client *kc = ce_client_token(&cp, NULL, &cfg), *other = ce_client_token(&cp, NULL, &cfg2);
+	struct metrics *reg = metrics_new();
+	struct leader_opts o = { .ns = "default", .name = "e2e-renew", .identity = "R", .on_stopped = renew_stopped };
+	struct leader *l;
+	struct kube_error e;
+	json_t *lease = NULL, *out = NULL;
+	double end, g0, p0, g1, p1;
+
+	ck_assert_int_eq(kube_client_set_metrics(kc, reg), 0);
+	ck_assert_ptr_nonnull(l = leader_new(kc, &o));
+	ck_assert_int_eq(leader_start(l), 0);
+	for (end = ce_now() + 10; !leader_is_leader(l) && ce_now() < end;)
+		usleep(50 * 1000);
+	ck_assert_msg(leader_is_leader(l), "R never led");
+	/* Renewals only: over 7 s (three retry periods and a half) no GET. */
+	g0 = reqs(reg, "GET,200") + reqs(reg, "GET,404");
+	p0 = reqs(reg, "PUT,200");
+	usleep(7000 * 1000);
+	g1 = reqs(reg, "GET,200") + reqs(reg, "GET,404");
+	p1 = reqs(reg, "PUT,200");
+	printf("renewals: %.0f PUTs and %.0f GETs in 7 s of holding\n", p1 - p0, g1 - g0);
+	ck_assert_double_eq(g1 - g0, 0);
+	ck_assert_double_ge(p1 - p0, 3);
+	ck_assert_double_le(p1 - p0, 4);
+	ck_assert_double_eq(reqs(reg, "PUT,409"), 0);
+
+	/* Someone else writes the Lease (an annotation; the holder stays R):
+	 * the next optimistic PUT is refused, the slow path reads and renews. */
+	ck_assert_int_eq(kube_get(other, &LEASES, "default", "e2e-renew", &lease, &e), 0);
+	json_object_set_new(json_object_get(lease, "metadata"), "annotations", json_pack("{s:s}", "test", "touched"));
+	ck_assert_int_eq(kube_update(other, &LEASES, "default", "e2e-renew", NULL, lease, &out, &e), 0);
+	json_decref(lease);
+	json_decref(out);
+	g0 = reqs(reg, "GET,200");
+	p0 = reqs(reg, "PUT,200");
+	usleep(3000 * 1000);
+	ck_assert_double_eq(reqs(reg, "PUT,409"), 1);
+	ck_assert_double_eq(reqs(reg, "GET,200") - g0, 1);
+	ck_assert_double_ge(reqs(reg, "PUT,200") - p0, 1);
+	ck_assert_msg(leader_is_leader(l), "R lost the lease to a foreign write");
+	ck_assert_int_eq(atomic_load(&renew_stops), 0);
+	/* and back to one PUT a renewal */
+	g0 = reqs(reg, "GET,200");
+	usleep(4500 * 1000);
+	ck_assert_double_eq(reqs(reg, "GET,200") - g0, 0);
+	ck_assert_double_eq(reqs(reg, "PUT,409"), 1);
+	leader_stop(l);
+	leader_free(l);
+	kube_client_free(kc);
+	kube_client_free(other);
+	kube_config_free(cfg);
+	kube_config_free(cfg2);
+	metrics_free(reg);
+}
+END_TEST
+
 int main(int argc, char **argv)
 {
 	if (argc == 8 && !strcmp(argv[1], "--contender")) {
@@ -287,6 +360,7 @@ int main(int argc, char **argv)
 	ce_setup(&cp);
 	tcase_set_timeout(tc, 180);
 	tcase_add_test(tc, lease_handover);
+	tcase_add_test(tc, renew_one_put);
 	suite_add_tcase(s, tc);
 	rc = gt_run(s);
 	cp_down(&cp);
