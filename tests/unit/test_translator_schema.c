@@ -98,6 +98,36 @@ START_TEST(test_check_constraints)
 }
 END_TEST
 
+/* Patterns are compiled once and kept (64 of them); more still work, compiled per check. */
+START_TEST(test_patterns_beyond_the_cache)
+{
+	char why[512], node[160], ok[32], bad[32];
+
+	for (int round = 0; round < 2; round++)
+		for (int i = 0; i < 80; i++) {
+			json_t *n, *v;
+
+			snprintf(node, sizeof(node), "{\"type\":\"string\",\"pattern\":\"^p%d-[a-z]+$\"}", i);
+			n = J(node);
+			snprintf(ok, sizeof(ok), "p%d-abc", i);
+			snprintf(bad, sizeof(bad), "p%d-ABC", i);
+			v = json_string(ok);
+			ck_assert_int_eq(schema_check(n, v, "x", why, sizeof(why)), 0);
+			json_decref(v);
+			v = json_string(bad);
+			ck_assert_int_eq(schema_check(n, v, "x", why, sizeof(why)), -1);
+			ck_assert_msg(strstr(why, "pattern"), "%s", why);
+			json_decref(v);
+			/* another pattern's value does not match this one */
+			snprintf(bad, sizeof(bad), "p%d-abc", i + 1);
+			v = json_string(bad);
+			ck_assert_int_eq(schema_check(n, v, "x", why, sizeof(why)), -1);
+			json_decref(v);
+			json_decref(n);
+		}
+}
+END_TEST
+
 START_TEST(test_withhold_keeps_the_rest)
 {
 	json_t *crd = J(CRD);
@@ -237,6 +267,7 @@ int main(void)
 	TCase *tc = tcase_create("schema");
 
 	tcase_add_test(tc, test_check_constraints);
+	tcase_add_test(tc, test_patterns_beyond_the_cache);
 	tcase_add_test(tc, test_withhold_keeps_the_rest);
 	tcase_add_test(tc, test_ownership_rows);
 	tcase_add_test(tc, test_queue_keys);
