@@ -212,6 +212,9 @@ struct rpt_stats {
 	unsigned long scope_changes;
 	/* Overlaps in the last learned set (rpt_remotes_resolve). */
 	unsigned long overlap_duplicates, overlap_nested;
+	/* Reports the learner parsed (each new resourceVersion once; a pass
+	 * takes the unchanged ones from its memo). */
+	unsigned long learn_parsed;
 };
 void rpt_get_stats(struct rpt *r, struct rpt_stats *out);
 

@@ -325,6 +325,24 @@ START_TEST(test_publisher_and_learner)
 		ck_assert_msg(remotes_become("[\"Red7 fd00:a::13/128 fcbb:bb00:1:3:e001::\"]"),
 			      "the route of a VPC no longer hosted kept");
 		json_decref(wait_for("pn1-2acffd-2ab", NULL, 10)); /* Blu9/B1's own report went */
+		/* One more report: its own versions are parsed (the create and the
+		 * status write: 1 or 2 passes), the 3 others of Red7 come from the
+		 * learner's memo (a pass over all would parse 4 each time). */
+		{
+			struct rpt_stats s0, s1;
+			char n5[128];
+
+			rpt_get_stats(r, &s0);
+			post_report("pn5", "Red7", "R5", "fd00:a::15/128", "fcbb:bb00:1:5:e001::", true, n5, sizeof(n5));
+			ck_assert_msg(remotes_become("[\"Red7 fd00:a::13/128 fcbb:bb00:1:3:e001::\", "
+						     "\"Red7 fd00:a::15/128 fcbb:bb00:1:5:e001::\"]"),
+				      "a new report of a hosted VPC not learned");
+			rpt_get_stats(r, &s1);
+			printf("learner: %lu reports parsed for one new report among 4\n",
+			       s1.learn_parsed - s0.learn_parsed);
+			ck_assert_uint_ge(s1.learn_parsed - s0.learn_parsed, 1);
+			ck_assert_uint_le(s1.learn_parsed - s0.learn_parsed, 2);
+		}
 	}
 
 	/* 5c. Our report as an agent before the label wrote it: labelled again. */
