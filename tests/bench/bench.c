@@ -19,6 +19,7 @@ struct bench {
 	json_t *results, *facts, *checks;
 	char error[512];
 	int missed;
+	char keep[512];          /* BENCH_KEEP's directory, once made */
 };
 
 static void *must(void *p)
@@ -40,6 +41,52 @@ struct bench *bench_begin(const char *name)
 	b->checks = must(json_array());
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	return b;
+}
+
+int bench_keep(struct bench *b, const char *file, const char *name)
+{
+	char to[1100], buf[65536];
+	FILE *in, *out;
+	size_t n;
+	int e = 0;
+
+	if (!getenv("BENCH_KEEP"))
+		return 0;
+	if (!b->keep[0]) {
+		const char *tmp = getenv("TMPDIR") && getenv("TMPDIR")[0] ? getenv("TMPDIR") : "/tmp";
+
+		snprintf(b->keep, sizeof(b->keep), "%s/%s-keep.XXXXXX", tmp, b->name);
+		if (!mkdtemp(b->keep)) {
+			e = -errno;
+			fprintf(stderr, "BENCH_KEEP: cannot make %s: %s\n", b->keep, strerror(errno));
+			b->keep[0] = 0;
+			return e;
+		}
+		printf("BENCH_KEEP: logs kept in %s\n", b->keep);
+	}
+	snprintf(to, sizeof(to), "%s/%s", b->keep, name);
+	if (!(in = fopen(file, "r")) || !(out = fopen(to, "w"))) {
+		e = -errno;
+		fprintf(stderr, "BENCH_KEEP: cannot copy %s to %s: %s\n", file, to, strerror(errno));
+		if (in)
+			fclose(in);
+		return e;
+	}
+	while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
+		if (fwrite(buf, 1, n, out) != n) {
+			e = -EIO;
+			break;
+		}
+	if (ferror(in))
+		e = -EIO;
+	fclose(in);
+	if (fclose(out) && !e)
+		e = -EIO;
+	if (e)
+		fprintf(stderr, "BENCH_KEEP: copying %s to %s failed\n", file, to);
+	else
+		printf("BENCH_KEEP: %s\n", to);
+	return e;
 }
 
 static int cmp_d(const void *a, const void *b)

@@ -78,6 +78,15 @@ bool bench_need_root(struct bench *b, const char *why);
 /* Writes the result file, prints the verdict, frees b; returns the exit status. */
 int bench_end(struct bench *b);
 
+/*
+ * BENCH_KEEP=1: copies file (a log the bench is about to remove with its
+ * topology) as name into this run's own directory, made on first use
+ * (mkdtemp: $TMPDIR or /tmp, "<bench>-keep.XXXXXX") and printed then, so
+ * two runs never write the same path. Does nothing without BENCH_KEEP.
+ * 0, or -errno (printed).
+ */
+int bench_keep(struct bench *b, const char *file, const char *name);
+
 /* Median of n values (a sorted copy; 0 when n == 0). */
 double bench_median(const double *v, size_t n);
 

@@ -44,7 +44,8 @@
  * lines: in the agent, pod teardown, the pass's backend span, ours; and the
  * full passes the agent logged meanwhile, which must be 0; with
  * BENCH_GAP_MS before each; always with BENCH_SEQ >= 500, so the bursts
- * run on the node as it was), BENCH_BACKEND=bpf. The agents
+ * run on the node as it was), BENCH_BACKEND=bpf, BENCH_KEEP=1 (node 1's agent
+ * log copied into a directory of the run's own, printed: bench_keep). The agents
  * run with the default safety-net interval (--interval 30, not the tests'
  * 1 s: at 100k remotes a full reconcile every second is not a node). The agent
  * on node 1's RSS (VmRSS, VmHWM = peak) is reported at the end.
@@ -1052,8 +1053,12 @@ int main(int argc, char **argv)
 			     &(struct bench_side){ rwhat, theirs, (size_t)nr }, 0.2);
 	}
 out:
-	if (getenv("BENCH_KEEP"))
-		topo_sh("cp %s/n1/agent.log /tmp/bench_cni_agent.log", T.dir);
+	{
+		char log[600];
+
+		snprintf(log, sizeof(log), "%s/n1/agent.log", T.dir);
+		bench_keep(b, log, "agent-n1.log");
+	}
 	topo_sh("rm -f /run/galactic/%s-n*.sock", T.prefix);
 	{
 		char prefix[sizeof(T.prefix)];

@@ -33,7 +33,8 @@
  *   build/rel/bench/bench_rss [N] [R]
  *
  * Environment: BENCH_BACKENDS="kernel bpf" (default both), BENCH_INTERVAL=S,
- * BENCH_REST=P, BENCH_KEEP=1 (copies the agent logs to /tmp).
+ * BENCH_REST=P, BENCH_KEEP=1 (copies the agent logs into a directory of
+ * the run's own, printed: bench_keep).
  */
 #include <errno.h>
 #include <signal.h>
@@ -436,8 +437,13 @@ int main(int argc, char **argv)
 			break;
 		}
 		run_backend(b, bk, n, r, interval, rest);
-		if (getenv("BENCH_KEEP"))
-			topo_sh("cp %s/n1/agent.log /tmp/bench_rss_%s_agent.log", T.dir, bk);
+		{
+			char log[600], name[64];
+
+			snprintf(log, sizeof(log), "%s/n1/agent.log", T.dir);
+			snprintf(name, sizeof(name), "agent-%s.log", bk);
+			bench_keep(b, log, name);
+		}
 		topo_sh("rm -f /run/galactic/%s-n*.sock", T.prefix);
 		snprintf(prefix, sizeof(prefix), "%s", T.prefix);
 		topo_down(&T);
