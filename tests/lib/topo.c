@@ -81,6 +81,26 @@ static void on_fatal(int sig)
 	raise(sig);
 }
 
+/*
+ * A sanitizer's report ends the process (UBSan built with
+ * -fno-sanitize-recover, an ASan error) by _exit: no atexit handler, no
+ * signal, and the namespaces, agents and pins stayed behind. These are the
+ * runtimes' own hooks for default options (an environment's
+ * UBSAN_OPTIONS / ASAN_OPTIONS still override them): abort instead, so
+ * on_fatal's SIGABRT handler removes the topology. Unused in the benches,
+ * which are built without sanitizers.
+ */
+const char *__ubsan_default_options(void);
+const char *__asan_default_options(void);
+const char *__ubsan_default_options(void)
+{
+	return "abort_on_error=1";
+}
+const char *__asan_default_options(void)
+{
+	return "abort_on_error=1";
+}
+
 int topo_up(struct topo *t, int nodes)
 {
 	static bool hooked;
