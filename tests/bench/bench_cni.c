@@ -45,7 +45,12 @@
  * full passes the agent logged meanwhile, which must be 0; with
  * BENCH_GAP_MS before each; always with BENCH_SEQ >= 500, so the bursts
  * run on the node as it was), BENCH_BACKEND=bpf, BENCH_KEEP=1 (node 1's agent
- * log copied into a directory of the run's own, printed: bench_keep). The agents
+ * log copied into a directory of the run's own, printed: bench_keep),
+ * BENCH_NODE1_SETUP=CMD a shell command run once node 1's agent has
+ * reconciled, before any ADD, with NS set to node 1's network namespace
+ * (other software's state in the node, e.g. `tests/bench/kernel_floor.sh
+ * fill "$NS" nhid`: the host end's readiness walk against routes the agent
+ * does not own, in either form). The agents
  * run with the default safety-net interval (--interval 30, not the tests'
  * 1 s: at 100k remotes a full reconcile every second is not a node). The agent
  * on node 1's RSS (VmRSS, VmHWM = peak) is reported at the end.
@@ -572,6 +577,10 @@ int main(int argc, char **argv)
 			bench_error(b, "agent on n%d did not start (%s/n%d/agent.log)", node, T.dir, node);
 			return bench_end(b);
 		}
+	}
+	if (getenv("BENCH_NODE1_SETUP") && topo_sh("NS=%s-n1 && export NS && %s", T.prefix, getenv("BENCH_NODE1_SETUP"))) {
+		bench_error(b, "BENCH_NODE1_SETUP failed: %s", getenv("BENCH_NODE1_SETUP"));
+		return bench_end(b);
 	}
 	/* Namespaces first (the runtime's job, not timed), in one ip -batch. */
 	{
