@@ -39,12 +39,13 @@ struct record {
 	size_t natts, capatts;
 	/* The attachments by what the verbs look them up by (under mu): by
 	 * VPC and id, by the runtime's key (CNI ones), by host interface, by
-	 * VPC and address (tag: which of its addresses), by pod MAC, by VPC
-	 * (whether a VPC still has one: O(1), not a scan). ix_bad:
+	 * VPC and address (tag: which of its addresses), by pod MAC. ix_bad:
 	 * an insert ran out of memory, the lookups scan until a rebuild succeeds. */
-	struct rec_index ix_att, ix_key, ix_host, ix_addr, ix_mac, ix_vpc;
+	struct rec_index ix_att, ix_key, ix_host, ix_addr, ix_mac;
 	bool ix_bad;
 	unsigned long scans;        /* under mu: whole-array scans a removal fell back to (record_scans) */
+	bool vcount_bad;            /* under mu: an attachment was counted while its VPC was not listed:
+				     * the VPCs' n_atts are recounted before they are used */
 	uint16_t argrefs[GDP_ARG_MAX + 1]; /* under mu: attachments holding each number (kept with the index) */
 	struct rec_remotes *remotes;
 	unsigned long gen;          /* any change */
@@ -131,27 +132,11 @@ static void remotes_unref(struct rec_remotes *x)
 
 /* ---- what the files hold (each object through agent/record_codec.h) ------- */
 
-static uint64_t h_vpc(const char *vpc);
-
-/* Under mu: an attachment of VPC id (active_only: a desired one), by the
- * index of attachments by VPC (O(that VPC's attachments) at most, not the
- * node's), by a scan while the index cannot be trusted. */
 static bool vpc_has_att(const struct record *r, const char *id, bool active_only)
 {
-	uint64_t h = h_vpc(id);
-
-	if (r->ix_bad) {
-		for (size_t i = 0; i < r->natts; i++)
-			if ((!active_only || r->atts[i]->active) && !strcmp(r->atts[i]->m.vpc, id))
-				return true;
-		return false;
-	}
-	for (size_t s = rec_index_first(&r->ix_vpc, h); s != REC_INDEX_END; s = rec_index_next(&r->ix_vpc, h, s)) {
-		const struct rec_att *a = r->ix_vpc.s[s].p;
-
-		if ((!active_only || a->active) && !strcmp(a->m.vpc, id))
+	for (size_t i = 0; i < r->natts; i++)
+		if ((!active_only || r->atts[i]->active) && !strcmp(r->atts[i]->m.vpc, id))
 			return true;
-	}
 	return false;
 }
 
@@ -239,9 +224,19 @@ static uint64_t h_host(const char *name)
 	return rec_index_hash(3, (const char *const[]){ name }, 1);
 }
 
-static uint64_t h_vpc(const char *vpc)
+static struct rec_vpc *find_vpc_locked(struct record *r, const char *id);
+
+/* Under mu: a's VPC's count of attachments moves by d (kept with the index). */
+static void vpc_count(struct record *r, const struct rec_att *a, int d)
 {
-	return rec_index_hash(6, (const char *const[]){ vpc }, 1);
+	struct rec_vpc *v = find_vpc_locked(r, a->m.vpc);
+
+	if (!v)
+		r->vcount_bad = true; /* (an attachment before its VPC: recounted when used) */
+	else if (d > 0)
+		v->n_atts++;
+	else if (v->n_atts)
+		v->n_atts--;
 }
 
 /* What gdp_prefix_equal compares (family, length, the address bytes), in the VPC. */
@@ -286,8 +281,8 @@ static void index_add(struct record *r, struct rec_att *a)
 	for (size_t k = 0; k < a->m.n_addrs; k++)
 		bad |= rec_index_put(&r->ix_addr, h_addr(a->m.vpc, &a->m.addrs[k]), a, (uint32_t)k) != 0;
 	bad |= rec_index_put(&r->ix_mac, h_mac(a->m.pod_mac), a, 0) != 0;
-	bad |= rec_index_put(&r->ix_vpc, h_vpc(a->m.vpc), a, 0) != 0;
 	r->ix_bad |= bad;
+	vpc_count(r, a, 1);
 	if (a->m.arg <= GDP_ARG_MAX)
 		r->argrefs[a->m.arg]++;
 }
@@ -303,7 +298,7 @@ static void index_del(struct record *r, struct rec_att *a)
 	for (size_t k = 0; k < a->m.n_addrs; k++)
 		rec_index_del(&r->ix_addr, h_addr(a->m.vpc, &a->m.addrs[k]), a, (uint32_t)k);
 	rec_index_del(&r->ix_mac, h_mac(a->m.pod_mac), a, 0);
-	rec_index_del(&r->ix_vpc, h_vpc(a->m.vpc), a, 0);
+	vpc_count(r, a, -1);
 	if (a->m.arg <= GDP_ARG_MAX && r->argrefs[a->m.arg])
 		r->argrefs[a->m.arg]--;
 }
@@ -315,7 +310,9 @@ static void index_clear(struct record *r)
 	rec_index_clear(&r->ix_host);
 	rec_index_clear(&r->ix_addr);
 	rec_index_clear(&r->ix_mac);
-	rec_index_clear(&r->ix_vpc);
+	for (size_t i = 0; i < r->nvpcs; i++)
+		r->vpcs[i].n_atts = 0;
+	r->vcount_bad = false;
 	memset(r->argrefs, 0, sizeof(r->argrefs));
 	r->ix_bad = false;
 }
@@ -327,7 +324,6 @@ static void index_free(struct record *r)
 	rec_index_free(&r->ix_host);
 	rec_index_free(&r->ix_addr);
 	rec_index_free(&r->ix_mac);
-	rec_index_free(&r->ix_vpc);
 }
 
 /* Under mu: true when the index can be used (rebuilt whole after a failed insert). */
@@ -459,7 +455,8 @@ static int add_vpc_locked(struct record *r, const struct rec_vpc *v)
 
 	if (rc)
 		return rc;
-	r->vpcs[r->nvpcs++] = *v;
+	r->vpcs[r->nvpcs] = *v;
+	r->vpcs[r->nvpcs++].n_atts = 0; /* counted by index_add (one counted before it: vcount_bad) */
 	return 0;
 }
 
@@ -494,8 +491,21 @@ static void drop_vpc_if_unused(struct record *r, const char *id)
 {
 	struct rec_vpc *v = find_vpc_locked(r, id);
 
-	r->scans += r->ix_bad; /* vpc_has_att scans then */
-	if (v && !v->declared && !vpc_has_att(r, id, false))
+	if (r->vcount_bad) { /* (never on a healthy record: every attachment came after its VPC) */
+		r->scans++;
+		for (size_t i = 0; i < r->nvpcs; i++)
+			r->vpcs[i].n_atts = 0;
+		r->vcount_bad = false;
+		for (size_t i = 0; i < r->natts; i++)
+			vpc_count(r, r->atts[i], 1);
+		if (r->vcount_bad) { /* an attachment whose VPC is not listed: as before, a scan */
+			if (v && !v->declared && !vpc_has_att(r, id, false))
+				*v = r->vpcs[--r->nvpcs];
+			return;
+		}
+	}
+	/* its count of attachments, not a scan of the node's */
+	if (v && !v->declared && !v->n_atts)
 		*v = r->vpcs[--r->nvpcs];
 }
 
@@ -817,8 +827,10 @@ static int import_state_locked(struct record *r, const struct gdp_state *st)
 	for (size_t i = 0; i < st->n_vpcs; i++) {
 		struct rec_vpc *v = find_vpc_locked(r, st->vpcs[i].id), nv = { .m = st->vpcs[i], .declared = true };
 
-		if (v)
+		if (v) {
+			nv.n_atts = v->n_atts; /* its attachments stay */
 			*v = nv;
+		}
 		else if (add_vpc_locked(r, &nv))
 			return -ENOMEM;
 	}

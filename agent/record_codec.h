@@ -42,6 +42,7 @@ enum { REC_FAM_V4 = 1u << 0, REC_FAM_V6 = 1u << 1 };
 struct rec_vpc {
 	struct gdp_vpc m;       /* id, arg, table, prefixes */
 	bool declared;          /* kept without attachments (operator declared it) */
+	size_t n_atts;          /* record.c: its attachments, any state (kept with the index; not in the files) */
 };
 
 struct rec_att {

@@ -994,8 +994,15 @@ static void finds_match_scan(struct record *r)
 	ck_assert_uint_eq(record_scans(r), 0);
 	for (size_t i = 0; i < record_n_atts(r); i++) {
 		struct rec_att *a = record_att(r, i);
+		const struct rec_vpc *v = record_find_vpc(r, a->m.vpc);
+		size_t same = 0;
 
 		ck_assert_uint_eq(a->slot, i);
+		/* its VPC counts its attachments (what "still used?" asks, instead of a scan) */
+		for (size_t k = 0; k < record_n_atts(r); k++)
+			same += !strcmp(record_att(r, k)->m.vpc, a->m.vpc);
+		ck_assert_ptr_nonnull(v);
+		ck_assert_uint_eq(v->n_atts, same);
 
 		ck_assert_ptr_eq(record_find_att(r, a->m.vpc, a->m.id), a);
 		ck_assert_ptr_eq(record_find_key(r, a->network, a->m.container_id, a->ifname), a);
