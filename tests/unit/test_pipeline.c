@@ -552,7 +552,7 @@ START_TEST(t_delta_pass_walks_only_its_change)
 	ck_assert_uint_eq(t.unprogrammed, 0);
 
 	/* one that fails: its delta falls back to a full pass; counted and listed */
-	snprintf(f.bad, sizeof(f.bad), "x%u", N + ADDS);
+	snprintf(f.bad, sizeof(f.bad), "x%d", N + ADDS);
 	bad = reserve_n(rec, N + ADDS);
 	ck_assert_int_eq(pipeline_wait(p, record_gen(rec)), 0);
 	t = tally_of(&f, N + ADDS + 2);
