@@ -132,8 +132,16 @@ static void remotes_unref(struct rec_remotes *x)
 
 /* ---- what the files hold (each object through agent/record_codec.h) ------- */
 
+static const struct rec_vpc *find_vpc_const(const struct record *r, const char *id);
+
+/* Under mu: an attachment of VPC id (active_only: a desired one), by the
+ * VPC's counts (O(VPCs) to find it), by a scan while they are not exact. */
 static bool vpc_has_att(const struct record *r, const char *id, bool active_only)
 {
+	const struct rec_vpc *v = r->vcount_bad ? NULL : find_vpc_const(r, id);
+
+	if (v)
+		return active_only ? v->n_active > 0 : v->n_atts > 0;
 	for (size_t i = 0; i < r->natts; i++)
 		if ((!active_only || r->atts[i]->active) && !strcmp(r->atts[i]->m.vpc, id))
 			return true;
@@ -226,17 +234,31 @@ static uint64_t h_host(const char *name)
 
 static struct rec_vpc *find_vpc_locked(struct record *r, const char *id);
 
-/* Under mu: a's VPC's count of attachments moves by d (kept with the index). */
+/* Under mu: a's VPC's counts of attachments (and of desired ones, when a
+ * is desired) move by d (kept with the index). */
 static void vpc_count(struct record *r, const struct rec_att *a, int d)
 {
 	struct rec_vpc *v = find_vpc_locked(r, a->m.vpc);
 
-	if (!v)
+	if (!v) {
 		r->vcount_bad = true; /* (an attachment before its VPC: recounted when used) */
-	else if (d > 0)
+	} else if (d > 0) {
 		v->n_atts++;
-	else if (v->n_atts)
-		v->n_atts--;
+		v->n_active += a->active;
+	} else {
+		v->n_atts -= v->n_atts > 0;
+		v->n_active -= a->active && v->n_active > 0;
+	}
+}
+
+/* Under mu: a becomes desired or not, its VPC's count with it. */
+static void set_active(struct record *r, struct rec_att *a, bool on)
+{
+	if (a->active == on)
+		return;
+	vpc_count(r, a, -1);
+	a->active = on;
+	vpc_count(r, a, 1);
 }
 
 /* What gdp_prefix_equal compares (family, length, the address bytes), in the VPC. */
@@ -311,7 +333,7 @@ static void index_clear(struct record *r)
 	rec_index_clear(&r->ix_addr);
 	rec_index_clear(&r->ix_mac);
 	for (size_t i = 0; i < r->nvpcs; i++)
-		r->vpcs[i].n_atts = 0;
+		r->vpcs[i].n_atts = r->vpcs[i].n_active = 0;
 	r->vcount_bad = false;
 	memset(r->argrefs, 0, sizeof(r->argrefs));
 	r->ix_bad = false;
@@ -456,7 +478,8 @@ static int add_vpc_locked(struct record *r, const struct rec_vpc *v)
 	if (rc)
 		return rc;
 	r->vpcs[r->nvpcs] = *v;
-	r->vpcs[r->nvpcs++].n_atts = 0; /* counted by index_add (one counted before it: vcount_bad) */
+	r->vpcs[r->nvpcs].n_atts = 0; /* counted by index_add (one counted before it: vcount_bad) */
+	r->vpcs[r->nvpcs++].n_active = 0;
 	return 0;
 }
 
@@ -479,6 +502,14 @@ static struct rec_att *add_att_locked(struct record *r, struct rec_att *a)
 	return x;
 }
 
+static const struct rec_vpc *find_vpc_const(const struct record *r, const char *id)
+{
+	for (size_t i = 0; i < r->nvpcs; i++)
+		if (!strcmp(r->vpcs[i].m.id, id))
+			return &r->vpcs[i];
+	return NULL;
+}
+
 static struct rec_vpc *find_vpc_locked(struct record *r, const char *id)
 {
 	for (size_t i = 0; i < r->nvpcs; i++)
@@ -494,7 +525,7 @@ static void drop_vpc_if_unused(struct record *r, const char *id)
 	if (r->vcount_bad) { /* (never on a healthy record: every attachment came after its VPC) */
 		r->scans++;
 		for (size_t i = 0; i < r->nvpcs; i++)
-			r->vpcs[i].n_atts = 0;
+			r->vpcs[i].n_atts = r->vpcs[i].n_active = 0;
 		r->vcount_bad = false;
 		for (size_t i = 0; i < r->natts; i++)
 			vpc_count(r, r->atts[i], 1);
@@ -829,6 +860,7 @@ static int import_state_locked(struct record *r, const struct gdp_state *st)
 
 		if (v) {
 			nv.n_atts = v->n_atts; /* its attachments stay */
+			nv.n_active = v->n_active;
 			*v = nv;
 		}
 		else if (add_vpc_locked(r, &nv))
@@ -1355,7 +1387,7 @@ undo:
 
 unsigned long record_activate(struct record *r, struct rec_att *a)
 {
-	a->active = true;
+	set_active(r, a, true);
 	view_dirty(r, a);
 	journal_dirty(r, a);
 	return a->jgen = r->main_gen = ++r->gen;
@@ -1386,7 +1418,7 @@ bool record_remote_overlaps(struct record *r, const char *vpc, const struct gdp_
 
 unsigned long record_deactivate(struct record *r, struct rec_att *a)
 {
-	a->active = false;
+	set_active(r, a, false);
 	view_dirty(r, a);
 	journal_dirty(r, a);
 	return a->jgen = r->main_gen = ++r->gen;

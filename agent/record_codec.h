@@ -43,6 +43,7 @@ struct rec_vpc {
 	struct gdp_vpc m;       /* id, arg, table, prefixes */
 	bool declared;          /* kept without attachments (operator declared it) */
 	size_t n_atts;          /* record.c: its attachments, any state (kept with the index; not in the files) */
+	size_t n_active;        /* record.c: those of them desired (active) */
 };
 
 struct rec_att {

@@ -995,14 +995,18 @@ static void finds_match_scan(struct record *r)
 	for (size_t i = 0; i < record_n_atts(r); i++) {
 		struct rec_att *a = record_att(r, i);
 		const struct rec_vpc *v = record_find_vpc(r, a->m.vpc);
-		size_t same = 0;
+		size_t same = 0, same_active = 0;
 
 		ck_assert_uint_eq(a->slot, i);
-		/* its VPC counts its attachments (what "still used?" asks, instead of a scan) */
-		for (size_t k = 0; k < record_n_atts(r); k++)
+		/* its VPC counts its attachments, and the desired ones (what "still
+		 * used?" and the VPC list ask, instead of a scan) */
+		for (size_t k = 0; k < record_n_atts(r); k++) {
 			same += !strcmp(record_att(r, k)->m.vpc, a->m.vpc);
+			same_active += !strcmp(record_att(r, k)->m.vpc, a->m.vpc) && record_att(r, k)->active;
+		}
 		ck_assert_ptr_nonnull(v);
 		ck_assert_uint_eq(v->n_atts, same);
+		ck_assert_uint_eq(v->n_active, same_active);
 
 		ck_assert_ptr_eq(record_find_att(r, a->m.vpc, a->m.id), a);
 		ck_assert_ptr_eq(record_find_key(r, a->network, a->m.container_id, a->ifname), a);
@@ -1171,6 +1175,28 @@ START_TEST(t_finds_follow_changes)
 	ck_assert_ptr_nonnull(record_find_vpc(r, "vpcA"));
 	record_unlock(r);
 	finds_match_scan(r);
+	/* a reserved attachment counts for its VPC, not as desired, until activated */
+	{
+		struct rec_att *a = reserve(r, "vpcC", "c1", "fd00:c::1/128");
+		const struct rec_vpc *v;
+
+		record_lock(r);
+		v = record_find_vpc(r, "vpcC");
+		ck_assert(v && v->n_atts == 1 && v->n_active == 0);
+		record_activate(r, a);
+		v = record_find_vpc(r, "vpcC");
+		ck_assert(v && v->n_atts == 1 && v->n_active == 1);
+		record_activate(r, a); /* twice: counted once */
+		ck_assert_uint_eq(record_find_vpc(r, "vpcC")->n_active, 1);
+		record_deactivate(r, a);
+		ck_assert_uint_eq(record_find_vpc(r, "vpcC")->n_active, 0);
+		record_unlock(r);
+		finds_match_scan(r);
+		record_lock(r);
+		record_remove(r, a);
+		ck_assert_ptr_null(record_find_vpc(r, "vpcC"));
+		record_unlock(r);
+	}
 	record_close(r);
 	rm_tmp();
 }
