@@ -1,5 +1,5 @@
 # libgdp: desired-state model, backend interface, kernel backend + reconciler.
-GDP_SRCS := agent/dp/model.c agent/dp/vpcname.c agent/dp/backend.c agent/dp/delta.c agent/dp/kernel.c agent/dp/egress.c agent/dp/steer.c
+GDP_SRCS := agent/dp/model.c agent/dp/vpcname.c agent/dp/backend.c agent/dp/delta.c agent/dp/kernel.c agent/dp/kernel_snap.c agent/dp/kernel_plan.c agent/dp/kernel_diff.c agent/dp/kernel_exec.c agent/dp/kernel_delta.c agent/dp/egress.c agent/dp/steer.c
 # the egress shard's translator (agent/dp/egress.h) and pod steering (agent/dp/steer.h)
 # run nftables through libnftables; steering reads its listing back as JSON
 LIBDEPS_gdp := nft jansson
