@@ -46,6 +46,8 @@
 
 #include "agent/dp/kernel_int.h"
 
+/* ------------------------------------------------------------ reconcile */
+
 /* What a full apply checked, so a delta apply can trust it until the next one. */
 static int remember_verified(struct kb *k, const struct gdp_state *d, const bool *vok, uint32_t upidx,
 			     const char *upname)

@@ -11,7 +11,7 @@
 
 #include "agent/dp/kernel_int.h"
 
-/* ------------------------------------------------------------ reconcile */
+/* ------------------------------------------------------------ diff */
 
 int kb_add_op(struct plan *p, enum verb v, enum okind k, struct gdp_result *res, const void *obj)
 {

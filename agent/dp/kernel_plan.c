@@ -372,6 +372,8 @@ struct gdp_result *kb_op_res(struct pass *ps, const struct op *o, struct gdp_res
 	return o->res ? o->res : node_res;
 }
 
+/* ------------------------------------------------------------ egress shard */
+
 /*
  * The shard of this node: which VPCs egress (an attachment declares it),
  * the default routes of those VPCs toward their shard SIDs (a throw for each
