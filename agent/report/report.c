@@ -592,12 +592,21 @@ static void own_delete(json_t *o, void *ud)
  * CPU at N=300, bench_burst with perf).
  */
 struct lmemo {
-	char rv[32];
+	char rv[24];    /* etcd revisions: 20 digits at most */
 	int rc;         /* rpt_routes_from_report's */
-	char why[300];  /* rc < 0 */
+	char *why;      /* rc < 0: why the report is bad (else NULL) */
 	size_t n;
 	struct gdp_remote rem[]; /* n */
 };
+
+static void lmemo_free(void *v)
+{
+	struct lmemo *m = v;
+
+	if (m)
+		free(m->why);
+	free(m);
+}
 
 /* What rpt_routes_from_report reads of the local state besides the report, as a string. */
 static char *learn_ctx(const struct gdp_state *local)
@@ -634,7 +643,11 @@ static struct lmemo *lmemo_parse(struct rpt *r, const json_t *o, const char *rv,
 		return NULL;
 	snprintf(m->rv, sizeof(m->rv), "%s", rv ? rv : "");
 	m->rc = rc;
-	snprintf(m->why, sizeof(m->why), "%s", why);
+	m->why = NULL;
+	if (rc < 0 && !(m->why = strdup(why))) {
+		free(m);
+		return NULL;
+	}
 	m->n = scratch->n_remotes;
 	if (m->n)
 		memcpy(m->rem, scratch->remotes, m->n * sizeof(m->rem[0]));
@@ -656,7 +669,7 @@ static void learn_store(struct rpt *r, struct kube_store *s, const struct gdp_st
 		json_t *o = kube_store_get(s, key);
 		const char *name = gj_str(o, "metadata.name"), *rv = gj_str(o, "metadata.resourceVersion");
 		struct lmemo *m = NULL;
-		bool found;
+		bool found, oom;
 		size_t base = out->n_remotes;
 
 		if (!o)
@@ -665,7 +678,7 @@ static void learn_store(struct rpt *r, struct kube_store *s, const struct gdp_st
 			m = gmap_del(r->lmemo, key, &found);
 		/* resourceVersions too long to keep are never taken as the same */
 		if (m && (!rv || strlen(rv) >= sizeof(m->rv) || strcmp(m->rv, rv))) {
-			free(m);
+			lmemo_free(m);
 			m = NULL;
 		}
 		if (!m && !(m = lmemo_parse(r, o, rv, local, scratch))) {
@@ -675,32 +688,36 @@ static void learn_store(struct rpt *r, struct kube_store *s, const struct gdp_st
 			json_decref(o);
 			continue;
 		}
+		oom = false;
 		for (j = 0; j < m->n; j++)
 			if (gdp_state_add_remote(out, &m->rem[j])) {
 				out->n_remotes = base;
-				m->rc = -1;
-				snprintf(m->why, sizeof(m->why), "out of memory");
+				oom = true;
 				break;
 			}
-		if (m->rc < 0) {
+		if (oom) {
+			(*bad)++;
+			glogf(GLOG_ERROR, COMP, "nodeattachment %s/%s not learned this pass: out of memory", r->ns,
+			      name ? name : key);
+		} else if (m->rc < 0) {
 			const char *seen = json_string_value(json_object_get(r->bad_seen, key));
 
 			(*bad)++;
 			/* Once per version, not once per pass. */
 			if (!seen || !rv || strcmp(seen, rv)) {
 				glogf(GLOG_WARN, COMP, "ignoring nodeattachment %s/%s: %s", r->ns,
-				      name ? name : key, m->why);
+				      name ? name : key, m->why ? m->why : "");
 			}
 			json_object_set_new(nbad, key, json_string(rv ? rv : ""));
 		} else if (m->rc == 0) {
 			(*used)++;
 		}
-		if (!rv || strlen(rv) >= sizeof(m->rv) || !strcmp(m->why, "out of memory")) {
-			free(m);
+		if (!rv || strlen(rv) >= sizeof(m->rv) || oom || (m->rc < 0 && !strcmp(m->why, "out of memory"))) {
+			lmemo_free(m);
 		} else {
-			free(gmap_put(next, key, m, &err)); /* a key in both stores: the last one's */
+			lmemo_free(gmap_put(next, key, m, &err)); /* a key in both stores: the last one's */
 			if (err)
-				free(m);
+				lmemo_free(m);
 		}
 		json_decref(o);
 	}
@@ -766,7 +783,7 @@ static void learn(struct rpt *r)
 	/* The memo holds for the local state it was parsed against. */
 	ctx = learn_ctx(&local);
 	if (!ctx || !r->lmemo_ctx || strcmp(ctx, r->lmemo_ctx)) {
-		gmap_free(r->lmemo, free);
+		gmap_free(r->lmemo, lmemo_free);
 		r->lmemo = NULL;
 	}
 	free(r->lmemo_ctx);
@@ -782,7 +799,7 @@ static void learn(struct rpt *r)
 			learn_store(r, informer_store(r->legacy), &local, &out, nbad, &used, &bad, next, &scratch);
 	}
 	/* What is left is gone from the stores (or changed: re-parsed into next). */
-	gmap_free(r->lmemo, free);
+	gmap_free(r->lmemo, lmemo_free);
 	r->lmemo = next;
 	gdp_state_free(&scratch);
 	json_decref(r->bad_seen);
@@ -1123,7 +1140,7 @@ void rpt_stop(struct rpt *r)
 	json_decref(r->desired);
 	json_decref(r->last_intent);
 	json_decref(r->bad_seen);
-	gmap_free(r->lmemo, free);
+	gmap_free(r->lmemo, lmemo_free);
 	free(r->lmemo_ctx);
 	json_decref(r->overlap_seen);
 	json_decref(r->wrote);
