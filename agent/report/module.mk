@@ -1,6 +1,6 @@
 # agent/report: NodeAttachment publishing and route learning (docs/dataplane-reports.md),
 # linked into galactic-agent (agent/module.mk).
-$(eval $(call lib,greport,agent/report/build.c agent/report/report.c))
+$(eval $(call lib,greport,agent/report/build.c agent/report/desired.c agent/report/report.c))
 REPORT_LIBS := greport gcni gagent gdp gnl gcommon
 REPORT_LDLIBS := jansson nl curl mhd pthread m
 

@@ -91,6 +91,10 @@ struct rpt {
 	struct gmap *lmemo;
 	char *lmemo_ctx;
 	atomic_ulong learn_parsed;   /* reports parsed (rpt_stats) */
+	/* Publisher (KEY_SYNC: one thread at a time): each attachment's desired
+	 * report as last built; syncs and reports built (rpt_stats). */
+	struct rpt_desired *dmemo;
+	atomic_ulong pub_syncs, pub_built;
 	json_t *overlap_seen;        /* learner thread only: "vpc prefix" -> the overlap logged */
 	atomic_ulong ov_dup, ov_nested; /* overlaps in the last learned set */
 	struct metric *m_overlaps;   /* galactic_agent_learned_overlaps{kind}; NULL: no metrics */
@@ -169,55 +173,40 @@ void rpt_update(struct rpt *r, const struct gdp_state *st, const struct rpt_pod 
 
 /* ---- publisher --------------------------------------------------------- */
 
-/* Rebuilds the desired reports from the snapshot; queues the names that changed or went. */
+/* The desired reports from the snapshot (built again only where their
+ * inputs changed: rpt_desired_build); queues the names that changed or went. */
 static void sync_desired(struct rpt *r)
 {
-	json_t *desired = json_object(), *old, *v;
+	json_t *desired, *old, *v;
 	struct gdp_state st;
 	struct gdp_results res;
 	struct rpt_pod *pods;
 	const char *name;
-	char nm[300], why[256];
-	size_t i;
+	size_t built = 0;
 
 	pthread_mutex_lock(&r->mu);
 	if (!r->have_snap || gdp_state_copy(&st, &r->snap) || rpt_results_copy(&res, &r->snap_res)) {
 		if (r->have_snap)
 			gdp_state_free(&st);
 		pthread_mutex_unlock(&r->mu);
-		json_decref(desired);
 		return;
 	}
 	pods = calloc(st.n_atts + 1, sizeof(*pods));
 	if (pods && st.n_atts)
 		memcpy(pods, r->snap_pods, st.n_atts * sizeof(*pods));
 	pthread_mutex_unlock(&r->mu);
-	if (!pods) {
-		gdp_state_free(&st);
-		gdp_results_free(&res);
-		json_decref(desired);
-		return;
-	}
-	for (i = 0; i < st.n_atts; i++) {
-		const struct gdp_attachment *a = &st.atts[i];
-		struct rpt_cond c;
-		json_t *spec;
-
-		if (rpt_name(r->node, a->vpc, a->id, nm, sizeof(nm), why, sizeof(why))) {
-			glogf(GLOG_WARN, COMP, "attachment %s/%s not reported: %s", a->vpc, a->id, why);
-			continue;
-		}
-		spec = rpt_spec(r->node, &st, a, &pods[i]);
-		if (!spec)
-			continue;
-		rpt_programmed(&res, a, &c);
-		json_object_set_new(desired, nm, json_pack("{s:o, s:{s:b, s:s, s:s}}", "spec", spec,
-							   "cond", "programmed", c.programmed,
-							   "reason", c.reason, "message", c.message));
-	}
+	/* the memo is this thread's: the queue hands KEY_SYNC to one publisher at a time */
+	desired = pods ? rpt_desired_build(r->dmemo, r->node, &st, pods, &res, &built) : NULL;
 	free(pods);
 	gdp_state_free(&st);
 	gdp_results_free(&res);
+	atomic_fetch_add(&r->pub_built, built);
+	if (!desired) {
+		glogf(GLOG_ERROR, COMP, "desired reports not built: out of memory");
+		wq_add_rate_limited(r->pq, KEY_SYNC);
+		return;
+	}
+	atomic_fetch_add(&r->pub_syncs, 1);
 
 	pthread_mutex_lock(&r->mu);
 	old = r->last_intent;
@@ -225,10 +214,14 @@ static void sync_desired(struct rpt *r)
 	json_decref(r->desired);
 	r->desired = desired;
 	pthread_mutex_unlock(&r->mu);
-	/* Only what changed: keys in backoff keep their backoff. */
-	json_object_foreach(desired, name, v)
-		if (!old || !json_equal(v, json_object_get(old, name)))
+	/* Only what changed: keys in backoff keep their backoff. An entry
+	 * whose inputs did not change is the same object as last time. */
+	json_object_foreach(desired, name, v) {
+		json_t *was = old ? json_object_get(old, name) : NULL;
+
+		if (v != was && !json_equal(v, was))
 			wq_add(r->pq, name);
+	}
 	json_object_foreach(old, name, v)
 		if (!json_object_get(desired, name))
 			wq_add(r->pq, name);
@@ -997,6 +990,8 @@ void rpt_get_stats(struct rpt *r, struct rpt_stats *out)
 	out->overlap_duplicates = atomic_load(&r->ov_dup);
 	out->overlap_nested = atomic_load(&r->ov_nested);
 	out->learn_parsed = atomic_load(&r->learn_parsed);
+	out->pub_syncs = atomic_load(&r->pub_syncs);
+	out->pub_built = atomic_load(&r->pub_built);
 }
 
 int rpt_start(struct rpt **out, const struct rpt_opts *o, char *err, size_t errlen)
@@ -1034,6 +1029,10 @@ int rpt_start(struct rpt **out, const struct rpt_opts *o, char *err, size_t errl
 	r->bad_seen = json_object();
 	r->overlap_seen = json_object();
 	r->wrote = json_object();
+	if (!(r->dmemo = rpt_desired_new())) {
+		snprintf(err, errlen, "reports: out of memory");
+		goto fail;
+	}
 	r->cfg = o->kubeconfig ? kube_config_from_kubeconfig(o->kubeconfig, NULL, err, errlen)
 			       : kube_config_load(err, errlen);
 	if (!r->cfg)
@@ -1144,6 +1143,7 @@ void rpt_stop(struct rpt *r)
 	free(r->lmemo_ctx);
 	json_decref(r->overlap_seen);
 	json_decref(r->wrote);
+	rpt_desired_free(r->dmemo);
 	pthread_mutex_destroy(&r->omu);
 	pthread_mutex_destroy(&r->mu);
 	free(r);

@@ -162,6 +162,25 @@ typedef void (*rpt_overlap_fn)(const struct gdp_remote *kept, const struct gdp_r
 size_t rpt_remotes_resolve(struct gdp_remote *v, size_t n, struct rpt_overlaps *ov,
 			   rpt_overlap_fn on_overlap, void *ud);
 
+/*
+ * The desired reports of a node (name -> {"spec":..., "cond":{programmed,
+ * reason, message}}), as the publisher compares them with what it queued
+ * last. A memo per attachment ("<vpc>/<id>": a fingerprint of every input
+ * its report reads: the attachment and its pod byte for byte, its VPC, the
+ * node's name and SIDs, the results of the node, the VPC and the
+ * attachment) keeps each entry built: only those whose inputs changed since
+ * the last call are built again (*built counts them), the others are the
+ * same json objects as the last call returned, and attachments gone are
+ * forgotten. Returns a new reference, NULL when out of memory (what the
+ * memo lost is built again next time). pods parallel to st->atts (may be
+ * NULL); res may extend its index (rpt_programmed). One caller at a time.
+ */
+struct rpt_desired;
+struct rpt_desired *rpt_desired_new(void);
+void rpt_desired_free(struct rpt_desired *d);
+json_t *rpt_desired_build(struct rpt_desired *d, const char *node, const struct gdp_state *st,
+			  const struct rpt_pod *pods, struct gdp_results *res, size_t *built);
+
 /* Copy of results (counters included) without the per-remote ones; 0 or -ENOMEM. */
 int rpt_results_copy(struct gdp_results *dst, const struct gdp_results *src);
 
@@ -215,6 +234,9 @@ struct rpt_stats {
 	/* Reports the learner parsed (each new resourceVersion once; a pass
 	 * takes the unchanged ones from its memo). */
 	unsigned long learn_parsed;
+	/* The publisher's syncs of the desired reports (one per pass it took)
+	 * and the reports they built (rpt_desired_build: only the changed). */
+	unsigned long pub_syncs, pub_built;
 };
 void rpt_get_stats(struct rpt *r, struct rpt_stats *out);
 
