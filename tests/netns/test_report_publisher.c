@@ -226,6 +226,32 @@ START_TEST(test_publisher_and_learner)
 	rpt_update(r, &st, NULL, &res);
 	json_decref(wait_for("pn1-649241-68b", "True", 10));
 
+	/* 2b. A pass that changed nothing builds no report; one changed attachment builds one. */
+	{
+		struct rpt_stats s0, s1;
+		double until;
+
+		for (until = now_s() + 10, rpt_get_stats(r, &s0); now_s() < until; rpt_get_stats(r, &s0)) {
+			usleep(50000);
+			rpt_get_stats(r, &s1);
+			if (s1.pub_syncs == s0.pub_syncs)
+				break; /* the last update's sync is done */
+		}
+		rpt_update(r, &st, NULL, &res);
+		for (until = now_s() + 10; rpt_get_stats(r, &s1), s1.pub_syncs == s0.pub_syncs && now_s() < until;)
+			usleep(10000);
+		ck_assert_uint_gt(s1.pub_syncs, s0.pub_syncs);
+		ck_assert_uint_eq(s1.pub_built, s0.pub_built);
+		gdp_results_get(&res, GDP_OBJ_ATTACHMENT, "Red7", "R1")->programmed = false;
+		rpt_update(r, &st, NULL, &res);
+		json_decref(wait_for("pn1-649241-68b", "False", 10));
+		rpt_get_stats(r, &s1);
+		ck_assert_uint_eq(s1.pub_built, s0.pub_built + 1);
+		all_ok(&res, &st);
+		rpt_update(r, &st, NULL, &res);
+		json_decref(wait_for("pn1-649241-68b", "True", 10));
+	}
+
 	/* 3. Deleted by someone else: put back (a new incarnation). */
 	ck_assert_int_eq(kreq(&cp, "DELETE", NATT_PATH "/pn1-649241-68b", NULL, NULL, NULL, NULL), 200);
 	rep = wait_for("pn1-649241-68b", "True", 10);
