@@ -9,3 +9,4 @@ $(eval $(call unit_test,test_report_routes,tests/unit/test_report_routes.c,$(REP
 $(eval $(call netns_test,test_report_e2e,tests/netns/test_report_e2e.c tests/lib/topo.c tests/lib/cp.c tests/lib/crds.c tests/lib/kreq.c,$(REPORT_LIBS),$(REPORT_LDLIBS)))
 $(eval $(call netns_test,test_report_publisher,tests/netns/test_report_publisher.c tests/lib/cp.c tests/lib/crds.c tests/lib/kreq.c,$(REPORT_LIBS),$(REPORT_LDLIBS)))
 $(eval $(call bench,bench_learner,tests/bench/bench_learner.c tests/bench/bench.c tests/lib/cp.c tests/lib/crds.c,$(REPORT_LIBS),$(REPORT_LDLIBS)))
+$(eval $(call bench,bench_publisher,tests/bench/bench_publisher.c tests/bench/bench.c,$(REPORT_LIBS),$(REPORT_LDLIBS)))
