@@ -70,10 +70,15 @@ struct rpt {
 	bool lth_on;
 
 	pthread_mutex_t mu;          /* guards the fields below */
-	struct gdp_state snap;       /* last reconcile's desired state */
-	struct gdp_results snap_res; /* and its results */
-	struct rpt_pod *snap_pods;   /* parallel to snap.atts */
+	struct gdp_state snap;       /* last reconcile's node and VPCs (the learner's) */
 	bool have_snap;
+	/* The publisher's: the last reconcile's desired state (no remotes),
+	 * results and pods (parallel to pub_st.atts), taken whole by the next
+	 * sync (pub_fresh: not taken yet), so each pass is copied once. */
+	struct gdp_state pub_st;
+	struct gdp_results snap_res;
+	struct rpt_pod *snap_pods;
+	bool pub_fresh;
 	char *vpc_set;               /* hosted VPC ids, to wake the learner on a change */
 	json_t *desired;             /* name -> {"spec":..., "cond":{...}} */
 	json_t *last_intent;         /* same, as last queued (change detection) */
@@ -126,7 +131,7 @@ static char *vpc_ids(const struct gdp_state *st)
 void rpt_update(struct rpt *r, const struct gdp_state *st, const struct rpt_pod *pods,
 		const struct gdp_results *res)
 {
-	struct gdp_state s;
+	struct gdp_state s, ls;
 	struct gdp_results rr;
 	struct rpt_pod *pc;
 	char *vs;
@@ -135,19 +140,28 @@ void rpt_update(struct rpt *r, const struct gdp_state *st, const struct rpt_pod 
 
 	if (!r)
 		return;
-	/* Node, VPCs and attachments are all reports and learning need. */
+	/* Node, VPCs and attachments are all reports need; the learner
+	 * needs the node and the VPCs. */
 	view = *st;
 	view.remotes = NULL;
 	view.n_remotes = view.cap_remotes = 0;
 	if (gdp_state_copy(&s, &view))
 		return;
+	view.atts = NULL;
+	view.n_atts = view.cap_atts = 0;
+	if (gdp_state_copy(&ls, &view)) {
+		gdp_state_free(&s);
+		return;
+	}
 	if (rpt_results_copy(&rr, res)) {
 		gdp_state_free(&s);
+		gdp_state_free(&ls);
 		return;
 	}
 	pc = calloc(st->n_atts + 1, sizeof(*pc));
 	if (!pc) {
 		gdp_state_free(&s);
+		gdp_state_free(&ls);
 		gdp_results_free(&rr);
 		return;
 	}
@@ -156,12 +170,16 @@ void rpt_update(struct rpt *r, const struct gdp_state *st, const struct rpt_pod 
 	vs = vpc_ids(st);
 	pthread_mutex_lock(&r->mu);
 	gdp_state_free(&r->snap);
+	r->snap = ls;
+	r->have_snap = true;
+	/* a pass the publisher has not taken yet is replaced whole */
+	gdp_state_free(&r->pub_st);
 	gdp_results_free(&r->snap_res);
 	free(r->snap_pods);
-	r->snap = s;
+	r->pub_st = s;
 	r->snap_res = rr;
 	r->snap_pods = pc;
-	r->have_snap = true;
+	r->pub_fresh = true;
 	vpcs_changed = !r->vpc_set || !vs || strcmp(r->vpc_set, vs);
 	free(r->vpc_set);
 	r->vpc_set = vs;
@@ -184,28 +202,47 @@ static void sync_desired(struct rpt *r)
 	const char *name;
 	size_t built = 0;
 
+	/* The pass's copies are taken, not copied again: nothing else reads
+	 * them, and a sync without a new pass has nothing new to build. */
 	pthread_mutex_lock(&r->mu);
-	if (!r->have_snap || gdp_state_copy(&st, &r->snap) || rpt_results_copy(&res, &r->snap_res)) {
-		if (r->have_snap)
-			gdp_state_free(&st);
+	if (!r->pub_fresh) {
 		pthread_mutex_unlock(&r->mu);
 		return;
 	}
-	pods = calloc(st.n_atts + 1, sizeof(*pods));
-	if (pods && st.n_atts)
-		memcpy(pods, r->snap_pods, st.n_atts * sizeof(*pods));
+	st = r->pub_st;
+	res = r->snap_res;
+	pods = r->snap_pods;
+	gdp_state_init(&r->pub_st);
+	gdp_results_init(&r->snap_res);
+	r->snap_pods = NULL;
+	r->pub_fresh = false;
 	pthread_mutex_unlock(&r->mu);
 	/* the memo is this thread's: the queue hands KEY_SYNC to one publisher at a time */
-	desired = pods ? rpt_desired_build(r->dmemo, r->node, &st, pods, &res, &built) : NULL;
-	free(pods);
-	gdp_state_free(&st);
-	gdp_results_free(&res);
+	desired = rpt_desired_build(r->dmemo, r->node, &st, pods, &res, &built);
 	atomic_fetch_add(&r->pub_built, built);
 	if (!desired) {
 		glogf(GLOG_ERROR, COMP, "desired reports not built: out of memory");
+		/* given back unless a newer pass came meanwhile */
+		pthread_mutex_lock(&r->mu);
+		if (!r->pub_fresh) {
+			r->pub_st = st;
+			r->snap_res = res;
+			r->snap_pods = pods;
+			r->pub_fresh = true;
+			gdp_state_init(&st);
+			gdp_results_init(&res);
+			pods = NULL;
+		}
+		pthread_mutex_unlock(&r->mu);
+		gdp_state_free(&st);
+		gdp_results_free(&res);
+		free(pods);
 		wq_add_rate_limited(r->pq, KEY_SYNC);
 		return;
 	}
+	gdp_state_free(&st);
+	gdp_results_free(&res);
+	free(pods);
 	atomic_fetch_add(&r->pub_syncs, 1);
 
 	pthread_mutex_lock(&r->mu);
@@ -1133,6 +1170,7 @@ void rpt_stop(struct rpt *r)
 	kube_client_free(r->rkc);
 	kube_config_free(r->cfg);
 	gdp_state_free(&r->snap);
+	gdp_state_free(&r->pub_st);
 	gdp_results_free(&r->snap_res);
 	free(r->snap_pods);
 	free(r->vpc_set);
