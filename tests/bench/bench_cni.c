@@ -305,55 +305,14 @@ static int parse_verb_line(const char *line, const char *verb, char tag, struct 
 	c = strstr(line, want);
 	if (!c || sscanf(c + strlen(want), "%d.%d ", &l->i, &l->r) != 2 || l->i < 0 || !(ok = strstr(c, ": ok (")))
 		return -1;
-	if (strcmp(verb, "DEL"))
-		return sscanf(ok, ": ok (%lld ms; %lf in the agent: pod setup %lf, applied %lf, backend %lf", &l->ms,
-			      &l->agent, &l->setup, &l->applied, &l->backend) == 5 ? 0 : -1;
-	return sscanf(ok, ": ok (%lld ms; %lf in the agent: pod teardown %lf, applied %lf, backend %lf", &l->ms,
-		      &l->agent, &l->setup, &l->applied, &l->backend) == 5 ? 0 : -1;
+	/* "pod setup" (ADD) or "pod teardown" (DEL): the same five figures */
+	return sscanf(ok, ": ok (%lld ms; %lf in the agent: pod %*s %lf, applied %lf, backend %lf", &l->ms, &l->agent,
+		      &l->setup, &l->applied, &l->backend) == 5 ? 0 : -1;
 }
 
 static int parse_add_line(const char *line, char tag, struct add_line *l)
 {
 	return parse_verb_line(line, "ADD", tag, l);
-}
-
-/*
- * The sequential DELs' spans from node 1's agent log (container cr<i>.0's
- * DEL line), as seq_spans does for the ADDs: in the agent, the pod
- * teardown (the veth's deletion: the kernel's, which flushes what used it),
- * the backend span of the pass that removed the node side, ours = the rest.
- * Also the full passes ("reconcile #") the log has after byte from (the
- * DELs' start). Returns how many of the n DELs were found.
- */
-static int del_spans(int n, long from, double *agent, double *teardown, double *backend, double *ours, int *full)
-{
-	char path[600], line[2048];
-	int found = 0;
-	FILE *f;
-
-	*full = 0;
-	snprintf(path, sizeof(path), "%s/n1/agent.log", T.dir);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	for (int i = 0; i < n; i++)
-		agent[i] = -1;
-	if (from > 0)
-		fseek(f, from, SEEK_SET);
-	while (fgets(line, sizeof(line), f)) {
-		struct add_line l;
-
-		*full += strstr(line, "msg=\"reconcile #") != NULL;
-		if (parse_verb_line(line, "DEL", 'r', &l) || l.r != 0 || l.i >= n)
-			continue;
-		found += agent[l.i] < 0;
-		agent[l.i] = l.agent;
-		teardown[l.i] = l.setup;
-		backend[l.i] = l.backend;
-		ours[l.i] = l.agent - l.setup - l.backend;
-	}
-	fclose(f);
-	return found;
 }
 
 /* node 1's agent log's size now (where the next lines start), or -1 */
@@ -374,24 +333,35 @@ static long log_size(void)
  * netlink or map writes and read-back: the kernel's, with the backend's own
  * planning). ours = agent - pod setup - backend: the record, its view, the
  * journal commit, the delta, the hand-offs and every wait in between.
- * Returns how many of the n ADDs were found.
+ * The sequential DELs' lines (verb "DEL") give the same figures with the
+ * pod teardown (the veth's deletion: the kernel's, which flushes what used
+ * it) in setup. Lines before byte from are skipped; full (if not NULL)
+ * counts the full passes ("reconcile #") after it. Returns how many of the
+ * n were found.
  */
-static int seq_spans(int node, int n, double *agent, double *setup, double *backend, double *ours)
+static int verb_spans(int node, const char *verb, long from, int n, double *agent, double *setup, double *backend,
+		      double *ours, int *full)
 {
 	char path[600], line[2048];
 	int found = 0;
 	FILE *f;
 
+	if (full)
+		*full = 0;
 	snprintf(path, sizeof(path), "%s/n%d/agent.log", T.dir, node);
 	f = fopen(path, "r");
 	if (!f)
 		return 0;
 	for (int i = 0; i < n; i++)
 		agent[i] = -1;
+	if (from > 0)
+		fseek(f, from, SEEK_SET);
 	while (fgets(line, sizeof(line), f)) {
 		struct add_line l;
 
-		if (parse_add_line(line, 'r', &l) || l.r != 0 || l.i >= n)
+		if (full)
+			*full += strstr(line, "msg=\"reconcile #") != NULL;
+		if (parse_verb_line(line, verb, 'r', &l) || l.r != 0 || l.i >= n)
 			continue;
 		found += agent[l.i] < 0;
 		agent[l.i] = l.agent;
@@ -632,7 +602,7 @@ int main(int argc, char **argv)
 		double *sp = calloc((size_t)nref * 4, sizeof(double));
 
 		/* first and last tenth apart, by parts, before ref[] is sorted */
-		if (sp && seq_spans(1, nref, sp, sp + nref, sp + 2 * nref, sp + 3 * nref) == nref) {
+		if (sp && verb_spans(1, "ADD", 0, nref, sp, sp + nref, sp + 2 * nref, sp + 3 * nref, NULL) == nref) {
 			double *ag = sp, *su = sp + nref, *be = sp + 2 * nref, *ou = sp + 3 * nref;
 			double e1 = p50_of(ref, 0, tenth), e2 = p50_of(ref, nref - tenth, tenth);
 			double o1 = p50_of(ou, 0, tenth), o2 = p50_of(ou, nref - tenth, tenth);
@@ -716,7 +686,7 @@ int main(int argc, char **argv)
 
 			usleep(300 * 1000); /* the last DEL's line and any pass it caused are logged */
 			/* where each DEL's time went, by parts from the agent's log */
-			if (sp && del_spans(nref, from, sp, sp + nref, sp + 2 * nref, sp + 3 * nref, &full) == nref) {
+			if (sp && verb_spans(1, "DEL", from, nref, sp, sp + nref, sp + 2 * nref, sp + 3 * nref, &full) == nref) {
 				const char *nm[4] = { "in the agent", "pod teardown", "the pass's backend", "ours" };
 				int t = nref / 10;
 
